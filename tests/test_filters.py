@@ -1,0 +1,118 @@
+"""Tests for zkconsumer._filters: legacy Whitelist / Blacklist topic filters."""
+
+from __future__ import annotations
+
+import pytest
+
+from zkconsumer._errors import ConfigError, ZkDataError
+from zkconsumer._filters import (
+    INTERNAL_TOPICS,
+    Blacklist,
+    TopicFilter,
+    Whitelist,
+    filter_from_registration,
+    normalise_regex,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalised"),
+    [
+        ("a.*", "a.*"),
+        ("  a.*  ", "a.*"),
+        ("\t\na.*\r\n", "a.*"),
+        ('"a.*"', "a.*"),
+        ("'a.*'", "a.*"),
+        ("  \"a.*\"  ", "a.*"),
+        ("a,b,c", "a|b|c"),
+        ("a, b , c", "a|b|c"),
+        ('"a, b"', "a|b"),
+        ("'\"a\"'", "a"),  # any run of leading / trailing quotes, as the original
+        ("\" 'a'\"", "a"),  # spaces go before the quotes are stripped
+        ("a b", "ab"),
+        ("a'b", "a'b"),  # quotes inside stay
+        ("", ""),
+        ("\u00a0a\u00a0", "\u00a0a\u00a0"),  # Java trim only strips <= U+0020
+    ],
+)
+def test_normalisation(raw: str, normalised: str) -> None:
+    assert normalise_regex(raw) == normalised
+    assert Whitelist(raw).regex == normalised
+    assert Blacklist(raw).regex == normalised
+
+
+def test_whole_name_match() -> None:
+    wl = Whitelist("a.*")
+    assert wl.is_topic_allowed("a", True)
+    assert wl.is_topic_allowed("abc", True)
+    assert not wl.is_topic_allowed("ba", True)  # search() would have matched
+    assert not Whitelist("b").is_topic_allowed("ab", False)
+    assert not Whitelist("b").is_topic_allowed("bc", False)
+    assert Whitelist("foo|bar").is_topic_allowed("bar", False)
+    assert not Whitelist("foo|bar").is_topic_allowed("foobar", False)
+    assert Whitelist("t1,t2").is_topic_allowed("t2", False)
+    assert not Whitelist("t1,t2").is_topic_allowed("t12", False)
+    # "$" is not special at a newline: the whole name has to match.
+    assert not Whitelist("a$").is_topic_allowed("a\n", False)
+
+
+def test_internal_topic_exclusion() -> None:
+    assert INTERNAL_TOPICS == frozenset({"__consumer_offsets"})
+    wl = Whitelist(".*")
+    assert not wl.is_topic_allowed("__consumer_offsets", True)
+    assert wl.is_topic_allowed("__consumer_offsets", False)
+    assert wl.is_topic_allowed("__other", True)
+    bl = Blacklist("x")
+    assert not bl.is_topic_allowed("__consumer_offsets", True)
+    assert bl.is_topic_allowed("__consumer_offsets", False)
+
+
+def test_blacklist() -> None:
+    bl = Blacklist("a.*")
+    assert not bl.is_topic_allowed("abc", True)
+    assert bl.is_topic_allowed("ba", True)  # does not match the whole name
+    assert bl.is_topic_allowed("b", False)
+    assert not Blacklist("t1,t2").is_topic_allowed("t1", False)
+    assert Blacklist("").is_topic_allowed("anything", False)
+
+
+@pytest.mark.parametrize("raw", ["a(", "[a", "*a", "a)", r"\p{Alpha}+", "(?<", "a**"])
+def test_invalid_regex(raw: str) -> None:
+    for cls in (Whitelist, Blacklist):
+        with pytest.raises(ConfigError) as info:
+            cls(raw)
+        assert normalise_regex(raw) in str(info.value)
+        assert "invalid regex" in str(info.value)
+
+
+def test_not_a_string() -> None:
+    with pytest.raises(ConfigError):
+        Whitelist(5)  # type: ignore[arg-type]
+
+
+def test_pattern_names_eq_repr() -> None:
+    assert Whitelist("a").pattern_name == "white_list"
+    assert Blacklist("a").pattern_name == "black_list"
+    assert Whitelist(" 'a,b' ") == Whitelist("a|b")
+    assert Whitelist("a") != Blacklist("a")
+    assert Whitelist("a") != Whitelist("b")
+    assert Whitelist("a") != "a"
+    assert hash(Whitelist("a,b")) == hash(Whitelist("a|b"))
+    assert len({Whitelist("a"), Whitelist("'a'"), Blacklist("a")}) == 2
+    assert repr(Whitelist("a,b")) == "Whitelist('a|b')"
+    assert repr(Blacklist("x")) == "Blacklist('x')"
+    assert str(Whitelist("a,b")) == "a|b"
+    assert isinstance(Whitelist("a"), TopicFilter)
+    with pytest.raises(TypeError):
+        TopicFilter("a")  # type: ignore[abstract]
+
+
+def test_filter_from_registration() -> None:
+    assert filter_from_registration("static", "t") is None
+    assert filter_from_registration("unknown", "t") is None
+    assert filter_from_registration("white_list", "a.*") == Whitelist("a.*")
+    assert filter_from_registration("black_list", "a.*") == Blacklist("a.*")
+    wl = Whitelist(" 'x,y' ")
+    assert filter_from_registration(wl.pattern_name, wl.regex) == wl
+    with pytest.raises(ZkDataError):
+        filter_from_registration("white_list", "a(")

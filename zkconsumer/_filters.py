@@ -1,0 +1,159 @@
+"""Topic filters for wildcard subscriptions: the legacy ``Whitelist`` and ``Blacklist``.
+
+A filter holds a regex, normalised as Kafka's ``kafka.consumer.TopicFilter`` did (property
+files may bring quotes and commas)::
+
+    raw.trim()                      # Java trim: strip characters <= U+0020 at both ends
+       .replace(',', '|')           # "a,b" means "a|b"
+       .replace(" ", "")            # spaces removed everywhere
+       .replaceAll("^[\\"']+", "")   # leading quotes
+       .replaceAll("[\\"']+$", "")   # trailing quotes
+
+and the regex must match the **whole** topic name (Java's ``String.matches``, here
+:func:`re.fullmatch`): the whitelist ``a.*`` allows ``abc`` but not ``ba``.
+
+The normalised regex is what goes into the ids znode (the key of the subscription, with
+pattern ``white_list`` or ``black_list``), and every group member re-evaluates the others'
+filters locally; so the internal topics excluded by ``exclude.internal.topics`` are the
+ones of Kafka 0.10.2 (``__consumer_offsets`` only), to agree with JVM members.
+
+The regex is interpreted with Python's :mod:`re`, which agrees with ``java.util.regex``
+for the common syntax (classes, alternation, quantifiers, anchors, groups, possessive
+quantifiers and atomic groups). Java-only constructs such as ``\\p{Alpha}`` or ``\\Q..\\E``
+are rejected as invalid (ConfigError); a few differ silently (``\\Z``; a ``{`` that starts
+no quantifier is a literal in Python but an error in Java), which topic names, limited to
+``[a-zA-Z0-9._-]``, rarely exercise.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from ._errors import ConfigError, ZkDataError
+
+__all__ = [
+    "INTERNAL_TOPICS",
+    "Blacklist",
+    "TopicFilter",
+    "Whitelist",
+    "filter_from_registration",
+    "normalise_regex",
+]
+
+#: Topics ``exclude.internal.topics`` hides from wildcard subscriptions (Kafka 0.10.2).
+INTERNAL_TOPICS: frozenset[str] = frozenset({"__consumer_offsets"})
+
+_LEADING_QUOTES = re.compile(r"\A[\"']+")
+_TRAILING_QUOTES = re.compile(r"[\"']+\Z")
+
+
+def _java_trim(text: str) -> str:
+    """``String.trim()``: drop leading and trailing characters <= U+0020 (and only those)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def normalise_regex(raw_regex: str) -> str:
+    """Normalise a whitelist/blacklist regex exactly as the legacy ``TopicFilter``."""
+    regex = _java_trim(raw_regex).replace(",", "|").replace(" ", "")
+    regex = _LEADING_QUOTES.sub("", regex)
+    return _TRAILING_QUOTES.sub("", regex)
+
+
+class TopicFilter(ABC):
+    """A regex over topic names; see :class:`Whitelist` and :class:`Blacklist`."""
+
+    #: How the ids znode names this kind of filter (its ``pattern``).
+    pattern_name: ClassVar[str]
+
+    __slots__ = ("_compiled", "_regex")
+
+    def __init__(self, raw_regex: str) -> None:
+        if not isinstance(raw_regex, str):
+            raise ConfigError(f"topic filter regex must be a string, got {raw_regex!r}")
+        regex = normalise_regex(raw_regex)
+        try:
+            compiled = re.compile(regex)
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise ConfigError(
+                f"{regex!r} is an invalid regex (from {raw_regex!r}): {exc}"
+            ) from exc
+        self._regex = regex
+        self._compiled = compiled
+
+    @property
+    def regex(self) -> str:
+        """The normalised regex, as written in the ids znode."""
+        return self._regex
+
+    def _matches(self, topic: str) -> bool:
+        return self._compiled.fullmatch(topic) is not None
+
+    @abstractmethod
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool) -> bool:
+        """Whether a wildcard subscription with this filter consumes ``topic``."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TopicFilter) or type(other) is not type(self):
+            return NotImplemented
+        return self._regex == other._regex
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._regex))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._regex!r})"
+
+    def __str__(self) -> str:
+        # Scala's TopicFilter.toString is the regex.
+        return self._regex
+
+
+class Whitelist(TopicFilter):
+    """Consume the topics whose whole name matches the regex."""
+
+    pattern_name: ClassVar[str] = "white_list"
+    __slots__ = ()
+
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool) -> bool:
+        if exclude_internal_topics and topic in INTERNAL_TOPICS:
+            return False
+        return self._matches(topic)
+
+
+class Blacklist(TopicFilter):
+    """Consume the topics whose whole name does not match the regex."""
+
+    pattern_name: ClassVar[str] = "black_list"
+    __slots__ = ()
+
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool) -> bool:
+        if exclude_internal_topics and topic in INTERNAL_TOPICS:
+            return False
+        return not self._matches(topic)
+
+
+def filter_from_registration(pattern: str, regex: str) -> TopicFilter | None:
+    """The filter of another member's ids znode (its ``pattern`` and subscription key).
+
+    None for ``static`` and, like the original, for any pattern it does not know.
+    A regex that does not compile comes from ZooKeeper, not from the user, so it raises
+    ZkDataError (not ConfigError).
+    """
+    cls: type[TopicFilter]
+    if pattern == Whitelist.pattern_name:
+        cls = Whitelist
+    elif pattern == Blacklist.pattern_name:
+        cls = Blacklist
+    else:
+        return None
+    try:
+        return cls(regex)
+    except ConfigError as exc:
+        raise ZkDataError(f"registered {pattern} regex is unusable: {exc}") from exc
