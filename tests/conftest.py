@@ -1,0 +1,90 @@
+"""Shared fixtures: one real stack per test session, fresh names per test.
+
+The stack is the local one (real ZooKeeper, Tansu broker, bridge) started in a temporary
+directory, unless ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP name an external one (for
+example the docker-compose stack with a real Kafka 3.9 in ZooKeeper mode). Tests never share
+group or topic names, so they do not see each other.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo, create_topic, wait_until
+from zkconsumer import _zkpaths as zp
+from zkconsumer._stack import LocalStack
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackInfo]:
+    zk = os.environ.get("ZKCONSUMER_ZOOKEEPER")
+    bootstrap = os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    if zk and bootstrap:
+        yield StackInfo(zk, bootstrap, None)
+        return
+    with tempfile.TemporaryDirectory(prefix="zkc-stack-") as d:
+        local = LocalStack(d)
+        try:
+            local.up()
+            yield StackInfo(local.zookeeper, local.bootstrap, local)
+        finally:
+            local.down()
+
+
+@pytest.fixture
+def zk(stack: StackInfo) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=stack.zookeeper, timeout=10.0)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@dataclass
+class Names:
+    """Per-test unique names: ``names.group``, ``names.topic``, ``names("x")``."""
+
+    suffix: str
+
+    @property
+    def group(self) -> str:
+        return f"g-{self.suffix}"
+
+    @property
+    def topic(self) -> str:
+        return f"t-{self.suffix}"
+
+    def __call__(self, stem: str) -> str:
+        return f"{stem}-{self.suffix}"
+
+
+@pytest.fixture
+def names() -> Names:
+    return Names(uuid.uuid4().hex[:10])
+
+
+@pytest.fixture
+def topic_factory(stack: StackInfo, zk: KazooClient):  # type: ignore[no-untyped-def]
+    """``topic_factory(name, partitions)`` creates a topic and waits for the bridge."""
+
+    def make(name: str, partitions: int) -> str:
+        create_topic(stack.bootstrap, name, partitions)
+        wait_until(
+            lambda: zk.exists(zp.topic_path(name)) is not None
+            and len(zp.TopicAssignment.decode(zk.get(zp.topic_path(name))[0]).partitions)
+            == partitions,
+            timeout=30,
+            what=f"topic {name} registered in ZooKeeper",
+        )
+        return name
+
+    return make

@@ -1,0 +1,135 @@
+"""The local stack and the bridge, against the real ZooKeeper and broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo, create_topic, wait_until
+from zkconsumer import _zkpaths as zp
+from zkconsumer._stack import LocalStack, running_stack, zk_four_letter
+
+
+def _broker_ids(zk: KazooClient) -> list[str]:
+    return sorted(zk.get_children(zp.BROKER_IDS)) if zk.exists(zp.BROKER_IDS) else []
+
+
+def test_zookeeper_is_real_and_broker_is_registered(stack: StackInfo, zk: KazooClient) -> None:
+    assert zk_four_letter(stack.zookeeper, "ruok") == "imok"
+    assert "Zookeeper version: 3.8" in zk_four_letter(stack.zookeeper, "srvr")
+    ids = wait_until(lambda: _broker_ids(zk), 10, "a registered broker")
+    data, stat = zk.get(zp.broker_path(int(ids[0])))
+    assert stat.ephemeralOwner != 0  # ephemeral, as a ZooKeeper-mode broker's
+    reg = json.loads(data)
+    host, port = stack.bootstrap.rsplit(":", 1)
+    assert reg["version"] == 4
+    assert reg["endpoints"] == [f"PLAINTEXT://{host}:{port}"]
+    assert (reg["host"], reg["port"]) == (host, int(port))
+    assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+    assert list(reg) == ["version", "host", "port", "endpoints", "jmx_port", "timestamp",
+                         "rack", "listener_security_protocol_map"]
+
+
+def test_bridge_registers_new_topics_with_partition_state(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    create_topic(stack.bootstrap, names.topic, 3)
+    start = time.monotonic()
+    wait_until(lambda: zk.exists(zp.topic_path(names.topic)), 5, "topic znode")
+    assert time.monotonic() - start < 2.0  # "within one second", plus a poll interval of slack
+    assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(names.topic))[0])
+    broker = int(_broker_ids(zk)[0])
+    assert assignment.partitions == {0: [broker], 1: [broker], 2: [broker]}
+    for p in range(3):
+        path = zp.partition_state_path(names.topic, p)
+        state = wait_until(lambda path=path: zk.exists(path) and zk.get(path)[0], 5, path)
+        decoded = zp.PartitionState.decode(state)
+        assert (decoded.leader, decoded.isr) == (broker, [broker])
+
+
+def test_bridge_leaves_topics_it_does_not_manage_alone(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    # The ZooKeeper-era way to change a partition count: an admin tool writes the assignment.
+    foreign = names("foreign")
+    mine = names("mine")
+    zk.create(zp.topic_path(foreign), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+              makepath=True)
+    create_topic(stack.bootstrap, foreign, 4)
+    create_topic(stack.bootstrap, mine, 1)
+    wait_until(lambda: zk.exists(zp.topic_path(mine)), 10, "a later topic")
+    assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(foreign))[0])
+    assert sorted(assignment.partitions) == [0, 1]
+
+
+@pytest.fixture
+def private_stack(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A stack of its own, for tests that stop and start components."""
+    with running_stack(tmp_path / "stack") as s:
+        yield s
+
+
+def test_bridge_follows_broker_and_its_own_restarts(private_stack: LocalStack) -> None:
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        wait_until(lambda: _broker_ids(zk), 10, "broker registered")
+        create_topic(private_stack.bootstrap, "t1", 2)
+        wait_until(lambda: zk.exists(zp.topic_path("t1")), 10, "topic registered")
+
+        private_stack.stop("bridge")  # a clean stop deregisters what it registered
+        wait_until(lambda: not _broker_ids(zk), 10, "brokers gone with the bridge")
+        private_stack.start("bridge")
+        wait_until(lambda: _broker_ids(zk), 10, "brokers back with the bridge")
+
+        private_stack.stop("broker")  # a broker gone
+        wait_until(lambda: not _broker_ids(zk), 15, "broker deregistered")
+        private_stack.start("broker")  # memory storage: it comes back empty
+        wait_until(lambda: _broker_ids(zk), 15, "broker registered again")
+        wait_until(lambda: not zk.exists(zp.topic_path("t1")), 15, "deleted topic removed")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_stack_cli_up_status_down(tmp_path: Path) -> None:
+    d = tmp_path / "cli-stack"
+    env = dict(os.environ)
+    up = subprocess.run([sys.executable, "-m", "zkconsumer", "stack", "up", "--dir", str(d)],
+                        capture_output=True, text=True, timeout=120, env=env)
+    try:
+        assert up.returncode == 0, up.stderr
+        lines = up.stdout.strip().splitlines()
+        assert len(lines) == 1
+        addresses = json.loads(lines[0])
+        assert set(addresses) == {"zookeeper", "bootstrap"}
+        assert zk_four_letter(addresses["zookeeper"]) == "imok"
+        status = subprocess.run(
+            [sys.executable, "-m", "zkconsumer", "stack", "status", "--dir", str(d)],
+            capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stdout + status.stderr
+        st = json.loads(status.stdout)
+        assert all(st[c]["answering"] for c in ("zookeeper", "broker", "bridge"))
+        assert st["zookeeper"]["address"] == addresses["zookeeper"]
+        pids = [st[c]["pid"] for c in ("zookeeper", "broker", "bridge")]
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "zkconsumer", "stack", "down", "--dir", str(d)],
+            capture_output=True, text=True, timeout=60)
+    assert down.returncode == 0, down.stderr
+    assert json.loads(down.stdout)["stopped"] == ["bridge", "broker", "zookeeper"]
+    for pid in pids:
+        wait_until(lambda pid=pid: not Path(f"/proc/{pid}").exists()
+                   or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1],
+                   10, f"pid {pid} gone")
+    status = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "stack", "status", "--dir", str(d)],
+        capture_output=True, text=True, timeout=60)
+    assert status.returncode == 1

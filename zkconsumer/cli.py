@@ -1,0 +1,100 @@
+"""The ``zkconsumer`` command line.
+
+Every subcommand lives in a small function registered in :func:`build_parser`. Failures the
+user can fix (bad flags, an unreachable address, bad input) print one line on stderr and exit
+with status 2; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from ._errors import ZkConsumerError
+
+EXIT_USAGE = 2
+
+
+class CommandError(ZkConsumerError):
+    """A failure the user can fix; printed as one line, exit status 2."""
+
+
+def _cmd_stack(args: argparse.Namespace) -> int:
+    from ._stack import LocalStack
+
+    stack = LocalStack(args.dir)
+    if args.action == "up":
+        addresses = stack.up(timeout=args.timeout)
+        print(json.dumps(addresses), flush=True)
+    elif args.action == "down":
+        stopped = stack.down()
+        print(json.dumps({"stopped": stopped}))
+    else:
+        status = stack.status()
+        print(json.dumps(status))
+        return 0 if all(status[c]["answering"] for c in ("zookeeper", "broker", "bridge")) else 1
+    return 0
+
+
+def _cmd_bridge(args: argparse.Namespace) -> int:
+    from ._bridge import Bridge
+
+    bridge = Bridge(args.zookeeper, args.bootstrap_server, interval_s=args.interval)
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        bridge.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    bridge.run()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zkconsumer",
+        description="Kafka's legacy ZooKeeper consumer, its tools and its local stack.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
+                       description="The local stack: real ZooKeeper, the Tansu broker and "
+                       "the bridge, as background processes with pids and logs in DIR.")
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("--dir", required=True, help="directory for data, logs and pids")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds to wait for each component to answer (up)")
+    p.set_defaults(func=_cmd_stack)
+
+    p = sub.add_parser("bridge", help="register a Kafka-protocol cluster in ZooKeeper",
+                       description="Keep /brokers/ids and /brokers/topics in ZooKeeper equal "
+                       "to a Kafka-protocol cluster's metadata, as ZooKeeper-mode brokers did.")
+    p.add_argument("--zookeeper", required=True, metavar="ZK")
+    p.add_argument("--bootstrap-server", required=True, metavar="B")
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between syncs")
+    p.set_defaults(func=_cmd_bridge)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.INFO if args.verbose or args.command == "bridge" else logging.WARNING
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
+    )
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    try:
+        return int(args.func(args))
+    except (ZkConsumerError, OSError) as e:
+        print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
