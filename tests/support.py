@@ -65,3 +65,66 @@ def produce(
     finally:
         producer.close()
     return n
+
+
+class NullFetcher:
+    """A fetch side that fetches nothing: for tests of membership and ownership only."""
+
+    def __init__(self, *args: Any) -> None:
+        self.started: list[list[Any]] = []
+        self.stops = 0
+
+    def start_connections(self, infos: Iterable[Any]) -> None:
+        self.started.append(list(infos))
+
+    def stop_connections(self) -> None:
+        self.stops += 1
+
+    def shutdown(self) -> None:
+        pass
+
+
+def group_owners(zk: Any, group: str, topic: str) -> dict[int, str]:
+    """Partition -> owning thread id, read back from ZooKeeper."""
+    from kazoo.exceptions import NoNodeError
+
+    from zkconsumer import _zkpaths as zp
+
+    out: dict[int, str] = {}
+    try:
+        children = zk.get_children(zp.owners_topic_dir(group, topic))
+    except NoNodeError:
+        return out
+    for p in children:
+        try:
+            data, _ = zk.get(zp.owner_path(group, topic, int(p)))
+        except NoNodeError:
+            continue
+        out[int(p)] = data.decode()
+    return out
+
+
+def expected_owners(zk: Any, group: str, topic: str, strategy: str = "range") -> dict[int, str]:
+    """What the assignor computes for the group's current membership, for one topic."""
+    from zkconsumer import _zkpaths as zp
+    from zkconsumer._assignors import assign
+    from zkconsumer._connector import consumers_for_topic
+
+    members = {}
+    for cid in zk.get_children(zp.ids_dir(group)):
+        data, _ = zk.get(zp.id_path(group, cid))
+        members[cid] = zp.ConsumerRegistration.decode(data)
+    topics = zk.get_children(zp.BROKER_TOPICS)
+    cft = consumers_for_topic(members, topics, True)
+    parts = {
+        t: sorted(zp.TopicAssignment.decode(zk.get(zp.topic_path(t))[0]).partitions)
+        for t in cft
+        if t in topics
+    }
+    result = assign(strategy, {t: cft[t] for t in parts}, parts)
+    return {tp.partition: th for tp, th in result.items() if tp.topic == topic}
+
+
+def owners_settled(zk: Any, group: str, topic: str, strategy: str = "range") -> bool:
+    exp = expected_owners(zk, group, topic, strategy)
+    return bool(exp) and group_owners(zk, group, topic) == exp

@@ -1,0 +1,53 @@
+"""zkconsumer: Kafka's legacy ZooKeeper-based high-level consumer, in Python.
+
+    import zkconsumer
+    config = zkconsumer.ConsumerConfig({"zookeeper.connect": "zk:2181", "group.id": "g"})
+    with zkconsumer.create_consumer_connector(config) as connector:
+        streams = connector.create_message_streams({"orders": 2})
+        for m in streams["orders"][0]:
+            print(m.topic, m.partition, m.offset, m.key, m.message)
+
+The public names are re-exported here from small private modules.
+"""
+
+from ._config import ConsumerConfig
+from ._connector import (
+    ConsumerRebalanceListener,
+    ZookeeperConsumerConnector,
+    create_consumer_connector,
+)
+from ._errors import (
+    BackgroundThreadError,
+    ConfigError,
+    ConsumerRebalanceFailedException,
+    ConsumerShutdownError,
+    ConsumerTimeoutException,
+    MessageStreamsExistException,
+    StackError,
+    ZkConsumerError,
+    ZkDataError,
+)
+from ._filters import Blacklist, TopicFilter, Whitelist
+from ._types import TopicPartition
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackgroundThreadError",
+    "Blacklist",
+    "ConfigError",
+    "ConsumerConfig",
+    "ConsumerRebalanceFailedException",
+    "ConsumerRebalanceListener",
+    "ConsumerShutdownError",
+    "ConsumerTimeoutException",
+    "MessageStreamsExistException",
+    "StackError",
+    "TopicFilter",
+    "TopicPartition",
+    "Whitelist",
+    "ZkConsumerError",
+    "ZkDataError",
+    "ZookeeperConsumerConnector",
+    "create_consumer_connector",
+]

@@ -1,0 +1,42 @@
+"""A group member in its own process, for tests that kill it (SIGKILL) or expire it.
+
+    python -m tests.member ZK GROUP TOPIC STREAMS [key=value ...]
+
+Prints ``READY <consumer id>`` once its first rebalance is done, then consumes (counting
+messages, printing ``MSG topic partition offset`` per message when ``print=1``) until killed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from zkconsumer import ConsumerConfig, create_consumer_connector
+
+
+def main() -> None:
+    zk, group, topic, streams = sys.argv[1:5]
+    extra = dict(arg.split("=", 1) for arg in sys.argv[5:])
+    show = extra.pop("print", "0") == "1"
+    props: dict[str, object] = {"zookeeper.connect": zk, "group.id": group,
+                                "zookeeper.session.timeout.ms": "2000"}
+    props.update(extra)
+    connector = create_consumer_connector(ConsumerConfig(props))
+    result = connector.create_message_streams({topic: int(streams)})
+    print(f"READY {connector.consumer_id}", flush=True)
+    lock = threading.Lock()
+
+    def drain(stream: object) -> None:
+        for m in stream:  # type: ignore[attr-defined]
+            if show:
+                with lock:
+                    print(f"MSG {m.topic} {m.partition} {m.offset}", flush=True)
+
+    threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in result[topic]]
+    for t in threads:
+        t.start()
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

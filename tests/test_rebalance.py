@@ -1,0 +1,282 @@
+"""Group membership and the rebalance against the real ZooKeeper (fetching stubbed out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import NullFetcher, StackInfo, expected_owners, group_owners, wait_until
+from zkconsumer import (
+    ConsumerConfig,
+    ConsumerRebalanceFailedException,
+    ConsumerRebalanceListener,
+    MessageStreamsExistException,
+    Whitelist,
+    ZookeeperConsumerConnector,
+)
+from zkconsumer import _zkpaths as zp
+
+
+def _config(stack: StackInfo, group: str, **extra: object) -> ConsumerConfig:
+    props: dict[str, object] = {
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        "zookeeper.session.timeout.ms": 2000,
+        "auto.commit.enable": False,
+        "rebalance.backoff.ms": 200,
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return ConsumerConfig(props)
+
+
+@contextmanager
+def member(stack: StackInfo, group: str, **extra: object) -> Iterator[ZookeeperConsumerConnector]:
+    c = ZookeeperConsumerConnector(_config(stack, group, **extra), fetcher_factory=NullFetcher)
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def settled(zk: KazooClient, group: str, topic: str, strategy: str = "range") -> bool:
+    exp = expected_owners(zk, group, topic, strategy)
+    return bool(exp) and group_owners(zk, group, topic) == exp
+
+
+def test_one_three_one_members_match_the_assignor(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 6)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        assert group_owners(zk, g, topic) == {p: f"{a.consumer_id}-0" for p in range(6)}
+        # ids znode: the legacy JSON, byte for byte in shape
+        data, stat = zk.get(zp.id_path(g, a.consumer_id))
+        assert stat.ephemeralOwner != 0
+        reg = json.loads(data)
+        assert list(reg) == ["version", "subscription", "pattern", "timestamp"]
+        assert reg["version"] == 1 and reg["subscription"] == {topic: 1}
+        assert reg["pattern"] == "static" and isinstance(reg["timestamp"], str)
+        assert data == json.dumps(reg, separators=(",", ":")).encode()
+        with member(stack, g) as b, member(stack, g) as c:
+            b.create_message_streams({topic: 1})
+            c.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic), 20, "owners for 3 members")
+            owners = group_owners(zk, g, topic)
+            ids = sorted([a.consumer_id, b.consumer_id, c.consumer_id])
+            assert owners == {0: f"{ids[0]}-0", 1: f"{ids[0]}-0", 2: f"{ids[1]}-0",
+                              3: f"{ids[1]}-0", 4: f"{ids[2]}-0", 5: f"{ids[2]}-0"}
+            _, ostat = zk.get(zp.owner_path(g, topic, 0))
+            assert ostat.ephemeralOwner != 0
+        wait_until(lambda: group_owners(zk, g, topic)
+                   == {p: f"{a.consumer_id}-0" for p in range(6)}, 20, "back to one member")
+        assert {tp.partition for tp in a.owned_partitions()} == set(range(6))
+
+
+def test_roundrobin_and_thread_ids_sort_as_strings(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 12)
+    g = names.group
+    with member(stack, g, partition_assignment_strategy="roundrobin") as a:
+        a.create_message_streams({topic: 11})
+        owners = group_owners(zk, g, topic)
+        assert owners == expected_owners(zk, g, topic, "roundrobin")
+        assert len(set(owners.values())) == 11
+
+
+def test_streams_created_once(stack, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    with member(stack, names.group) as a:
+        a.create_message_streams({topic: 1})
+        with pytest.raises(MessageStreamsExistException):
+            a.create_message_streams({topic: 1})
+        with pytest.raises(MessageStreamsExistException):
+            a.create_message_streams_by_filter(Whitelist(".*"))
+
+
+def test_listener_sees_release_and_global_assignment(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    calls: list[tuple[str, Any]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            calls.append(("release", {t: sorted(p) for t, p in partition_ownership.items()}))
+
+        def before_starting_fetchers(self, consumer_id: str, assignment: Any) -> None:
+            calls.append(("start", {t: dict(m) for t, m in assignment.items()}))
+
+    with member(stack, g) as a:
+        a.set_consumer_rebalance_listener(Listener())
+        a.create_message_streams({topic: 2})
+        t0, t1 = f"{a.consumer_id}-0", f"{a.consumer_id}-1"
+        assert calls == [("release", {}), ("start", {topic: {0: t0, 1: t0, 2: t1, 3: t1}})]
+        calls.clear()
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 2})
+            wait_until(lambda: len(calls) >= 2 and settled(zk, g, topic), 20, "rebalance")
+            assert calls[0] == ("release", {topic: [0, 1, 2, 3]})
+            assert calls[-1][0] == "start" and calls[-1][1] == {
+                topic: {p: th for p, th in expected_owners(zk, g, topic).items()}}
+
+
+def test_member_killed_with_sigkill_loses_its_partitions(stack, zk, names, topic_factory):
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.member", stack.zookeeper, g, topic, "1"],
+        stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("READY "), line
+        victim = line.split()[1]
+        with member(stack, g) as a:
+            a.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(
+                set(group_owners(zk, g, topic).values())) == 2, 20, "two owners")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            # after the 2 s session timeout, the survivor owns everything
+            wait_until(lambda: group_owners(zk, g, topic)
+                       == {p: f"{a.consumer_id}-0" for p in range(4)}, 20, "failover")
+            assert not zk.exists(zp.id_path(g, victim))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_forced_session_expiry_comes_back(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as a, member(stack, g) as b:
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        wait_until(lambda: settled(zk, g, topic), 20, "two members settled")
+        before = group_owners(zk, g, topic)
+        # Expire a's session: a second client on the same session id and password, closed.
+        session_id, password = a._zk.client_id
+        thief = KazooClient(hosts=stack.zookeeper, client_id=(session_id, password))
+        thief.start()
+        thief.stop()
+        thief.close()
+        wait_until(lambda: a._zk.client_id[0] != session_id, 20, "a new session")
+        wait_until(lambda: zk.exists(zp.id_path(g, a.consumer_id))
+                   and settled(zk, g, topic), 30, "a re-registered and owning its share")
+        assert group_owners(zk, g, topic) == before
+        _, stat = zk.get(zp.id_path(g, a.consumer_id))
+        assert stat.ephemeralOwner == a._zk.client_id[0]
+
+
+def test_partition_count_change_triggers_rebalance(stack, zk, names, topic_factory) -> None:
+    topic = names.topic
+    g = names.group
+    # A topic written the ZooKeeper-era way (the bridge leaves it alone), 2 partitions of 4.
+    zk.create(zp.topic_path(topic), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+              makepath=True)
+    topic_factory(names("other"), 1)  # the bridge saw our topic znode before this one
+    with member(stack, g) as a, member(stack, g) as b:
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        wait_until(lambda: settled(zk, g, topic) and len(group_owners(zk, g, topic)) == 2,
+                   20, "2 partitions owned")
+        zk.set(zp.topic_path(topic), zp.TopicAssignment({p: [1] for p in range(4)}).encode())
+        wait_until(lambda: settled(zk, g, topic) and len(group_owners(zk, g, topic)) == 4,
+                   20, "4 partitions owned")
+
+
+def test_whitelist_picks_up_new_topics(stack, zk, names, topic_factory) -> None:
+    g = names.group
+    first = topic_factory(names("wl-a"), 2)
+    with member(stack, g) as a:
+        streams = a.create_message_streams_by_filter(Whitelist(f"wl-.*-{names.suffix}"), 2)
+        assert len(streams) == 2
+        data = json.loads(zk.get(zp.id_path(g, a.consumer_id))[0])
+        assert data["pattern"] == "white_list"
+        assert data["subscription"] == {f"wl-.*-{names.suffix}": 2}
+        wait_until(lambda: len(group_owners(zk, g, first)) == 2, 10, "first topic owned")
+        second = topic_factory(names("wl-b"), 3)
+        wait_until(lambda: len(group_owners(zk, g, second)) == 3, 20, "new topic owned")
+        assert {tp.topic for tp in a.owned_partitions()} == {first, second}
+
+
+def test_no_broker_registered_waits(stack, zk, names) -> None:
+    # A chroot with no brokers: the member registers and waits without failing.
+    chroot = f"/{names('chroot')}"
+    zk.ensure_path(chroot)
+    cfg = _config(stack, names.group).copy_with(
+        {"zookeeper.connect": stack.zookeeper + chroot})
+    c = ZookeeperConsumerConnector(cfg, fetcher_factory=NullFetcher)
+    try:
+        c.create_message_streams({names.topic: 1})
+        assert c.owned_partitions() == {}
+        zk.create(f"{chroot}{zp.topic_path(names.topic)}",
+                  zp.TopicAssignment({0: [1]}).encode(), makepath=True)
+        zk.create(f"{chroot}{zp.broker_path(1)}", zp.BrokerRegistration(
+            broker_id=1, endpoints=["PLAINTEXT://127.0.0.1:1"], host="127.0.0.1", port=1,
+            timestamp_ms=0).encode(), makepath=True, ephemeral=True)
+        wait_until(lambda: len(c.owned_partitions()) == 1, 10, "owned once a broker came")
+    finally:
+        c.shutdown()
+
+
+def test_rebalance_failure_raises_to_caller(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    # A stranger's owner znode that never goes away, held by a member that stays registered.
+    zk.create(zp.owner_path(g, topic, 0), b"stranger-0", makepath=True, ephemeral=True)
+    zk.create(zp.id_path(g, "stranger"), zp.ConsumerRegistration({"other": 1}, "static", 0)
+              .encode(), makepath=True, ephemeral=True)
+    cfg = _config(stack, g, rebalance_max_retries=2, rebalance_backoff_ms=100,
+                  zookeeper_session_timeout_ms=1000)
+    c = ZookeeperConsumerConnector(cfg, fetcher_factory=NullFetcher)
+    try:
+        with pytest.raises(ConsumerRebalanceFailedException,
+                           match=rf"^{c.consumer_id} can't rebalance after 2 retries$"):
+            c.create_message_streams({topic: 1})
+        assert c.owned_partitions() == {}
+    finally:
+        c.shutdown()
+
+
+def test_storm_of_twenty_members(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 60)
+    g = names.group
+    n = 20
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+    with ExitStack() as stack_:
+        members = [stack_.enter_context(member(stack, g, rebalance_backoff_ms=2000))
+                   for _ in range(n)]
+
+        def join(c: ZookeeperConsumerConnector) -> None:
+            barrier.wait()
+            try:
+                c.create_message_streams({topic: 1})
+            except BaseException as e:  # noqa: BLE001 - collected and asserted below
+                errors.append(e)
+
+        threads = [threading.Thread(target=join, args=(c,)) for c in members]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert errors == []
+        wait_until(lambda: settled(zk, g, topic), 60, "20 members settled")
+        owners = group_owners(zk, g, topic)
+        assert sorted(owners) == list(range(60))
+        per_member: dict[str, int] = {}
+        for th in owners.values():
+            per_member[th] = per_member.get(th, 0) + 1
+        assert sorted(per_member.values()) == [3] * 20
+        # what each member believes it owns agrees with ZooKeeper
+        for c in members:
+            assert {tp.partition: th for tp, th in c.owned_partitions().items()} == {
+                p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}

@@ -1,0 +1,792 @@
+"""``ZookeeperConsumerConnector``: group membership, the rebalance, streams and commits.
+
+The rebalance follows the legacy order (REFERENCE.md section 3) so a zkconsumer member and a
+JVM member can share a group, with these differences where the original failed its users:
+
+- Watch callbacks only set :attr:`_wakeup`; one watcher thread merges bursts of events into one
+  rebalance and wakes every second to check for shutdown. The first rebalance runs in the
+  caller's thread inside ``create_message_streams``; both take ``_rebalance_lock``.
+- A claim that conflicts with another member's owner znode waits for that znode's deletion (a
+  watch), not a blind sleep, and the attempt restarts at once, without counting as a failure,
+  when the group view changed meanwhile. That is what lets many members join at once.
+- Partitions that stay with this member keep their owner znodes across a rebalance, so members
+  with a stale view cannot grab them in the gap; everything is released after a failed attempt
+  (all-or-nothing), and a failed rebalance in the watcher thread is retried after the backoff
+  instead of waiting for the next ZooKeeper event, so partitions do not stay unowned.
+- On session loss fetching stops at once (another member may own the partitions now); on the
+  new session the member re-registers and rebalances.
+
+Threads and locks:
+
+- ``_rebalance_lock`` (RLock) guards ``_owned``, ``_topic_registry`` and the fetchers' start
+  and stop; held for a whole rebalance, by the watcher thread or the first caller.
+- ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user).
+- ``_state_lock`` guards ``_streams_created`` and ``_closed``.
+- ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState, WatchedEvent
+
+from . import _zkpaths as zp
+from ._assignors import assign
+from ._config import ConsumerConfig
+from ._errors import (
+    BackgroundThreadError,
+    ConsumerRebalanceFailedException,
+    ConsumerShutdownError,
+    MessageStreamsExistException,
+    ZkConsumerError,
+    ZkDataError,
+)
+from ._filters import TopicFilter, filter_from_registration
+from ._partition import INVALID_OFFSET, SHUTDOWN, ChunkQueue, PartitionTopicInfo
+from ._types import TopicPartition
+
+if TYPE_CHECKING:
+    from ._stream import KafkaStream
+
+log = logging.getLogger("zkconsumer.connector")
+
+Decoder = Callable[[bytes], Any]
+
+
+class ConsumerRebalanceListener:
+    """Hooks into the rebalance; override what you need (both default to doing nothing).
+
+    Exceptions raised here fail the rebalance attempt (it is retried), as in the original.
+    """
+
+    def before_releasing_partitions(self, partition_ownership: Mapping[str, set[int]]) -> None:
+        """Called after fetchers stop and offsets are committed, before owners are released.
+
+        ``partition_ownership`` maps topic -> partitions this member owned until now.
+        """
+
+    def before_starting_fetchers(
+        self, consumer_id: str, global_partition_assignment: Mapping[str, Mapping[int, str]]
+    ) -> None:
+        """Called once this member owns its partitions, before fetching starts.
+
+        ``global_partition_assignment`` is the whole group's assignment: topic -> partition ->
+        owning thread id.
+        """
+
+
+class FetchSide(Protocol):
+    """What the rebalance needs from the fetch side (see ``_fetcher.FetcherManager``)."""
+
+    def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None: ...
+
+    def stop_connections(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+@dataclass
+class GroupView:
+    """One consistent read of what a rebalance needs (step 1)."""
+
+    members: dict[str, zp.ConsumerRegistration]
+    ids_version: int
+    consumers_for_topic: dict[str, list[str]]
+    partitions_for_topic: dict[str, list[int]]
+    brokers: list[int]
+
+
+@dataclass
+class RebalanceStats:
+    """Counters for the benchmark and the metrics (RebalanceRateAndTime)."""
+
+    rebalances: int = 0
+    attempts: int = 0
+    failures: int = 0
+    restarts: int = 0  # attempts abandoned because the group view changed
+    last_duration_s: float = 0.0
+    last_zk_ops: int = 0
+    durations_s: list[float] = field(default_factory=list)
+
+
+def consumers_for_topic(
+    members: Mapping[str, zp.ConsumerRegistration],
+    all_topics: Iterable[str],
+    exclude_internal_topics: bool,
+) -> dict[str, list[str]]:
+    """Topic -> thread ids of every member subscribed to it, sorted as strings.
+
+    Static members name their topics; wildcard members match their regex against
+    ``all_topics``. Thread ids are ``<consumer id>-<n>``, n = 0 .. count-1::
+
+        >>> reg = zp.ConsumerRegistration({"t": 2}, "static", 0)
+        >>> consumers_for_topic({"g_c1": reg}, [], True)
+        {'t': ['g_c1-0', 'g_c1-1']}
+    """
+    topics = sorted(all_topics)
+    out: dict[str, list[str]] = {}
+    for consumer_id, reg in members.items():
+        for key, count in reg.subscription.items():
+            flt = filter_from_registration(reg.pattern, key) if reg.is_wildcard else None
+            matched = (
+                [t for t in topics if flt.is_topic_allowed(t, exclude_internal_topics)]
+                if flt is not None
+                else [key]
+            )
+            for topic in matched:
+                out.setdefault(topic, []).extend(zp.thread_ids(consumer_id, count))
+    return {t: sorted(ids) for t, ids in out.items()}
+
+
+class _Restart(Exception):
+    """The group view changed during an attempt: start again with a fresh view."""
+
+
+class _Conflict(Exception):
+    """A claim stayed held by another member for the whole wait."""
+
+
+class ZookeeperConsumerConnector:
+    """The legacy high-level consumer: create streams once, iterate them, shut down.
+
+    ``with create_consumer_connector(config) as c: streams = c.create_message_streams({...})``
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        fetcher_factory: Callable[[ZookeeperConsumerConnector], FetchSide] | None = None,
+    ) -> None:
+        self.config = config
+        self.group = config.group_id
+        self.consumer_id = zp.make_consumer_id(self.group, config.consumer_id)
+        self.log = logging.LoggerAdapter(log, {"consumer_id": self.consumer_id})
+        self.stats = RebalanceStats()
+
+        self._rebalance_lock = threading.RLock()
+        self._commit_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._wakeup = threading.Event()
+        self._shutdown_event = threading.Event()
+        self._session_lost = threading.Event()
+        self._closed = False
+        self._streams_created = False
+        self._bg_error: BaseException | None = None
+
+        # Subscription, fixed once streams are created.
+        self._registration: zp.ConsumerRegistration | None = None
+        self._topic_filter: TopicFilter | None = None
+        self._queues: dict[tuple[str, str], ChunkQueue] = {}  # (topic, thread id) -> queue
+        self._wildcard_queues: list[ChunkQueue] = []
+        self._streams: list[KafkaStream[Any, Any]] = []
+
+        # Rebalance state (under _rebalance_lock).
+        self._owned: dict[TopicPartition, str] = {}  # owner znodes this session holds
+        self._topic_registry: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._zk_ops = 0
+        self._listener: ConsumerRebalanceListener | None = None
+
+        self._zk = KazooClient(
+            hosts=config.zookeeper_connect,
+            timeout=config.zookeeper_session_timeout_ms / 1000.0,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        )
+        self._zk.add_listener(self._on_zk_state)
+        try:
+            self._zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        except Exception as e:
+            self._zk.close()
+            raise ZkConsumerError(
+                f"cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"
+            ) from e
+        self._offsets = self._make_offset_store()
+        factory = fetcher_factory or _default_fetcher
+        self._fetcher: FetchSide = factory(self)
+        self._watcher = threading.Thread(
+            target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
+        )
+        self._autocommit: threading.Thread | None = None
+        if config.auto_commit_enable:
+            self._autocommit = threading.Thread(
+                target=self._autocommit_loop, name=f"{self.consumer_id}-autocommit", daemon=True
+            )
+            self._autocommit.start()
+        self.log.info("connector started for group %s", self.group)
+
+    # -- context manager -------------------------------------------------------------------
+    def __enter__(self) -> ZookeeperConsumerConnector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- public API ------------------------------------------------------------------------
+    def set_consumer_rebalance_listener(self, listener: ConsumerRebalanceListener) -> None:
+        with self._state_lock:
+            if self._streams_created:
+                raise MessageStreamsExistException(
+                    "set the rebalance listener before creating message streams"
+                )
+            self._listener = listener
+
+    def create_message_streams(
+        self,
+        topic_count_map: Mapping[str, int],
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+    ) -> dict[str, list[KafkaStream[Any, Any]]]:
+        """Register in the group, rebalance, and return ``n`` streams for each topic."""
+        if not topic_count_map:
+            raise ValueError("topic_count_map is empty")
+        for topic, n in topic_count_map.items():
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"stream count for topic {topic!r} must be >= 1, got {n!r}")
+            zp.topic_path(topic)  # validates the name
+        self._claim_streams()
+        from ._stream import KafkaStream
+
+        result: dict[str, list[KafkaStream[Any, Any]]] = {}
+        for topic, n in topic_count_map.items():
+            result[topic] = []
+            for thread_id in zp.thread_ids(self.consumer_id, n):
+                q = ChunkQueue(self.config.queued_max_message_chunks)
+                self._queues[(topic, thread_id)] = q
+                s: KafkaStream[Any, Any] = KafkaStream(
+                    q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
+                    self.config.client_id,
+                )
+                self._streams.append(s)
+                result[topic].append(s)
+        self._registration = zp.ConsumerRegistration(
+            dict(topic_count_map), "static", int(time.time() * 1000)
+        )
+        self._register_and_rebalance()
+        return result
+
+    def create_message_streams_by_filter(
+        self,
+        topic_filter: TopicFilter,
+        num_streams: int = 1,
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+    ) -> list[KafkaStream[Any, Any]]:
+        """Streams over every topic the whitelist/blacklist matches, now and later."""
+        if num_streams < 1:
+            raise ValueError(f"num_streams must be >= 1, got {num_streams!r}")
+        self._claim_streams()
+        from ._stream import KafkaStream
+
+        streams: list[KafkaStream[Any, Any]] = []
+        for _ in range(num_streams):
+            q = ChunkQueue(self.config.queued_max_message_chunks)
+            self._wildcard_queues.append(q)
+            s: KafkaStream[Any, Any] = KafkaStream(
+                q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
+                self.config.client_id,
+            )
+            self._streams.append(s)
+            streams.append(s)
+        self._topic_filter = topic_filter
+        self._registration = zp.ConsumerRegistration(
+            {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000)
+        )
+        self._register_and_rebalance()
+        return streams
+
+    def commit_offsets(self, retry_on_failure: bool = True) -> None:
+        """Commit each owned partition's consumed offset (the next offset to consume)."""
+        self._check()
+        self._commit(retry_on_failure)
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        """Partitions this member owns now, with the owning thread id."""
+        with self._rebalance_lock:
+            return dict(self._owned)
+
+    def partition_infos(self) -> dict[TopicPartition, PartitionTopicInfo]:
+        with self._rebalance_lock:
+            return dict(self._topic_registry)
+
+    def rebalance_now(self) -> None:
+        """Ask the watcher thread for a rebalance (as a ZooKeeper event would)."""
+        self._wakeup.set()
+
+    def shutdown(self) -> None:
+        """Stop everything; idempotent. Commits first when auto-commit is on."""
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.log.info("shutting down")
+        self._shutdown_event.set()
+        self._wakeup.set()
+        me = threading.current_thread()
+        for t in (self._watcher, self._autocommit):
+            if t is not None and t.is_alive() and t is not me:
+                t.join(timeout=30)
+        with self._rebalance_lock:
+            try:
+                self._fetcher.stop_connections()
+            finally:
+                self._fetcher.shutdown()
+            for q in self._all_queues():
+                q.clear()
+            for s in self._streams:
+                s.clear()
+            if self.config.auto_commit_enable and self._zk.connected:
+                try:
+                    self._commit(retry_on_failure=True)
+                except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
+                    self.log.exception("final commit failed")
+            for q in self._all_queues():
+                q.put_shutdown()
+            self._topic_registry.clear()
+            self._owned.clear()
+        try:
+            self._offsets.close()
+        finally:
+            self._zk.stop()
+            self._zk.close()
+        self.log.info("shut down")
+
+    # -- internals: set-up ---------------------------------------------------------------
+    def _make_offset_store(self) -> Any:
+        from . import _offsets
+
+        factory = getattr(_offsets, "make_offset_store", None)
+        if factory is None:
+            return _offsets.ZkOffsetStore(self._zk, self.group)
+        return factory(self.config, self._zk, self.broker_addresses)
+
+    def _claim_streams(self) -> None:
+        with self._state_lock:
+            if self._closed:
+                raise ConsumerShutdownError("the connector is shut down")
+            if self._streams_created:
+                raise MessageStreamsExistException(
+                    "ZookeeperConsumerConnector can create message streams at most once"
+                )
+            self._streams_created = True
+
+    def _all_queues(self) -> list[ChunkQueue]:
+        return list(self._queues.values()) + list(self._wildcard_queues)
+
+    def _check(self) -> None:
+        if self._bg_error is not None:
+            raise BackgroundThreadError(
+                f"{self.consumer_id}: a background thread failed: {self._bg_error!r}"
+            ) from self._bg_error
+
+    def _register_and_rebalance(self) -> None:
+        self._register()
+        self._watcher.start()
+        # The first rebalance runs here so its failure reaches the caller.
+        self._synced_rebalance()
+
+    def _register(self) -> None:
+        reg = self._registration
+        assert reg is not None
+        path = zp.id_path(self.group, self.consumer_id)
+        data = reg.encode()
+        self._zk.ensure_path(zp.ids_dir(self.group))
+        try:
+            self._zk.create(path, data, ephemeral=True)
+        except NodeExistsError:
+            # Ours from this session (a retried create), or a stale one from an earlier
+            # session with the same consumer.id: replace the stale one, keep our own.
+            existing, stat = self._zk.get(path)
+            if stat.ephemeralOwner != self._zk.client_id[0]:
+                self.log.warning("replacing stale registration %s", path)
+                self._zk.delete(path)
+                self._zk.create(path, data, ephemeral=True)
+            elif existing != data:
+                self._zk.set(path, data)
+        self.log.info("registered %s %s", path, data.decode())
+
+    # -- internals: ZooKeeper events -------------------------------------------------------
+    def _on_watch(self, event: WatchedEvent | Any = None) -> None:
+        # Runs in kazoo's event thread: never block here, only ask for a rebalance.
+        self._wakeup.set()
+
+    def _on_zk_state(self, state: str) -> None:
+        # Runs in kazoo's thread: only set flags.
+        if state == KazooState.LOST:
+            self._session_lost.set()
+            self._wakeup.set()
+        elif state == KazooState.CONNECTED and self._session_lost.is_set():
+            self._wakeup.set()
+
+    def _watcher_loop(self) -> None:
+        try:
+            while not self._shutdown_event.is_set():
+                if not self._wakeup.wait(1.0):
+                    continue
+                if self._shutdown_event.is_set():
+                    break
+                if self._session_lost.is_set():
+                    self._handle_session_loss()
+                    if self._session_lost.is_set():
+                        continue  # not connected yet; the CONNECTED state wakes us
+                try:
+                    self._synced_rebalance()
+                except ConsumerRebalanceFailedException as e:
+                    self.log.error("%s; retrying in %d ms", e, self.config.rebalance_backoff_ms)
+                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+                except ZkConsumerError as e:
+                    self.log.error("rebalance failed: %s; retrying", e)
+                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+                except Exception as e:  # noqa: BLE001 - ZooKeeper connection errors and such
+                    if self._shutdown_event.is_set():
+                        break
+                    self.log.warning("rebalance interrupted (%r); retrying", e)
+                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+        except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
+            self._bg_error = e
+            self.log.exception("watcher thread died")
+
+    def _retry_later(self, delay_s: float) -> None:
+        if self._shutdown_event.wait(delay_s):
+            return
+        self._wakeup.set()
+
+    def _handle_session_loss(self) -> None:
+        """The session expired: our ephemerals are gone. Stop fetching; re-register."""
+        with self._rebalance_lock:
+            if self._topic_registry:
+                self.log.warning("ZooKeeper session lost: stopping fetchers, forgetting "
+                                 "%d owned partitions", len(self._owned))
+                self._stop_fetching(commit=False)
+            self._owned.clear()
+            if not self._zk.connected:
+                return
+            self._session_lost.clear()
+            self.log.info("new ZooKeeper session: re-registering")
+            self._wakeup.set()
+            self._register()
+
+    # -- the rebalance ---------------------------------------------------------------------
+    def _synced_rebalance(self) -> None:
+        start = time.monotonic()
+        with self._rebalance_lock:
+            self._zk_ops = 0
+            failures = 0
+            max_retries = self.config.rebalance_max_retries
+            while True:
+                if self._shutdown_event.is_set():
+                    return
+                self._wakeup.clear()  # events from now on mean another rebalance
+                self.stats.attempts += 1
+                try:
+                    self._rebalance_attempt()
+                except _Restart:
+                    self.stats.restarts += 1
+                    self.log.info("group view changed during the rebalance; starting again")
+                    continue
+                except (_Conflict, ZkDataError, NoNodeError, NodeExistsError) as e:
+                    failures += 1
+                    self.stats.failures += 1
+                    self.log.info("rebalance attempt %d failed: %s", failures, e)
+                except Exception as e:
+                    if self._shutdown_event.is_set():
+                        return
+                    failures += 1
+                    self.stats.failures += 1
+                    self.log.warning("rebalance attempt %d failed: %r", failures, e)
+                else:
+                    duration = time.monotonic() - start
+                    self.stats.rebalances += 1
+                    self.stats.last_duration_s = duration
+                    self.stats.last_zk_ops = self._zk_ops
+                    self.stats.durations_s.append(duration)
+                    self.log.info(
+                        "rebalance done in %.0f ms: owns %s", duration * 1000,
+                        _fmt_owned(self._owned),
+                    )
+                    return
+                # All-or-nothing: a failed attempt leaves this member owning nothing.
+                self._stop_fetching(commit=False)
+                self._release(set(self._owned))
+                if failures >= max_retries:
+                    raise ConsumerRebalanceFailedException(
+                        f"{self.consumer_id} can't rebalance after {max_retries} retries"
+                    )
+                if self._shutdown_event.wait(self.config.rebalance_backoff_ms / 1000.0):
+                    return
+
+    def _rebalance_attempt(self) -> None:
+        # 1. read the group's members, the topics' partitions, the brokers
+        view = self._read_view()
+        if not view.brokers:
+            # Stop here; the watch on /brokers/ids wakes us when a broker registers.
+            self.log.warning("no broker is registered in ZooKeeper; waiting for one")
+            self._stop_fetching(commit=True)
+            self._release(set(self._owned))
+            return
+        # 2. stop the fetchers, clear queues and streams, commit
+        self._stop_fetching(commit=self.config.auto_commit_enable)
+        # 3. the listener, with what this member owned until now
+        if self._listener is not None:
+            ownership: dict[str, set[int]] = {}
+            for tp in self._owned:
+                ownership.setdefault(tp.topic, set()).add(tp.partition)
+            self._listener.before_releasing_partitions(ownership)
+        # 5 (computed before 4 so that partitions staying here keep their owner znodes)
+        strategy = self.config.partition_assignment_strategy
+        global_assignment = assign(
+            strategy, view.consumers_for_topic, view.partitions_for_topic
+        )
+        mine = {
+            tp: thread
+            for tp, thread in global_assignment.items()
+            if zp.thread_consumer_id(thread) == self.consumer_id
+        }
+        # 4. release what moves away (or to another of our threads)
+        self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
+        # 6. committed offsets of the new partitions
+        committed = self._offsets.read(sorted(mine))
+        # 7. claim everything; a conflict waits for the holder to let go
+        self._claim(mine, view)
+        # 8. the listener, then the fetchers
+        if self._listener is not None:
+            per_topic: dict[str, dict[int, str]] = {}
+            for tp, thread in sorted(global_assignment.items()):
+                per_topic.setdefault(tp.topic, {})[tp.partition] = thread
+            self._listener.before_starting_fetchers(self.consumer_id, per_topic)
+        registry: dict[TopicPartition, PartitionTopicInfo] = {}
+        for tp, thread in sorted(mine.items()):
+            offset = committed.get(tp)
+            off = INVALID_OFFSET if offset is None else offset
+            registry[tp] = PartitionTopicInfo(
+                tp.topic, tp.partition, self._queue_for(tp.topic, thread), off, off,
+                self.config.fetch_message_max_bytes, self.config.client_id, thread,
+            )
+        self._topic_registry = registry
+        if registry:
+            self._fetcher.start_connections(registry.values())
+
+    def _queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
+        if self._wildcard_queues:
+            n = int(thread_id.rsplit("-", 1)[1])
+            return self._wildcard_queues[n]
+        return self._queues[(topic, thread_id)]
+
+    def _read_view(self) -> GroupView:
+        zk = self._zk
+        ids_dir = zp.ids_dir(self.group)
+        self._zk_ops += 1
+        children, stat = zk.get_children(ids_dir, watch=self._on_watch, include_data=True)
+        members: dict[str, zp.ConsumerRegistration] = {}
+        for cid in sorted(children):
+            path = zp.id_path(self.group, cid)
+            try:
+                self._zk_ops += 1
+                data, _ = zk.get(path)
+                reg = zp.ConsumerRegistration.decode(data, path)
+                if reg.is_wildcard:
+                    filter_from_registration(reg.pattern, next(iter(reg.subscription)))
+                members[cid] = reg
+            except NoNodeError:
+                continue  # left between the two reads; its deletion event is queued
+            except ZkDataError as e:
+                self.log.error("skipping a group member with an unreadable registration: %s", e)
+        if self.consumer_id not in members:
+            raise ZkConsumerError(f"{self.consumer_id} is not registered in {ids_dir}")
+
+        wildcard = any(reg.is_wildcard for reg in members.values())
+        all_topics: list[str] = []
+        if wildcard:
+            self._zk_ops += 1
+            try:
+                all_topics = zk.get_children(zp.BROKER_TOPICS, watch=self._on_watch)
+            except NoNodeError:
+                all_topics = []
+        cft = consumers_for_topic(members, all_topics, self.config.exclude_internal_topics)
+        my_topics = {t for t, ids in cft.items()
+                     if any(zp.thread_consumer_id(i) == self.consumer_id for i in ids)}
+        if self._registration is not None and not self._registration.is_wildcard:
+            my_topics |= set(self._registration.subscription)
+
+        partitions: dict[str, list[int]] = {}
+        for topic in sorted(set(cft) | my_topics):
+            path = zp.topic_path(topic)
+            self._zk_ops += 1
+            try:
+                data, _ = zk.get(path, watch=self._on_watch)
+            except NoNodeError:
+                # Watch for the topic's creation.
+                zk.exists(path, watch=self._on_watch)
+                continue
+            try:
+                partitions[topic] = sorted(zp.TopicAssignment.decode(data, path).partitions)
+            except ZkDataError as e:
+                self.log.error("ignoring topic %s: %s", topic, e)
+        cft = {t: ids for t, ids in cft.items() if t in partitions}
+
+        self._zk_ops += 1
+        try:
+            brokers = zk.get_children(zp.BROKER_IDS)
+        except NoNodeError:
+            brokers = []
+        if not brokers:
+            self._zk_ops += 1
+            zk.exists(zp.BROKER_IDS, watch=self._on_watch)
+            try:
+                brokers = zk.get_children(zp.BROKER_IDS, watch=self._on_watch)
+            except NoNodeError:
+                brokers = []
+        return GroupView(members, stat.cversion, cft, partitions,
+                         sorted(int(b) for b in brokers if b.isdigit()))
+
+    def _claim(self, mine: Mapping[TopicPartition, str], view: GroupView) -> None:
+        """Create every owner znode in ``mine``, waiting out members that are releasing."""
+        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
+            self.config.rebalance_backoff_ms / 1000.0
+        )
+        for tp, thread in sorted(mine.items()):
+            if self._owned.get(tp) == thread:
+                continue
+            path = zp.owner_path(self.group, tp.topic, tp.partition)
+            data = zp.encode_owner(thread)
+            while True:
+                if self._wakeup.is_set():
+                    raise _Restart()
+                if self._shutdown_event.is_set():
+                    raise _Conflict("shutting down")
+                try:
+                    self._zk_ops += 1
+                    self._zk.create(path, data, ephemeral=True, makepath=True)
+                    self._owned[tp] = thread
+                    break
+                except NodeExistsError:
+                    pass
+                gone = threading.Event()
+                try:
+                    self._zk_ops += 1
+                    holder, stat = self._zk.get(path, watch=lambda _e: gone.set())
+                except NoNodeError:
+                    continue
+                holder_thread = holder.decode(errors="replace")
+                if holder_thread == thread and stat.ephemeralOwner == self._zk.client_id[0]:
+                    self._owned[tp] = thread  # ours already (a retried create)
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _Conflict(f"{path} is still held by {holder_thread!r}")
+                self.log.debug("%s held by %s; waiting for its release", path, holder_thread)
+                # Wake on the deletion, on a group change, or on shutdown.
+                end = time.monotonic() + remaining
+                while not gone.is_set() and time.monotonic() < end:
+                    if self._wakeup.is_set() or self._shutdown_event.is_set():
+                        break
+                    gone.wait(0.05)
+
+    def _release(self, tps: set[TopicPartition]) -> None:
+        for tp in sorted(tps):
+            path = zp.owner_path(self.group, tp.topic, tp.partition)
+            try:
+                self._zk_ops += 1
+                data, stat = self._zk.get(path)
+                # Only delete a znode this session created (it may be another member's now).
+                if stat.ephemeralOwner == self._zk.client_id[0]:
+                    self._zk_ops += 1
+                    self._zk.delete(path, version=stat.version)
+            except NoNodeError:
+                pass
+            self._owned.pop(tp, None)
+
+    def _stop_fetching(self, commit: bool) -> None:
+        """Step 2: stop fetchers, clear queues and streams, commit consumed offsets."""
+        self._fetcher.stop_connections()
+        for q in self._all_queues():
+            q.clear()
+        for s in self._streams:
+            s.clear()
+        if commit and self._topic_registry:
+            try:
+                self._commit(retry_on_failure=True)
+            except Exception:  # noqa: BLE001 - the rebalance goes on; logged
+                self.log.exception("commit before release failed")
+        self._topic_registry = {}
+
+    # -- commits ---------------------------------------------------------------------------
+    def _commit(self, retry_on_failure: bool) -> None:
+        with self._rebalance_lock:
+            offsets = {
+                tp: info.consumed_offset
+                for tp, info in self._topic_registry.items()
+                if info.consumed_offset >= 0
+            }
+        if not offsets:
+            return
+        retries = self.config.offsets_commit_max_retries if retry_on_failure else 0
+        with self._commit_lock:
+            for attempt in range(retries + 1):
+                try:
+                    n = self._offsets.commit(offsets)
+                    if n:
+                        self.log.debug("committed %d offsets", n)
+                    return
+                except Exception as e:
+                    if attempt >= retries:
+                        raise
+                    self.log.warning("offset commit failed (%r); retrying", e)
+                    time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+
+    def _autocommit_loop(self) -> None:
+        interval = self.config.auto_commit_interval_ms / 1000.0
+        while not self._shutdown_event.wait(interval):
+            try:
+                self._commit(retry_on_failure=False)
+            except Exception as e:  # noqa: BLE001 - the next interval tries again
+                self.log.warning("auto-commit failed: %r", e)
+
+    # -- brokers, for the fetchers ---------------------------------------------------------
+    def broker_addresses(self) -> list[str]:
+        """``host:port`` of every broker registered in ZooKeeper."""
+        out = []
+        try:
+            ids = self._zk.get_children(zp.BROKER_IDS)
+        except NoNodeError:
+            return []
+        for bid in sorted(i for i in ids if i.isdigit()):
+            path = zp.broker_path(int(bid))
+            try:
+                data, _ = self._zk.get(path)
+                host, port = zp.BrokerRegistration.decode(data, path).endpoint()
+            except (NoNodeError, ZkDataError) as e:
+                self.log.warning("skipping broker %s: %s", bid, e)
+                continue
+            out.append(f"{host}:{port}")
+        return out
+
+
+def _fmt_owned(owned: Mapping[TopicPartition, str]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for tp in owned:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ", ".join(f"{t}{sorted(ps)}" for t, ps in sorted(by_topic.items())) or "nothing"
+
+
+def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
+    from ._fetcher import FetcherManager
+
+    return FetcherManager(connector.config, connector.consumer_id, connector.broker_addresses)
+
+
+def create_consumer_connector(
+    config: ConsumerConfig | Mapping[str, object],
+) -> ZookeeperConsumerConnector:
+    """The Python face of ``Consumer.createJavaConsumerConnector(config)``."""
+    if not isinstance(config, ConsumerConfig):
+        config = ConsumerConfig(config)
+    return ZookeeperConsumerConnector(config)

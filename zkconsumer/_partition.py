@@ -1,0 +1,149 @@
+"""Per-partition consumer state and the chunk queues between fetchers and streams.
+
+The legacy design, kept: each owned partition has one :class:`PartitionTopicInfo` holding two
+offsets (both meaning "the next offset"):
+
+- ``fetched_offset``: what the fetcher asks the broker for next;
+- ``consumed_offset``: the next offset the application has not yet received; this is what a
+  commit stores, so a commit never covers a message the application did not get.
+
+Fetchers put :class:`FetchedDataChunk` objects on the owning stream's bounded
+:class:`ChunkQueue` (``queued.max.message.chunks``); the put blocks while the queue is full,
+which bounds memory however slow the application is. :data:`SHUTDOWN` on a queue ends the
+stream's iteration.
+
+Locking: ``PartitionTopicInfo._lock`` guards the two offsets; everything else is immutable
+after construction.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._types import TopicPartition
+
+INVALID_OFFSET = -1
+
+
+class PartitionTopicInfo:
+    """One owned partition: its queue, its fetched and consumed offsets."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        chunk_queue: ChunkQueue,
+        consumed_offset: int,
+        fetched_offset: int,
+        fetch_size: int,
+        client_id: str,
+        thread_id: str,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.tp = TopicPartition(topic, partition)
+        self.chunk_queue = chunk_queue
+        self.fetch_size = fetch_size
+        self.client_id = client_id
+        self.thread_id = thread_id
+        self._lock = threading.Lock()
+        self._consumed = consumed_offset
+        self._fetched = fetched_offset
+
+    @property
+    def consumed_offset(self) -> int:
+        with self._lock:
+            return self._consumed
+
+    @property
+    def fetched_offset(self) -> int:
+        with self._lock:
+            return self._fetched
+
+    def reset_consumed_offset(self, offset: int) -> None:
+        with self._lock:
+            self._consumed = offset
+
+    def reset_fetched_offset(self, offset: int) -> None:
+        with self._lock:
+            self._fetched = offset
+
+    def advance_consumed(self, next_offset: int) -> None:
+        """The iterator handed out the message before ``next_offset``."""
+        with self._lock:
+            if next_offset > self._consumed:
+                self._consumed = next_offset
+
+    def enqueue(
+        self, records: Sequence[Any], next_fetch_offset: int, stop: threading.Event
+    ) -> bool:
+        """Put one chunk on the stream's queue, then advance the fetched offset.
+
+        Blocks while the queue is full (that is the memory bound) but wakes every 100 ms to
+        honour ``stop``; returns False, having put nothing, when ``stop`` was set first.
+        """
+        if not records:
+            return True
+        with self._lock:
+            fetch_offset = self._fetched
+        chunk = FetchedDataChunk(records, self, fetch_offset)
+        while not stop.is_set():
+            try:
+                self.chunk_queue.put(chunk, timeout=0.1)
+            except queue.Full:
+                continue
+            with self._lock:
+                self._fetched = next_fetch_offset
+            return True
+        return False
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionTopicInfo({self.topic}:{self.partition}, fetched={self.fetched_offset}, "
+            f"consumed={self.consumed_offset}, thread={self.thread_id})"
+        )
+
+
+@dataclass(frozen=True)
+class FetchedDataChunk:
+    """Records of one partition from one fetch, in offset order.
+
+    ``records`` are the fetch backend's record objects; each has ``topic``, ``partition``,
+    ``offset``, ``key``, ``value``, ``timestamp`` and ``timestamp_type`` attributes.
+    """
+
+    records: Sequence[Any]
+    topic_info: PartitionTopicInfo
+    fetch_offset: int
+
+
+class _Shutdown:
+    def __repr__(self) -> str:
+        return "SHUTDOWN"
+
+
+#: Put on a stream's queue to end its iteration.
+SHUTDOWN: Any = _Shutdown()
+
+
+class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
+    """A bounded queue of chunks; :meth:`clear` drops everything queued (rebalance)."""
+
+    def clear(self) -> int:
+        dropped = 0
+        with self.mutex:
+            dropped = len(self.queue)
+            self.queue.clear()
+            self.not_full.notify_all()
+        return dropped
+
+    def put_shutdown(self) -> None:
+        """Put the sentinel even when the queue is full: shutdown must not block."""
+        with self.mutex:
+            self.queue.append(SHUTDOWN)
+            self.unfinished_tasks += 1
+            self.not_empty.notify()
