@@ -161,12 +161,16 @@ def main() -> None:
     p.add_argument("--no-fetch", action="store_true",
                    help="members without fetchers: ZooKeeper coordination alone")
     p.set_defaults(func=bench_rebalance)
-    try:
-        from tools import bench_throughput  # added with the fetch path
+    from tools import bench_throughput
 
-        bench_throughput.register(sub)
-    except ImportError:
-        pass
+    bench_throughput.register(sub)
+    try:
+        from tools import bench_spark
+    except ModuleNotFoundError as e:
+        if e.name != "tools.bench_spark":
+            raise
+    else:
+        bench_spark.register(sub)
     args = parser.parse_args()
     args.func(args)
 

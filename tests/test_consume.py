@@ -1,0 +1,292 @@
+"""The consumer end to end: the legacy program, rebalances mid-stream, kills, shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo, group_owners, produce, wait_until
+from zkconsumer import (
+    ConsumerConfig,
+    ConsumerTimeoutException,
+    ZookeeperConsumerConnector,
+    create_consumer_connector,
+)
+from zkconsumer import _zkpaths as zp
+from zkconsumer._fetcher import log_end_offsets
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _props(stack: StackInfo, group: str, **extra: object) -> dict[str, object]:
+    props: dict[str, object] = {
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "zookeeper.session.timeout.ms": 2000,
+        "rebalance.backoff.ms": 200,
+        "auto.commit.enable": False,
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return props
+
+
+class Collector:
+    """Drains streams in threads; counts (partition, offset) deliveries."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[int, int]] = Counter()
+        self.values: dict[tuple[int, int], bytes] = {}
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+
+    def drain(self, stream: Any) -> None:
+        def run() -> None:
+            try:
+                while True:
+                    try:
+                        for m in stream:
+                            with self.lock:
+                                self.seen[(m.partition, m.offset)] += 1
+                                self.values[(m.partition, m.offset)] = m.message
+                        return
+                    except ConsumerTimeoutException:
+                        continue
+            except BaseException as e:  # noqa: BLE001 - asserted by the tests
+                self.errors.append(e)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.seen)
+
+    def duplicates(self) -> int:
+        with self.lock:
+            return sum(v - 1 for v in self.seen.values())
+
+
+@contextmanager
+def connector(stack: StackInfo, group: str, **extra: object) -> Iterator[
+        ZookeeperConsumerConnector]:
+    c = create_consumer_connector(ConsumerConfig(_props(stack, group, **extra)))
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def _fill(stack: StackInfo, topic: str, partitions: int, n: int) -> None:
+    produce(stack.bootstrap, topic,
+            ((i % partitions, str(i).encode(), f"m{i}".encode()) for i in range(n)))
+
+
+def _offsets_znodes(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, int]:
+    out = {}
+    for p in range(partitions):
+        path = zp.offset_path(group, topic, p)
+        if zk.exists(path):
+            out[p] = zp.decode_offset(zk.get(path)[0])
+    return out
+
+
+def test_legacy_program_two_connectors_exactly_once(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    n = 50_000
+    _fill(stack, topic, 4, n)
+    col = Collector()
+    with connector(stack, names.group, consumer_timeout_ms=200) as a, connector(
+            stack, names.group, consumer_timeout_ms=200) as b:
+        for c in (a, b):
+            for s in c.create_message_streams({topic: 2})[topic]:
+                col.drain(s)
+        wait_until(lambda: col.count() >= n, 180, f"{n} messages")
+        assert col.duplicates() == 0
+        assert a.stats.rebalances + b.stats.rebalances >= 2
+        a.commit_offsets()
+        b.commit_offsets()
+        assert _offsets_znodes(zk, names.group, topic, 4) == {p: n // 4 for p in range(4)}
+    assert col.errors == []
+    assert sorted(col.seen) == sorted((i % 4, i // 4) for i in range(n))
+    assert col.values[(1, 0)] == b"m1"
+
+
+def test_third_member_joins_and_leaves_without_loss_or_duplicates(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    n = 20_000
+    _fill(stack, topic, 4, n)
+    col = Collector()
+    # Commits happen only at rebalances and shutdown (graceful): no duplicates expected.
+    with connector(stack, names.group, consumer_timeout_ms=100, auto_commit_enable=True,
+                   fetch_message_max_bytes=4096, queued_max_message_chunks=1) as a:
+        for s in a.create_message_streams({topic: 2})[topic]:
+            col.drain(s)
+        wait_until(lambda: col.count() >= n // 4, 60, "a quarter consumed")
+        with connector(stack, names.group, consumer_timeout_ms=100,
+                       auto_commit_enable=True) as c:
+            col.drain(c.create_message_streams({topic: 1})[topic][0])
+            wait_until(lambda: len(set(group_owners(zk, names.group, topic).values())) == 3,
+                       30, "three owners")
+            wait_until(lambda: col.count() >= n // 2, 60, "half consumed")
+        wait_until(lambda: col.count() >= n, 120, "everything consumed")
+    assert col.errors == []
+    assert len(col.seen) == n
+    assert col.duplicates() == 0
+
+
+def test_member_killed_mid_stream_loses_nothing(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    n = 20_000
+    _fill(stack, topic, 4, n)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.member", stack.zookeeper, names.group, topic, "2",
+         "auto.offset.reset=smallest", "auto.commit.interval.ms=200", "print=1",
+         "fetch.message.max.bytes=2048"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    victim_seen: Counter[tuple[int, int]] = Counter()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("READY "), line
+        victim = line.split()[1]
+
+        def read_victim() -> None:
+            assert proc.stdout is not None
+            for out in proc.stdout:
+                if out.startswith("MSG "):
+                    _, _, p, o = out.split()
+                    victim_seen[(int(p), int(o))] += 1
+
+        reader = threading.Thread(target=read_victim, daemon=True)
+        reader.start()
+        col = Collector()
+        with connector(stack, names.group, consumer_timeout_ms=100,
+                       auto_commit_enable=True, auto_commit_interval_ms=200) as a:
+            col.drain(a.create_message_streams({topic: 1})[topic][0])
+            wait_until(lambda: sum(victim_seen.values()) > 1000, 60, "the victim consuming")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            reader.join(10)
+            wait_until(lambda: not zk.exists(zp.id_path(names.group, victim)), 30,
+                       "the victim's session to expire")
+            delivered = lambda: set(col.seen) | set(victim_seen)  # noqa: E731
+            wait_until(lambda: len(delivered()) >= n, 120, "every message delivered")
+        both = Counter(col.seen) + victim_seen
+        duplicates = sum(v - 1 for v in both.values())
+        assert set(both) == {(i % 4, i // 4) for i in range(n)}
+        # Duplicates only from the victim's uncommitted window: what it received on the
+        # partitions it owned, after its last commit, at most.
+        assert duplicates <= sum(victim_seen.values())
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_offset_out_of_range_resets_both_ways(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    _fill(stack, topic, 1, 100)
+    g = names.group
+    # Committed offset beyond the log end, and -> largest
+    zk.create(zp.offset_path(g, topic, 0), zp.encode_offset(10_000), makepath=True)
+    with connector(stack, g, auto_offset_reset="largest", consumer_timeout_ms=300) as c:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        with pytest.raises(ConsumerTimeoutException):
+            next(iter(stream))
+        info = c.partition_infos()[next(iter(c.partition_infos()))]
+        wait_until(lambda: info.fetched_offset == 100, 20, "reset to the log end")
+        assert info.consumed_offset == 100
+        produce(stack.bootstrap, topic, [(0, None, b"after")])
+        m = next(iter(stream))
+        assert (m.offset, m.message) == (100, b"after")
+    # Beyond the end again, and -> smallest
+    zk.set(zp.offset_path(g, topic, 0), zp.encode_offset(50_000))
+    with connector(stack, g, auto_offset_reset="smallest", consumer_timeout_ms=3000) as c:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        m = next(iter(stream))
+        assert (m.offset, m.message) == (0, b"m0")
+
+
+def test_no_committed_offset_largest_starts_at_true_log_end(
+        stack, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    _fill(stack, topic, 1, 500)  # multi-record batches: the broker's ListOffsets is wrong here
+    assert log_end_offsets_for(stack, topic) == 500
+    with connector(stack, names.group, auto_offset_reset="largest",
+                   consumer_timeout_ms=300) as c:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        with pytest.raises(ConsumerTimeoutException):
+            next(iter(stream))
+        produce(stack.bootstrap, topic, [(0, b"k", b"new")])
+        m = next(iter(stream))  # the stream stays usable after a timeout
+        assert (m.offset, m.key, m.message) == (500, b"k", b"new")
+
+
+def log_end_offsets_for(stack: StackInfo, topic: str) -> int:
+    from kafka import TopicPartition as KTP
+
+    return int(log_end_offsets([stack.bootstrap], [KTP(topic, 0)])[KTP(topic, 0)])
+
+
+def test_decoders_and_metadata(stack, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, b"7", b"hello"), (0, None, b"world")])
+    with connector(stack, names.group, consumer_timeout_ms=5000) as c:
+        stream = c.create_message_streams(
+            {topic: 1}, key_decoder=lambda b: int(b), value_decoder=bytes.decode)[topic][0]
+        it = iter(stream)
+        m1, m2 = next(it), next(it)
+    assert (m1.topic, m1.partition, m1.offset, m1.key, m1.message) == (topic, 0, 0, 7, "hello")
+    assert (m2.key, m2.message, m2.offset) == (None, "world", 1)
+    assert m1.timestamp > 0
+
+
+def test_shutdown_ends_an_iterator_blocked_in_another_thread(
+        stack, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    c = create_consumer_connector(ConsumerConfig(_props(stack, names.group)))
+    stream = c.create_message_streams({topic: 1})[topic][0]
+    done = threading.Event()
+    got: list[Any] = []
+
+    def run() -> None:
+        got.extend(stream)  # blocks: nothing to consume, no consumer timeout
+        done.set()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert not done.wait(0.3)
+    c.shutdown()
+    assert done.wait(10)
+    assert got == []
+    c.shutdown()  # idempotent
+
+
+def test_commit_before_release_on_rebalance(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 2)
+    _fill(stack, topic, 2, 10)
+    with connector(stack, names.group, auto_commit_enable=True,
+                   consumer_timeout_ms=3000) as a:
+        it = iter(a.create_message_streams({topic: 1})[topic][0])
+        got = [next(it) for _ in range(4)]
+        assert len(got) == 4
+        consumed = {p: o for p, o in ((m.partition, m.offset + 1) for m in got)}
+        with connector(stack, names.group):
+            pass  # a member joins and leaves: two rebalances in a
+        wait_until(lambda: a.stats.rebalances >= 3, 20, "two more rebalances")
+        offs = _offsets_znodes(zk, names.group, topic, 2)
+        for p, o in consumed.items():
+            assert offs[p] == o
