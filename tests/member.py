@@ -18,6 +18,7 @@ def main() -> None:
     zk, group, topic, streams = sys.argv[1:5]
     extra = dict(arg.split("=", 1) for arg in sys.argv[5:])
     show = extra.pop("print", "0") == "1"
+    slow = float(extra.pop("slow", "0"))  # seconds per message: a slow application
     props: dict[str, object] = {"zookeeper.connect": zk, "group.id": group,
                                 "zookeeper.session.timeout.ms": "2000"}
     props.update(extra)
@@ -31,6 +32,8 @@ def main() -> None:
             if show:
                 with lock:
                     print(f"MSG {m.topic} {m.partition} {m.offset}", flush=True)
+            if slow:
+                threading.Event().wait(slow)
 
     threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in result[topic]]
     for t in threads:

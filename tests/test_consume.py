@@ -25,6 +25,7 @@ from zkconsumer import (
 from zkconsumer import _zkpaths as zp
 from zkconsumer._fetcher import log_end_offsets
 
+CHUNKS = int(os.environ.get("ZKC_TEST_CHUNKS", "2"))  # raise it to see the memory test fail
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -236,9 +237,10 @@ def test_no_committed_offset_largest_starts_at_true_log_end(
 
 
 def log_end_offsets_for(stack: StackInfo, topic: str) -> int:
-    from kafka import TopicPartition as KTP
+    from zkconsumer import TopicPartition
 
-    return int(log_end_offsets([stack.bootstrap], [KTP(topic, 0)])[KTP(topic, 0)])
+    ends = log_end_offsets([(topic, 0)], bootstrap_servers=stack.bootstrap)
+    return ends[TopicPartition(topic, 0)]
 
 
 def test_decoders_and_metadata(stack, names, topic_factory) -> None:
@@ -284,9 +286,55 @@ def test_commit_before_release_on_rebalance(stack, zk, names, topic_factory) -> 
         got = [next(it) for _ in range(4)]
         assert len(got) == 4
         consumed = {p: o for p, o in ((m.partition, m.offset + 1) for m in got)}
-        with connector(stack, names.group):
-            pass  # a member joins and leaves: two rebalances in a
-        wait_until(lambda: a.stats.rebalances >= 3, 20, "two more rebalances")
+        with connector(stack, names.group) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: len(a.owned_partitions()) == 1, 20, "a gave one partition up")
+        wait_until(lambda: len(a.owned_partitions()) == 2, 20, "a owns both again")
         offs = _offsets_znodes(zk, names.group, topic, 2)
         for p, o in consumed.items():
             assert offs[p] == o
+
+
+def _rss_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _slow_member(stack: StackInfo, group: str, topic: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.member", stack.zookeeper, group, topic, "1",
+         "auto.offset.reset=smallest", "print=1", "slow=0.2",
+         "fetch.message.max.bytes=1048576", f"queued.max.message.chunks={CHUNKS}"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def test_slow_consumer_memory_stays_bounded(stack, names, topic_factory) -> None:
+    """100 MB wait in the topic; a slow member's RSS grows by about the queue bound only."""
+    empty = topic_factory(names("empty"), 1)
+    full = topic_factory(names.topic, 1)
+    payload = b"x" * 10_000
+    produce(stack.bootstrap, full, ((0, None, payload) for _ in range(10_000)))  # 100 MB
+    baseline = _slow_member(stack, names("g0"), empty)
+    slow = _slow_member(stack, names.group, full)
+    try:
+        for p in (baseline, slow):
+            assert p.stdout is not None
+            assert p.stdout.readline().startswith("READY ")
+        assert slow.stdout is not None
+        for _ in range(5):  # it is consuming (slowly), so its fetcher has filled the queue
+            assert slow.stdout.readline().startswith("MSG ")
+        base = _rss_mb(baseline.pid)
+        # bound: streams x queued.max.message.chunks x fetch.message.max.bytes = 2 MB, plus
+        # the fetch client's own buffers; far below the 100 MB waiting in the topic.
+        samples = []
+        for _ in range(10):
+            samples.append(_rss_mb(slow.pid))
+            assert slow.stdout.readline().startswith("MSG ")  # paced by the slow application
+        print(f"baseline {base:.0f} MB, slow member {max(samples):.0f} MB")
+        assert max(samples) - base < 40, (base, samples)
+    finally:
+        for p in (baseline, slow):
+            p.kill()
+            p.wait()

@@ -1,0 +1,569 @@
+"""The operator subcommands against the real stack: exact JSON, exact failures.
+
+Every failure case asserts the exit status (2), the one-line message on stderr and that
+nothing was written to ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from tests.support import NullFetcher, StackInfo, group_owners, produce, wait_until
+from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
+from zkconsumer import _zkpaths as zp
+from zkconsumer._metrics import ConsumerMetrics
+from zkconsumer.cli import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    rc, out, err = run(capsys, *argv, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def fails(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run a command that must fail with status 2 and one line on stderr; return the line."""
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def seed(zk: KazooClient, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    for (topic, partition), offset in offsets.items():
+        zk.create(zp.offset_path(group, topic, partition), zp.encode_offset(offset),
+                  makepath=True)
+
+
+def tree(zk: KazooClient, path: str) -> dict[str, bytes]:
+    """Every znode under ``path`` (included) with its data: to assert nothing changed."""
+    out: dict[str, bytes] = {}
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return out
+    out[path] = data
+    for child in zk.get_children(path):
+        out.update(tree(zk, f"{path}/{child}"))
+    return out
+
+
+def fake_member(zk: KazooClient, group: str, consumer_id: str, topic: str) -> None:
+    """Register an ids znode as a member would (ephemeral, on the test's session)."""
+    reg = zp.ConsumerRegistration.static({topic: 1}, int(time.time() * 1000))
+    zk.create(zp.id_path(group, consumer_id), reg.encode(), ephemeral=True, makepath=True)
+
+
+def config(stack: StackInfo, group: str, **extra: object) -> ConsumerConfig:
+    props: dict[str, object] = {
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        "zookeeper.session.timeout.ms": 6000,
+        "auto.commit.enable": False,
+        "auto.offset.reset": "smallest",
+        "rebalance.backoff.ms": 200,
+        "consumer.timeout.ms": 15000,
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return ConsumerConfig(props)
+
+
+@contextmanager
+def connector(cfg: ConsumerConfig, null: bool = False) -> Iterator[ZookeeperConsumerConnector]:
+    c = ZookeeperConsumerConnector(cfg, fetcher_factory=NullFetcher if null else None)
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def take(stream: Any, n: int) -> list[Any]:
+    it = iter(stream)
+    return [next(it) for _ in range(n)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --------------------------------------------------------------------------------------
+# groups describe against a running group
+
+
+def test_describe_matches_a_running_group(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    counts = {0: 5, 1: 3, 2: 0, 3: 2}
+    produce(stack.bootstrap, topic,
+            [(p, f"k{p}".encode(), f"v{p}-{i}".encode()) for p, n in counts.items()
+             for i in range(n)])
+    zkc = ["--zookeeper", stack.zookeeper]
+    with connector(config(stack, g, consumer_id="a")) as a, \
+            connector(config(stack, g, consumer_id="b")) as b:
+        sa = a.create_message_streams({topic: 1})[topic]
+        sb = b.create_message_streams({topic: 5})[topic]
+        # Range over 6 threads sorted as strings: the first four get one partition each.
+        expected_owners = {0: f"{g}_a-0", 1: f"{g}_b-0", 2: f"{g}_b-1", 3: f"{g}_b-2"}
+        wait_until(lambda: group_owners(zk, g, topic) == expected_owners
+                   and len(a.owned_partitions()) == 1 and len(b.owned_partitions()) == 3,
+                   30, "the two members settled")
+        owned = {**a.owned_partitions(), **b.owned_partitions()}
+        assert {tp.partition: th for tp, th in owned.items()} == expected_owners
+
+        got = take(sa[0], 5) + take(sb[0], 3) + take(sb[2], 2)
+        assert sorted((m.partition, m.offset) for m in got) == sorted(
+            (p, i) for p, n in counts.items() for i in range(n))
+        infos = {**a.partition_infos(), **b.partition_infos()}
+        # Partition 2 is empty: its consumed offset is reset to the log start (0).
+        wait_until(lambda: all(i.consumed_offset >= 0 for i in infos.values()), 20,
+                   "every consumed offset known")
+        a.commit_offsets()
+        b.commit_offsets()
+        produce(stack.bootstrap, topic, [(0, b"k0", f"late-{i}".encode()) for i in range(3)])
+
+        rows = run_json(capsys, "groups", "describe", *zkc, "--group", g)
+        idle = {"group": g, "topic": None, "partition": None, "offset": None,
+                "log_end_offset": None, "lag": None}
+        assert rows == [
+            {"group": g, "topic": topic, "partition": 0, "offset": 5, "log_end_offset": 8,
+             "lag": 3, "owner": f"{g}_a-0"},
+            {"group": g, "topic": topic, "partition": 1, "offset": 3, "log_end_offset": 3,
+             "lag": 0, "owner": f"{g}_b-0"},
+            {"group": g, "topic": topic, "partition": 2, "offset": 0, "log_end_offset": 0,
+             "lag": 0, "owner": f"{g}_b-1"},
+            {"group": g, "topic": topic, "partition": 3, "offset": 2, "log_end_offset": 2,
+             "lag": 0, "owner": f"{g}_b-2"},
+            {**idle, "owner": f"{g}_b-3"},
+            {**idle, "owner": f"{g}_b-4"},
+        ]
+        # The committed offsets are what the connectors consumed.
+        assert {tp.partition: info.consumed_offset for tp, info in infos.items()} == {
+            r["partition"]: r["offset"] for r in rows[:4]}
+
+        members = run_json(capsys, "groups", "describe", *zkc, "--group", g, "--members")
+        for m in members:
+            assert m.pop("consumer_id") in (f"{g}_a", f"{g}_b")
+        assert members == [
+            {"group": g, "pattern": "static", "subscription": {topic: 1},
+             "threads": [f"{g}_a-0"], "owned_partitions": 1},
+            {"group": g, "pattern": "static", "subscription": {topic: 5},
+             "threads": [f"{g}_b-{i}" for i in range(5)], "owned_partitions": 3},
+        ]
+
+        rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g)
+        assert rc == 0 and err == ""
+        lines = [line.rstrip() for line in out.splitlines()]
+        assert lines[0] == f"Group {g}: 2 registered members, total lag 3"
+        assert lines[1].split() == ["TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG",
+                                    "OWNER"]
+        assert lines[3].split() == [topic, "0", "5", "8", "3", f"{g}_a-0"]
+        assert [line.split() for line in lines if line.startswith("TOTAL")] == [["TOTAL", "3"]]
+        assert f"Threads owning no partition: {g}_b-3, {g}_b-4" in lines
+
+        # The metrics compute lag with the same function: same inputs, same answer.
+        metrics = ConsumerMetrics("c")
+        for r in rows[:4]:
+            metrics.update_lag(topic, r["partition"], r["offset"], r["log_end_offset"])
+        assert metrics.snapshot()["ConsumerLag"] == {topic: {0: 3, 1: 0, 2: 0, 3: 0}}
+        assert metrics.snapshot()["MaxLag"] == 3
+
+        # Deleting the group is refused while it has members; nothing is deleted.
+        before = tree(zk, zp.group_dir(g))
+        line = fails(capsys, "groups", "delete", *zkc, "--group", g)
+        assert line == (f"zkconsumer groups: refusing to delete group '{g}': group '{g}' has "
+                        f"2 registered members ({g}_a, {g}_b)")
+        assert tree(zk, zp.group_dir(g)) == before
+
+
+# --------------------------------------------------------------------------------------
+# groups list / delete
+
+
+def test_groups_list_and_delete(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+) -> None:
+    zkc = ["--zookeeper", stack.zookeeper]
+    g, h = names("ga"), names("gb")
+    t1, t2 = names("t1"), names("t2")
+    seed(zk, g, {(t1, 0): 4, (t1, 1): 7, (t2, 0): 1})
+    seed(zk, h, {(t1, 0): 2})
+    fake_member(zk, h, f"{h}_x", t1)
+
+    listed = [r for r in run_json(capsys, "groups", "list", *zkc)
+              if r["group"] in (g, h)]
+    assert listed == [{"group": g, "members": 0}, {"group": h, "members": 1}]
+
+    before = tree(zk, zp.group_dir(h))
+    line = fails(capsys, "groups", "delete", *zkc, "--group", h)
+    assert line == (f"zkconsumer groups: refusing to delete group '{h}': group '{h}' has 1 "
+                    f"registered member ({h}_x)")
+    line = fails(capsys, "groups", "delete", *zkc, "--group", h, "--topic", t1)
+    assert "refusing to delete topic" in line
+    assert tree(zk, zp.group_dir(h)) == before
+
+    line = fails(capsys, "groups", "delete", *zkc, "--group", g, "--topic", names("nope"))
+    assert line == (f"zkconsumer groups: group '{g}' has no offsets or owners for topic "
+                    f"'{names('nope')}'")
+
+    rc, out, _ = run(capsys, "groups", "delete", *zkc, "--group", g, "--topic", t1)
+    assert rc == 0 and out == f"deleted topic {t1} of group {g}: 3 znodes\n"
+    assert sorted(tree(zk, zp.offsets_dir(g))) == [
+        zp.offsets_dir(g), zp.offsets_topic_dir(g, t2), zp.offset_path(g, t2, 0)]
+
+    rc, out, _ = run(capsys, "groups", "delete", *zkc, "--group", g)
+    assert rc == 0 and out == f"deleted group {g}: 4 znodes\n"
+    assert zk.exists(zp.group_dir(g)) is None
+
+    line = fails(capsys, "groups", "delete", *zkc, "--group", g)
+    assert line == f"zkconsumer groups: group '{g}' not found in ZooKeeper (no /consumers/{g})"
+    line = fails(capsys, "groups", "describe", *zkc, "--group", g)
+    assert line == f"zkconsumer groups: group '{g}' not found in ZooKeeper (no /consumers/{g})"
+    assert fails(capsys, "groups", "describe", *zkc, "--group", "a/b") == (
+        "zkconsumer groups: bad --group: group must not contain '/': 'a/b'")
+
+
+# --------------------------------------------------------------------------------------
+# offsets export / import
+
+
+def test_export_import_round_trip_and_bad_files(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    zkc = ["--zookeeper", stack.zookeeper]
+    g1, g2 = names("e1"), names("e2")
+    ta, tb = names("ta"), names("tb")
+    seed(zk, g1, {(ta, 10): 3, (ta, 2): 40, (tb, 0): 0})
+    seed(zk, g2, {(tb, 1): 123456789012})
+    first = tmp_path / "first.txt"
+    rc, out, _ = run(capsys, "offsets", "export", *zkc, "--group", g2, "--group", g1,
+                     "--output", str(first))
+    assert rc == 0 and out == f"exported 4 offsets of 2 groups to {first}\n"
+    expected_lines = [
+        f"/consumers/{g1}/offsets/{ta}/2:40",
+        f"/consumers/{g1}/offsets/{ta}/10:3",
+        f"/consumers/{g1}/offsets/{tb}/0:0",
+        f"/consumers/{g2}/offsets/{tb}/1:123456789012",
+    ]
+    assert first.read_text() == "".join(f"{line}\n" for line in expected_lines)
+    assert run_json(capsys, "offsets", "export", *zkc, "--group", g2) == [
+        {"group": g2, "topic": tb, "partition": 1, "offset": 123456789012}]
+    rc, out, _ = run(capsys, "offsets", "export", *zkc, "--group", g1)
+    assert rc == 0 and out == "".join(f"{line}\n" for line in expected_lines[:3])
+
+    for g in (g1, g2):
+        assert run(capsys, "groups", "delete", *zkc, "--group", g)[0] == 0
+    rc, out, _ = run(capsys, "offsets", "import", *zkc, "--input", str(first))
+    assert rc == 0
+    assert out == ("imported 4 offsets of 2 groups in one transaction "
+                   "(created 4, updated 0, unchanged 0)\n")
+    second = tmp_path / "second.txt"
+    assert run(capsys, "offsets", "export", *zkc, "--group", g1, "--group", g2,
+               "--output", str(second))[0] == 0
+    assert second.read_bytes() == first.read_bytes()
+
+    # Malformed lines: every one reported with its line number, nothing written.
+    g3 = names("e3")
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"/consumers/{g3}/offsets/{ta}/0:5\n"
+                   f"/consumers/{g3}/offsets/{ta}/x:5\n"
+                   "\n"
+                   f"/consumers/{g3}/owners/{ta}/1:5\n"
+                   f"/consumers/{g1}/offsets/{ta}/2:41\n"
+                   f"/consumers/{g3}/offsets/{ta}/0:6\n")
+    before = tree(zk, zp.CONSUMERS + "/" + g1)
+    line = fails(capsys, "offsets", "import", *zkc, "--input", str(bad))
+    assert line.startswith(f"zkconsumer offsets: {bad}: 3 malformed lines, nothing written: "
+                           "line 2: not /consumers/<group>/offsets/<topic>/<partition>:<offset>")
+    assert "; line 4: " in line
+    assert line.endswith(f"; line 6: /consumers/{g3}/offsets/{ta}/0 set again (line 1 sets 5, "
+                         "this line 6)")
+    assert zk.exists(zp.group_dir(g3)) is None
+    assert tree(zk, zp.group_dir(g1)) == before
+
+    # A group with a registered member is refused unless --force; nothing written.
+    fake_member(zk, g1, f"{g1}_m", ta)
+    change = tmp_path / "change.txt"
+    change.write_text(f"/consumers/{g1}/offsets/{ta}/2:41\n/consumers/{g3}/offsets/{ta}/0:1\n")
+    line = fails(capsys, "offsets", "import", *zkc, "--input", str(change))
+    assert line == (f"zkconsumer offsets: refusing to import offsets: group '{g1}' has 1 "
+                    f"registered member ({g1}_m); pass --force to write anyway")
+    assert zk.get(zp.offset_path(g1, ta, 2))[0] == b"40"
+    assert zk.exists(zp.group_dir(g3)) is None
+    rc, out, _ = run(capsys, "offsets", "import", *zkc, "--input", str(change), "--force")
+    assert rc == 0 and "(created 1, updated 1, unchanged 0)" in out
+    assert zk.get(zp.offset_path(g1, ta, 2))[0] == b"41"
+    assert zk.get(zp.offset_path(g3, ta, 0))[0] == b"1"
+
+    # Conflicting flags and unknown groups.
+    assert fails(capsys, "offsets", "export", *zkc, "--output", "-", "--json") == (
+        "zkconsumer offsets: --json and --output - both want stdout; write the lines to a "
+        "file with --output FILE")
+    assert fails(capsys, "offsets", "export", *zkc, "--group", names("none")) == (
+        f"zkconsumer offsets: group '{names('none')}' not found in ZooKeeper "
+        f"(no /consumers/{names('none')})")
+    assert fails(capsys, "offsets", "import", *zkc, "--input", str(tmp_path / "missing")) == (
+        f"zkconsumer offsets: cannot read {tmp_path / 'missing'}: No such file or directory")
+
+
+# --------------------------------------------------------------------------------------
+# offsets reset
+
+
+def test_reset_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    zkc = ["--zookeeper", stack.zookeeper]
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"a%d" % i) for i in range(3)])
+    middle_ms = int(time.time() * 1000) + 1
+    wait_until(lambda: time.time() * 1000 > middle_ms + 1, 5, "the clock to move on")
+    produce(stack.bootstrap, topic, [(0, None, b"b0"), (0, None, b"b1"), (1, None, b"c0")])
+    seed(zk, g, {(topic, 0): 1})
+
+    def reset(to: str, *extra: str) -> Any:
+        return run_json(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                        "--to", to, *extra)
+
+    def row(p: int, old: int | None, new: int) -> dict[str, Any]:
+        return {"group": g, "topic": topic, "partition": p, "old_offset": old, "offset": new}
+
+    def committed() -> dict[int, int]:
+        return {p: int(zk.get(zp.offset_path(g, topic, p))[0]) for p in (0, 1)}
+
+    assert reset("latest", "--dry-run") == [row(0, 1, 5), row(1, None, 1)]
+    assert zk.exists(zp.offset_path(g, topic, 1)) is None  # dry run: nothing written
+    assert reset("latest") == [row(0, 1, 5), row(1, None, 1)]
+    assert committed() == {0: 5, 1: 1}
+    assert reset("earliest") == [row(0, 5, 0), row(1, 1, 0)]
+    assert reset("4") == [row(0, 0, 4), row(1, 0, 1)]  # clamped to the log end of 1
+    middle = datetime.fromtimestamp(middle_ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    assert reset(middle) == [row(0, 4, 3), row(1, 1, 0)]
+    assert reset("2999-01-01T00:00:00+00:00") == [row(0, 3, 5), row(1, 0, 1)]
+    assert committed() == {0: 5, 1: 1}
+
+    # Refused while the group has a registered member, unless --force.
+    fake_member(zk, g, f"{g}_m", topic)
+    before = tree(zk, zp.group_dir(g))
+    line = fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                 "--to", "earliest")
+    assert line == (f"zkconsumer offsets: refusing to reset offsets: group '{g}' has 1 "
+                    f"registered member ({g}_m); stop it first or pass --force")
+    assert tree(zk, zp.group_dir(g)) == before
+    assert reset("earliest", "--force") == [row(0, 5, 0), row(1, 1, 0)]
+    assert committed() == {0: 0, 1: 0}
+
+    before = tree(zk, zp.group_dir(g))
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", names("none"),
+                 "--to", "earliest") == (
+        f"zkconsumer offsets: topic '{names('none')}' not found in ZooKeeper "
+        f"(no /brokers/topics/{names('none')})")
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                 "--to", "yesterday") == (
+        "zkconsumer offsets: --to 'yesterday' is not earliest, latest, an offset or an "
+        "ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)")
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", names("none"), "--topic", topic,
+                 "--to", "earliest").startswith(f"zkconsumer offsets: group '{names('none')}'")
+    assert tree(zk, zp.group_dir(g)) == before
+
+
+# --------------------------------------------------------------------------------------
+# verify-rebalance
+
+
+def test_verify_rebalance(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    zkc = ["--zookeeper", stack.zookeeper]
+    topic = topic_factory(names.topic, 3)
+    g = names.group
+    with ExitStack() as stack_:
+        a = stack_.enter_context(connector(config(stack, g, consumer_id="a"), null=True))
+        b = stack_.enter_context(connector(config(stack, g, consumer_id="b"), null=True))
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        owners = {0: f"{g}_a-0", 1: f"{g}_a-0", 2: f"{g}_b-0"}
+        wait_until(lambda: group_owners(zk, g, topic) == owners, 20, "settled")
+
+        rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+        assert (rc, out) == (0, f"rebalance succeeded for group '{g}': all 3 partitions of "
+                                "1 topic owned by live threads\n")
+        assert run_json(capsys, "verify-rebalance", *zkc, "--group", g) == [
+            {"topic": topic, "partition": p, "owner": owners[p], "ok": True, "problem": None}
+            for p in range(3)]
+
+        # An owner znode naming a thread of a consumer that is gone.
+        zk.set(zp.owner_path(g, topic, 2), zp.encode_owner(f"{g}_dead-0"))
+        rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+        assert (rc, out) == (1, f"rebalance failed for group '{g}': 1 of 3 partitions wrong: "
+                                f"{topic}:2: owner {g}_dead-0 is not a live thread subscribed "
+                                f"to {topic}\n")
+        # And a partition with no owner at all.
+        zk.delete(zp.owner_path(g, topic, 2))
+        rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g, "--json")
+        assert rc == 1
+        assert json.loads(out)[2] == {"topic": topic, "partition": 2, "owner": None,
+                                      "ok": False, "problem": "no owner"}
+    rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+    assert (rc, out) == (1, f"group '{g}' has no registered members\n")
+    assert fails(capsys, "verify-rebalance", *zkc, "--group", names("none")) == (
+        f"zkconsumer verify-rebalance: group '{names('none')}' not found in ZooKeeper "
+        f"(no /consumers/{names('none')})")
+
+
+# --------------------------------------------------------------------------------------
+# bad input that needs no group
+
+
+def test_unreachable_zookeeper_and_bad_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    line = fails(capsys, "groups", "list", "--zookeeper", address, "--connect-timeout", "1")
+    assert time.monotonic() - start < 5
+    assert line == f"zkconsumer groups: cannot connect to ZooKeeper at {address} within 1 s"
+    line = fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
+                 "--delete-consumer-offsets")
+    assert line == ("zkconsumer console-consumer: --delete-consumer-offsets needs --group "
+                    "(a throwaway group has no offsets to delete)")
+    assert fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
+                 "--property", "print.value=true") == (
+        "zkconsumer console-consumer: --property 'print.value' is not known; known: "
+        "print.key, key.separator, line.separator")
+    assert fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
+                 "--max-messages", "0") == (
+        "zkconsumer console-consumer: --max-messages must be >= 1, got 0")
+    # argparse's own conflicts: usage and the error on stderr, exit status 2.
+    with pytest.raises(SystemExit) as exc:
+        main(["console-consumer", "--zookeeper", address, "--topic", "t", "--whitelist", "x"])
+    assert exc.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------
+# console-consumer
+
+
+def _console_groups(zk: KazooClient) -> set[str]:
+    return {g for g in zk.get_children(zp.CONSUMERS) if g.startswith("console-consumer-")}
+
+
+def _cli(*argv: str) -> list[str]:
+    return [sys.executable, "-m", "zkconsumer", *argv]
+
+
+def test_console_consumer(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic,
+            [(0, b"k0", b"a0"), (0, b"k1", b"a1"), (0, None, b"a2"), (1, b"k3", b"b0"),
+             (1, b"k4", b"b1")])
+    zkc = ["--zookeeper", stack.zookeeper]
+    before = _console_groups(zk)
+
+    # --timeout-ms ends cleanly; the throwaway group is deleted.
+    proc = subprocess.run(
+        _cli("console-consumer", *zkc, "--topic", topic, "--from-beginning",
+             "--timeout-ms", "3000", "--property", "print.key=true"),
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [x for x in lines if x.endswith(("a0", "a1", "a2"))] == ["k0\ta0", "k1\ta1",
+                                                                    "null\ta2"]
+    assert sorted(lines) == sorted(["k0\ta0", "k1\ta1", "null\ta2", "k3\tb0", "k4\tb1"])
+    assert proc.stderr.splitlines()[-1] == "Processed a total of 5 messages"
+    assert _console_groups(zk) == before
+
+    # --max-messages exits with messages still available; a named group keeps its offsets.
+    g = names.group
+    proc = subprocess.run(
+        _cli("console-consumer", *zkc, "--whitelist", f" '{topic}' ", "--group", g,
+             "--from-beginning", "--max-messages", "2"),
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 2
+    assert set(proc.stdout.splitlines()) <= {"a0", "a1", "a2", "b0", "b1"}
+    exported = run_json(capsys, "offsets", "export", *zkc, "--group", g)
+    assert sum(e["offset"] for e in exported) == 2
+
+    # Reusing it from the beginning is refused (nothing written) unless offsets are deleted.
+    before_tree = tree(zk, zp.group_dir(g))
+    line = fails(capsys, "console-consumer", *zkc, "--topic", topic, "--group", g,
+                 "--from-beginning")
+    assert line == (f"zkconsumer console-consumer: found previous offset information for "
+                    f"group {g}; pass --delete-consumer-offsets to delete it, or leave out "
+                    "--from-beginning")
+    assert tree(zk, zp.group_dir(g)) == before_tree
+    rc, out, err = run(capsys, "console-consumer", *zkc, "--topic", topic, "--group", g,
+                       "--from-beginning", "--delete-consumer-offsets", "--max-messages", "5")
+    assert rc == 0, err
+    assert sorted(out.splitlines()) == ["a0", "a1", "a2", "b0", "b1"]
+    assert sorted(e["offset"] for e in run_json(capsys, "offsets", "export", *zkc, "--group",
+                                                g)) == [2, 3]
+
+    assert fails(capsys, "console-consumer", *zkc, "--topic", names("none")) == (
+        f"zkconsumer console-consumer: topic '{names('none')}' not found in ZooKeeper "
+        f"(no /brokers/topics/{names('none')})")
+    assert _console_groups(zk) == before
+
+
+def test_console_consumer_sigterm_deletes_its_group(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"first")])
+    before = _console_groups(zk)
+    proc = subprocess.Popen(
+        _cli("console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic,
+             "--from-beginning"),
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "first\n"
+        (group,) = _console_groups(zk) - before
+        assert zk.get_children(zp.ids_dir(group)) != []
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    assert proc.stderr.read().splitlines()[-1] == "Processed a total of 1 message"
+    assert zk.exists(zp.group_dir(group)) is None
