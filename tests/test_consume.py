@@ -338,3 +338,34 @@ def test_slow_consumer_memory_stays_bounded(stack, names, topic_factory) -> None
         for p in (baseline, slow):
             p.kill()
             p.wait()
+
+
+def test_new_owner_starts_after_what_the_old_owner_consumed(
+        stack, zk, names, topic_factory) -> None:
+    """The new owner reads the committed offset only once it owns the partition.
+
+    The old owner commits just before it releases; a new owner that read offsets before its
+    claim (while waiting for the release) would replay the old owner's last window.
+    """
+    topic = topic_factory(names.topic, 2)
+    _fill(stack, topic, 2, 200)
+    with connector(stack, names.group, auto_commit_enable=True,
+                   consumer_timeout_ms=3000) as a:
+        it = iter(a.create_message_streams({topic: 1})[topic][0])
+        first = [next(it) for _ in range(150)]
+        consumed = {m.partition: m.offset + 1 for m in first}
+        b = create_consumer_connector(ConsumerConfig(_props(
+            stack, names.group, auto_commit_enable=True, consumer_timeout_ms=3000)))
+        try:
+            with a._rebalance_lock:  # a is slow to react: b's claim must wait for it
+                joined = threading.Thread(target=b.create_message_streams, args=({topic: 1},))
+                joined.start()
+                wait_until(lambda: b.stats.claim_waits > 0, 20, "b waiting for a's release")
+            joined.join(30)
+            mine = b.owned_partitions()
+            assert len(mine) == 1
+            (tp,) = mine
+            info = b.partition_infos()[tp]
+            assert info.consumed_offset == consumed[tp.partition]
+        finally:
+            b.shutdown()

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import json
 import sys
 import threading
@@ -30,6 +31,9 @@ from zkconsumer import create_consumer_connector  # noqa: E402
 from zkconsumer._stack import LocalStack  # noqa: E402
 
 
+PARTITIONS = 6
+
+
 def say(msg: str) -> None:
     print(f"==> {msg}", flush=True)
 
@@ -39,6 +43,9 @@ def main() -> int:
     ap.add_argument("--messages", type=int, default=20000)
     ap.add_argument("--keep", action="store_true", help="leave the stack running")
     args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     stack = LocalStack(ROOT / ".stack" / "demo")
     say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
     addresses = stack.up()
@@ -56,7 +63,7 @@ def run(stack: LocalStack, n_messages: int) -> int:
     zk.start()
     topic = f"orders-{int(time.time())}"
     group = f"demo-{int(time.time())}"
-    create_topic(stack.bootstrap, topic, 4)
+    create_topic(stack.bootstrap, topic, PARTITIONS)
     wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "the bridge to register the topic")
     for bid in zk.get_children(zp.BROKER_IDS):
         say(f"/brokers/ids/{bid} = {zk.get(zp.broker_path(int(bid)))[0].decode()}")
@@ -64,7 +71,7 @@ def run(stack: LocalStack, n_messages: int) -> int:
 
     say(f"producing {n_messages} orders to {topic}")
     produce(stack.bootstrap, topic, (
-        (i % 4, f"customer-{i % 97}".encode(), json.dumps({"order": i}).encode())
+        (i % PARTITIONS, f"customer-{i % 97}".encode(), json.dumps({"order": i}).encode())
         for i in range(n_messages)))
 
     seen: Counter[tuple[int, int]] = Counter()
@@ -109,30 +116,29 @@ def run(stack: LocalStack, n_messages: int) -> int:
     third_stream = third.create_message_streams({topic: 1})[topic][0]
     t3 = threading.Thread(target=drain, args=(third_stream, stop), daemon=True)
     t3.start()
-    wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 5, 60,
-               "the rebalance to give the third member a partition")
+    wait_until(lambda: any(o.startswith(third.consumer_id + "-")
+                           for o in group_owners(zk, group, topic).values()), 60,
+               "the rebalance to give the third member its partitions")
     show_owners(zk, group, topic)
 
     wait_until(lambda: len(seen) >= 2 * n_messages // 3, 120, "two thirds of the messages")
     say(f"consumed {len(seen)} so far; the third member leaves cleanly")
     third.shutdown()
-    wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 4, 60,
+    wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 4
+               and len(group_owners(zk, group, topic)) == PARTITIONS, 60,
                "the partitions to go back to the first two members")
     show_owners(zk, group, topic)
 
-    last = -1
     while len(seen) < n_messages:
-        if len(seen) != last:
-            last = len(seen)
-            say(f"progress: {last}/{n_messages}")
-        time.sleep(0.5)
-        wait_until(lambda last=last: len(seen) > last or len(seen) >= n_messages, 60,
+        last = len(seen)
+        say(f"progress: {last}/{n_messages}")
+        wait_until(lambda last=last: len(seen) >= min(n_messages, last + 2000), 60,
                    "more messages")
     for c in members:
         c.commit_offsets()
     dupes = sum(v - 1 for v in seen.values())
     say(f"consumed {len(seen)} distinct messages of {n_messages}, {dupes} duplicates")
-    for p in range(4):
+    for p in range(PARTITIONS):
         off = zk.get(zp.offset_path(group, topic, p))[0].decode()
         say(f"/consumers/{group}/offsets/{topic}/{p} = {off}")
     stop.set()

@@ -113,6 +113,7 @@ class RebalanceStats:
     attempts: int = 0
     failures: int = 0
     restarts: int = 0  # attempts abandoned because the group view changed
+    claim_waits: int = 0  # claims that waited for another member to release
     last_duration_s: float = 0.0
     last_zk_ops: int = 0
     durations_s: list[float] = field(default_factory=list)
@@ -552,10 +553,12 @@ class ZookeeperConsumerConnector:
         }
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
-        # 6. committed offsets of the new partitions
-        committed = self._offsets.read(sorted(mine))
         # 7. claim everything; a conflict waits for the holder to let go
         self._claim(mine, view)
+        # 6, after 7: the previous owner commits before it releases, so only once we own a
+        # partition is its committed offset final (reading first would replay its last
+        # window whenever the claim had to wait).
+        committed = self._offsets.read(sorted(mine))
         # 8. the listener, then the fetchers
         if self._listener is not None:
             per_topic: dict[str, dict[int, str]] = {}
@@ -683,6 +686,7 @@ class ZookeeperConsumerConnector:
                 if remaining <= 0:
                     raise _Conflict(f"{path} is still held by {holder_thread!r}")
                 self.log.debug("%s held by %s; waiting for its release", path, holder_thread)
+                self.stats.claim_waits += 1
                 # Wake on the deletion, on a group change, or on shutdown.
                 end = time.monotonic() + remaining
                 while not gone.is_set() and time.monotonic() < end:

@@ -320,9 +320,13 @@ class LocalStack:
         out = zk_four_letter(self.zookeeper, "cons")
         if not out:
             return False
+        import logging
+
         from kazoo.client import KazooClient
 
-        zk = KazooClient(hosts=self.zookeeper, timeout=2.0)
+        quiet = logging.getLogger("zkconsumer.stack.probe")
+        quiet.setLevel(logging.CRITICAL)
+        zk = KazooClient(hosts=self.zookeeper, timeout=2.0, logger=quiet)
         try:
             zk.start(timeout=2.0)
             return bool(zk.exists("/brokers/ids") and zk.get_children("/brokers/ids"))
