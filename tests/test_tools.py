@@ -398,7 +398,21 @@ def test_reset_offsets(
         "ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)")
     assert fails(capsys, "offsets", "reset", *zkc, "--group", names("none"), "--topic", topic,
                  "--to", "earliest").startswith(f"zkconsumer offsets: group '{names('none')}'")
+    dead = f"127.0.0.1:{free_port()}"
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                 "--to", "latest", "--force", "--bootstrap-server", dead) == (
+        f"zkconsumer offsets: cannot reach any broker ({dead}: Connection refused)")
     assert tree(zk, zp.group_dir(g)) == before
+
+    # describe without a broker: the offsets and owners, log ends unknown, a warning.
+    rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g, "--json",
+                       "--bootstrap-server", dead)
+    assert rc == 0
+    assert err == ("zkconsumer groups describe: warning: log end offsets unknown: cannot reach "
+                   f"any broker ({dead}: Connection refused)\n")
+    assert [(r["partition"], r["offset"], r["log_end_offset"], r["lag"])
+            for r in json.loads(out)] == [(0, 0, None, None), (1, 0, None, None),
+                                          (None, None, None, None)]  # the member's idle thread
 
 
 # --------------------------------------------------------------------------------------

@@ -122,8 +122,9 @@ def bench_throughput(args: argparse.Namespace) -> None:
         create_topic(bootstrap, topic, 4)
         progress(f"producing {n} messages of {args.size} bytes to {topic}")
         _produce(bootstrap, topic, n, args.size)
-        from tests.support import wait_until
         from kazoo.client import KazooClient
+
+        from tests.support import wait_until
         from zkconsumer import _zkpaths as zp
 
         client = KazooClient(hosts=zk)

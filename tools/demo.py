@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import json
+import logging
 import sys
 import threading
 import time
@@ -25,11 +25,13 @@ sys.path.insert(0, str(ROOT))
 from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import create_topic, group_owners, produce, wait_until  # noqa: E402
-from zkconsumer import ConsumerConfig, ConsumerTimeoutException  # noqa: E402
+from zkconsumer import (  # noqa: E402
+    ConsumerConfig,
+    ConsumerTimeoutException,
+    create_consumer_connector,  # noqa: E402
+)
 from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer import create_consumer_connector  # noqa: E402
 from zkconsumer._stack import LocalStack  # noqa: E402
-
 
 PARTITIONS = 6
 

@@ -28,7 +28,6 @@ Threads and locks:
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -51,7 +50,7 @@ from ._errors import (
     ZkDataError,
 )
 from ._filters import TopicFilter, filter_from_registration
-from ._partition import INVALID_OFFSET, SHUTDOWN, ChunkQueue, PartitionTopicInfo
+from ._partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
 from ._types import TopicPartition
 
 if TYPE_CHECKING:
@@ -172,6 +171,12 @@ class ZookeeperConsumerConnector:
         self.consumer_id = zp.make_consumer_id(self.group, config.consumer_id)
         self.log = logging.LoggerAdapter(log, {"consumer_id": self.consumer_id})
         self.stats = RebalanceStats()
+        from ._metrics import ConsumerMetrics
+
+        self.metrics = ConsumerMetrics(config.client_id)
+        self.metrics_port: int | None = (
+            self.metrics.serve(config.metrics_port) if config.metrics_port is not None else None
+        )
 
         self._rebalance_lock = threading.RLock()
         self._commit_lock = threading.Lock()
@@ -207,6 +212,7 @@ class ZookeeperConsumerConnector:
             self._zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
         except Exception as e:
             self._zk.close()
+            self.metrics.close()
             raise ZkConsumerError(
                 f"cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"
             ) from e
@@ -262,6 +268,7 @@ class ZookeeperConsumerConnector:
             for thread_id in zp.thread_ids(self.consumer_id, n):
                 q = ChunkQueue(self.config.queued_max_message_chunks)
                 self._queues[(topic, thread_id)] = q
+                self.metrics.watch_queue(topic, thread_id, q)
                 s: KafkaStream[Any, Any] = KafkaStream(
                     q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
                     self.config.client_id,
@@ -291,6 +298,9 @@ class ZookeeperConsumerConnector:
         for _ in range(num_streams):
             q = ChunkQueue(self.config.queued_max_message_chunks)
             self._wildcard_queues.append(q)
+            self.metrics.watch_queue(
+                topic_filter.regex, f"{self.consumer_id}-{len(self._wildcard_queues) - 1}", q
+            )
             s: KafkaStream[Any, Any] = KafkaStream(
                 q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
                 self.config.client_id,
@@ -353,11 +363,13 @@ class ZookeeperConsumerConnector:
                 q.put_shutdown()
             self._topic_registry.clear()
             self._owned.clear()
+            self.metrics.set_owned_partitions(self._owned)
         try:
             self._offsets.close()
         finally:
             self._zk.stop()
             self._zk.close()
+            self.metrics.close()
         self.log.info("shut down")
 
     # -- internals: set-up ---------------------------------------------------------------
@@ -468,6 +480,7 @@ class ZookeeperConsumerConnector:
                                  "%d owned partitions", len(self._owned))
                 self._stop_fetching(commit=False)
             self._owned.clear()
+            self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
                 return
             self._session_lost.clear()
@@ -509,6 +522,8 @@ class ZookeeperConsumerConnector:
                     self.stats.last_duration_s = duration
                     self.stats.last_zk_ops = self._zk_ops
                     self.stats.durations_s.append(duration)
+                    self.metrics.record_rebalance(duration)
+                    self.metrics.set_owned_partitions(self._owned)
                     self.log.info(
                         "rebalance done in %.0f ms: owns %s", duration * 1000,
                         _fmt_owned(self._owned),
@@ -675,7 +690,7 @@ class ZookeeperConsumerConnector:
                 gone = threading.Event()
                 try:
                     self._zk_ops += 1
-                    holder, stat = self._zk.get(path, watch=lambda _e: gone.set())
+                    holder, stat = self._zk.get(path, watch=lambda _e, g=gone: g.set())
                 except NoNodeError:
                     continue
                 holder_thread = holder.decode(errors="replace")
@@ -707,6 +722,7 @@ class ZookeeperConsumerConnector:
             except NoNodeError:
                 pass
             self._owned.pop(tp, None)
+        self.metrics.set_owned_partitions(self._owned)
 
     def _stop_fetching(self, commit: bool) -> None:
         """Step 2: stop fetchers, clear queues and streams, commit consumed offsets."""
@@ -784,7 +800,10 @@ def _fmt_owned(owned: Mapping[TopicPartition, str]) -> str:
 def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
     from ._fetcher import FetcherManager
 
-    return FetcherManager(connector.config, connector.consumer_id, connector.broker_addresses)
+    return FetcherManager(
+        connector.config, connector.consumer_id, connector.broker_addresses,
+        metrics=connector.metrics,
+    )
 
 
 def create_consumer_connector(

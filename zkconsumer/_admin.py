@@ -1,0 +1,1179 @@
+"""Operator tools as plain functions: what Kafka's legacy ZooKeeper tools did, made safe.
+
+The original shipped ConsumerOffsetChecker / ``kafka-consumer-groups --zookeeper``,
+ExportZkOffsets, ImportZkOffsets, UpdateOffsetsInZK and VerifyConsumerRebalance
+(REFERENCE.md section 5). Here each is a function over a connected
+:class:`~kazoo.client.KazooClient` (and, where the broker is needed, a bootstrap address)
+returning dataclasses; nothing here prints. ``zkconsumer._cli_tools`` turns them into the
+``zkconsumer groups|offsets|verify-rebalance|console-consumer`` subcommands.
+
+Rules every function follows:
+
+* Every path comes from :mod:`zkconsumer._zkpaths`.
+* A function that writes checks everything first and writes nothing when a check fails;
+  the writes of one call go into one ZooKeeper transaction (``multi``) when they fit
+  (:data:`MAX_TRANSACTION_OPS`), so a failure half-way leaves nothing behind.
+* "Refuse while members are registered" is enforced atomically: the transaction also
+  deletes and re-creates ``/consumers/G/ids`` (or creates and deletes it when it does not
+  exist), which ZooKeeper refuses (``NotEmpty`` / ``NodeExists``) if a member registered
+  after the check; then nothing of the transaction is applied.
+* Failures the user can fix raise :class:`AdminError` (a ``ZkConsumerError``) with a
+  one-line message naming the group, topic, file line or address.
+
+Lag is computed in one place, :func:`partition_lag`, which ``groups describe`` and the
+``ConsumerLag``/``MaxLag`` metrics (:mod:`zkconsumer._metrics`) both use.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from . import _zkpaths as zp
+from ._errors import ZkConsumerError, ZkDataError
+from ._types import TopicPartition
+
+__all__ = [
+    "MAX_TRANSACTION_OPS",
+    "AdminError",
+    "DeleteResult",
+    "GroupActiveError",
+    "GroupDescription",
+    "GroupSummary",
+    "ImportResult",
+    "MemberInfo",
+    "OffsetEntry",
+    "OffsetFileError",
+    "OwnershipCheck",
+    "PartitionStatus",
+    "ResetRow",
+    "ResetTarget",
+    "UnknownGroupError",
+    "UnknownTopicError",
+    "VerifyResult",
+    "ZooKeeperUnreachableError",
+    "check_brokers",
+    "connect",
+    "delete_group",
+    "describe_group",
+    "export_offsets",
+    "find_bootstrap",
+    "format_offset_lines",
+    "group_exists",
+    "import_offsets",
+    "list_groups",
+    "parse_offset_lines",
+    "parse_reset_target",
+    "partition_lag",
+    "read_members",
+    "reset_offsets",
+    "verify_rebalance",
+]
+
+log = logging.getLogger("zkconsumer.admin")
+
+#: The most operations put in one ZooKeeper transaction. A multi request must stay under
+#: ZooKeeper's jute.maxbuffer (1 MB by default); an op here is a path plus a short payload,
+#: ~100-300 bytes, so 1000 leaves a wide margin. Bigger imports are split (not atomic then).
+MAX_TRANSACTION_OPS = 1000
+
+#: Progress callback: (items done, items in total).
+Progress = Callable[[int, int], None]
+
+
+# --------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------
+
+
+class AdminError(ZkConsumerError):
+    """A failure the user can fix: printed as one line by the CLI (exit status 2)."""
+
+
+class ZooKeeperUnreachableError(AdminError):
+    """No ZooKeeper session within the connect timeout."""
+
+
+class UnknownGroupError(AdminError):
+    """The group has no ``/consumers/<group>`` znode."""
+
+
+class UnknownTopicError(AdminError):
+    """The topic has no ``/brokers/topics/<topic>`` znode."""
+
+
+class GroupActiveError(AdminError):
+    """The operation needs a group without registered members."""
+
+
+class OffsetFileError(AdminError):
+    """An offsets file has malformed lines; ``problems`` lists (line number, reason)."""
+
+    def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        shown = "; ".join(f"line {n}: {why}" for n, why in self.problems[:10])
+        more = f"; and {len(self.problems) - 10} more" if len(self.problems) > 10 else ""
+        noun = "line" if len(self.problems) == 1 else "lines"
+        super().__init__(
+            f"{source}: {len(self.problems)} malformed {noun}, nothing written: {shown}{more}"
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Result types
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One group of ``groups list``."""
+
+    group: str
+    members: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.group, "members": self.members}
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    """One row of ``groups describe``.
+
+    ``offset`` is the committed next offset (None: nothing committed), ``log_end_offset``
+    the partition's log end (None: unknown), ``lag`` :func:`partition_lag` of the two,
+    ``owner`` the owning thread id (None: unowned). A registered thread that owns no
+    partition is a row with ``topic`` and ``partition`` None and ``owner`` set.
+    """
+
+    group: str
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    owner: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "log_end_offset": self.log_end_offset,
+            "lag": self.lag,
+            "owner": self.owner,
+        }
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    """One registered member: its subscription, thread ids and how many partitions it owns."""
+
+    group: str
+    consumer_id: str
+    pattern: str
+    subscription: dict[str, int]
+    threads: list[str]
+    owned_partitions: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "consumer_id": self.consumer_id,
+            "pattern": self.pattern,
+            "subscription": dict(self.subscription),
+            "threads": list(self.threads),
+            "owned_partitions": self.owned_partitions,
+        }
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """``groups describe``: partitions, idle threads, members and the total lag."""
+
+    group: str
+    partitions: list[PartitionStatus]
+    idle_threads: list[str]
+    members: list[MemberInfo]
+    log_end_error: str | None = None
+    """Why log end offsets are unknown (the brokers could not be reached), else None."""
+
+    @property
+    def total_lag(self) -> int:
+        """The sum of the known per-partition lags."""
+        return sum(p.lag for p in self.partitions if p.lag is not None)
+
+    def rows(self) -> list[PartitionStatus]:
+        """Partition rows, then one row per idle thread (topic and partition None)."""
+        idle = [
+            PartitionStatus(self.group, None, None, None, None, None, thread)
+            for thread in self.idle_threads
+        ]
+        return [*self.partitions, *idle]
+
+
+@dataclass(frozen=True)
+class OffsetEntry:
+    """One committed offset: ``/consumers/<group>/offsets/<topic>/<partition>:<offset>``."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+
+    @property
+    def path(self) -> str:
+        return zp.offset_path(self.group, self.topic, self.partition)
+
+    @property
+    def line(self) -> str:
+        """The ExportZkOffsets / ImportZkOffsets line (without the newline)."""
+        return f"{self.path}:{self.offset}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+        }
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``offsets import`` wrote."""
+
+    entries: list[OffsetEntry]
+    created: int
+    updated: int
+    unchanged: int
+    transactions: int
+
+    @property
+    def groups(self) -> list[str]:
+        return sorted({e.group for e in self.entries})
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What ``groups delete`` removed."""
+
+    group: str
+    topic: str | None
+    deleted_znodes: int
+    group_deleted: bool
+
+
+@dataclass(frozen=True)
+class ResetTarget:
+    """Where ``offsets reset`` moves a group: earliest, latest, an offset or a time."""
+
+    kind: Literal["earliest", "latest", "offset", "datetime"]
+    offset: int | None = None
+    timestamp_ms: int | None = None
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text or self.kind
+
+
+@dataclass(frozen=True)
+class ResetRow:
+    """One partition of ``offsets reset``: the committed offset before and after."""
+
+    group: str
+    topic: str
+    partition: int
+    old_offset: int | None
+    offset: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "partition": self.partition,
+            "old_offset": self.old_offset,
+            "offset": self.offset,
+        }
+
+
+@dataclass(frozen=True)
+class OwnershipCheck:
+    """One partition checked by ``verify-rebalance``; ``problem`` is None when fine."""
+
+    topic: str
+    partition: int
+    owner: str | None
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "owner": self.owner,
+            "ok": self.ok,
+            "problem": self.problem,
+        }
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """``verify-rebalance``: ``ok`` and the reason, plus every partition checked."""
+
+    group: str
+    ok: bool
+    reason: str
+    checks: list[OwnershipCheck] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------
+# Lag: the one computation shared by `groups describe` and the metrics
+# --------------------------------------------------------------------------------------
+
+
+def partition_lag(offset: int | None, log_end_offset: int | None) -> int | None:
+    """Messages between ``offset`` (the next offset to consume) and the log end.
+
+    None when either is unknown (nothing committed, or the log end could not be read); a
+    negative offset (-1, "no offset" in the legacy stores) counts as unknown. Never
+    negative: an offset past the log end (a log truncated under it) has lag 0, because
+    there is nothing left to consume; the consumer resets it by ``auto.offset.reset``.
+
+    >>> partition_lag(3, 10), partition_lag(None, 10), partition_lag(12, 10)
+    (7, None, 0)
+    """
+    if offset is None or log_end_offset is None or offset < 0 or log_end_offset < 0:
+        return None
+    return max(0, log_end_offset - offset)
+
+
+# --------------------------------------------------------------------------------------
+# Connecting; small readers
+# --------------------------------------------------------------------------------------
+
+# A logger of its own for the tools' kazoo client: kazoo logs each failed connection
+# attempt, which would bury the one-line "cannot connect" error under a screen of retries.
+_kazoo_log = logging.getLogger("zkconsumer.admin.kazoo")
+
+
+def connect(zookeeper: str, timeout_s: float = 10.0) -> KazooClient:
+    """A started kazoo client for ``zookeeper`` (``host:port,...[/chroot]``).
+
+    Waits at most ``timeout_s`` for a session; raises :class:`ZooKeeperUnreachableError`
+    naming the address otherwise. The caller stops and closes the client.
+    """
+    if not zookeeper or not zookeeper.strip():
+        raise AdminError("--zookeeper is empty")
+    previous = _kazoo_log.level
+    _kazoo_log.setLevel(logging.CRITICAL)
+    try:
+        client = KazooClient(
+            hosts=zookeeper.strip(),
+            timeout=max(timeout_s, 1.0),
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+            logger=_kazoo_log,
+        )
+    except (ValueError, KazooException) as e:
+        raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from e
+    try:
+        with warnings.catch_warnings():
+            # kazoo warns when the chroot does not exist; reads then find nothing, which
+            # is the right answer for the tools (no groups there).
+            warnings.simplefilter("ignore", UserWarning)
+            client.start(timeout=timeout_s)
+    except (KazooTimeoutError, KazooException, OSError) as e:
+        client.stop()
+        client.close()
+        raise ZooKeeperUnreachableError(
+            f"cannot connect to ZooKeeper at {zookeeper} within {timeout_s:g} s"
+        ) from e
+    finally:
+        _kazoo_log.setLevel(previous)
+    return client
+
+
+def consumers_for_topic(
+    members: Mapping[str, zp.ConsumerRegistration], all_topics: Iterable[str], exclude: bool
+) -> dict[str, list[str]]:
+    """The connector's topic -> thread ids computation (imported late: the connector's
+    module imports the metrics, which import this module)."""
+    from ._connector import consumers_for_topic as compute
+
+    return compute(members, all_topics, exclude)
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return list(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _get_many(zk: KazooClient, paths: Sequence[str]) -> dict[str, bytes | None]:
+    """Read many znodes pipelined (async requests, then the answers); None when absent."""
+    pending = [(p, zk.get_async(p)) for p in paths]
+    out: dict[str, bytes | None] = {}
+    for path, async_result in pending:
+        try:
+            data, _ = async_result.get()
+        except NoNodeError:
+            out[path] = None
+            continue
+        out[path] = data
+    return out
+
+
+def _check_name(value: str, what: str) -> str:
+    """Validate a group or topic name as a path component; AdminError when unusable."""
+    try:
+        if what == "group":
+            zp.group_dir(value)
+        else:
+            zp.topic_path(value)
+    except ValueError as e:
+        raise AdminError(f"bad {what} name: {e}") from e
+    return value
+
+
+def group_exists(zk: KazooClient, group: str) -> bool:
+    _check_name(group, "group")
+    return zk.exists(zp.group_dir(group)) is not None
+
+
+def _require_group(zk: KazooClient, group: str) -> None:
+    if not group_exists(zk, group):
+        raise UnknownGroupError(
+            f"group {group!r} not found in ZooKeeper (no {zp.group_dir(group)})"
+        )
+
+
+def _topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
+    """The topic's partitions from ``/brokers/topics/T``; None when the topic is unknown."""
+    path = zp.topic_path(topic)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    return zp.TopicAssignment.decode(data, path).partition_ids
+
+
+def list_groups(zk: KazooClient) -> list[GroupSummary]:
+    """Every group under ``/consumers`` with its number of registered members, by name."""
+    groups = sorted(_children(zk, zp.CONSUMERS))
+    pending = [(g, zk.get_children_async(zp.ids_dir(g))) for g in groups]
+    out = []
+    for group, result in pending:
+        try:
+            members = len(result.get())
+        except NoNodeError:
+            members = 0
+        out.append(GroupSummary(group, members))
+    return out
+
+
+def read_members(zk: KazooClient, group: str) -> dict[str, zp.ConsumerRegistration]:
+    """Registered members: consumer id -> registration (unreadable ones are logged, skipped)."""
+    ids = sorted(_children(zk, zp.ids_dir(group)))
+    data = _get_many(zk, [zp.id_path(group, c) for c in ids])
+    members: dict[str, zp.ConsumerRegistration] = {}
+    for cid in ids:
+        path = zp.id_path(group, cid)
+        raw = data[path]
+        if raw is None:
+            continue  # left meanwhile
+        try:
+            members[cid] = zp.ConsumerRegistration.decode(raw, path)
+        except ZkDataError as e:
+            log.warning("skipping member %s: %s", cid, e)
+    return members
+
+
+def _member_threads(consumer_id: str, reg: zp.ConsumerRegistration) -> list[str]:
+    """The member's thread ids (as the connector numbers them), sorted as strings."""
+    if reg.is_wildcard:
+        return zp.thread_ids(consumer_id, reg.wildcard_streams or 0)
+    threads: set[str] = set()
+    for count in reg.subscription.values():
+        threads.update(zp.thread_ids(consumer_id, count))
+    return sorted(threads)
+
+
+def _read_partition_values(
+    zk: KazooClient, kind: Literal["offsets", "owners"], group: str
+) -> dict[TopicPartition, bytes]:
+    """Every ``/consumers/G/<kind>/T/P`` znode's payload, keyed by topic-partition."""
+    topic_dir = zp.offsets_topic_dir if kind == "offsets" else zp.owners_topic_dir
+    node_path = zp.offset_path if kind == "offsets" else zp.owner_path
+    topics = sorted(_children(zk, zp.offsets_dir(group) if kind == "offsets"
+                              else zp.owners_dir(group)))
+    pending = [(t, zk.get_children_async(topic_dir(group, t))) for t in topics]
+    tps: list[TopicPartition] = []
+    for topic, result in pending:
+        try:
+            children = result.get()
+        except NoNodeError:
+            continue
+        tps.extend(TopicPartition(topic, int(p)) for p in children if p.isdigit())
+    paths = {tp: node_path(group, tp.topic, tp.partition) for tp in tps}
+    data = _get_many(zk, list(paths.values()))
+    return {tp: raw for tp, path in sorted(paths.items()) if (raw := data[path]) is not None}
+
+
+def _read_offsets(zk: KazooClient, group: str) -> dict[TopicPartition, int]:
+    out: dict[TopicPartition, int] = {}
+    for tp, raw in _read_partition_values(zk, "offsets", group).items():
+        path = zp.offset_path(group, tp.topic, tp.partition)
+        try:
+            out[tp] = zp.decode_offset(raw, path)
+        except ZkDataError as e:
+            log.warning("ignoring %s", e)
+    return out
+
+
+def _read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
+    out: dict[TopicPartition, str] = {}
+    for tp, raw in _read_partition_values(zk, "owners", group).items():
+        path = zp.owner_path(group, tp.topic, tp.partition)
+        try:
+            out[tp] = zp.decode_owner(raw, path)
+        except ZkDataError as e:
+            log.warning("ignoring %s", e)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# The broker side
+# --------------------------------------------------------------------------------------
+
+
+def find_bootstrap(zk: KazooClient, bootstrap: str | None = None) -> str:
+    """``bootstrap`` if given, else every broker registered in ``/brokers/ids``.
+
+    This is how the legacy tools found the brokers. AdminError when none is registered.
+    """
+    if bootstrap:
+        return bootstrap
+    ids = sorted((b for b in _children(zk, zp.BROKER_IDS) if b.isdigit()), key=int)
+    data = _get_many(zk, [zp.broker_path(int(b)) for b in ids])
+    addresses = []
+    for bid in ids:
+        path = zp.broker_path(int(bid))
+        raw = data[path]
+        if raw is None:
+            continue
+        try:
+            host, port = zp.BrokerRegistration.decode(raw, path).endpoint()
+        except ZkDataError as e:
+            log.warning("skipping broker %s: %s", bid, e)
+            continue
+        addresses.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    if not addresses:
+        raise AdminError(
+            f"no broker is registered in ZooKeeper ({zp.BROKER_IDS}); pass --bootstrap-server"
+        )
+    return ",".join(addresses)
+
+
+def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
+    """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
+    connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
+    30 s before giving up, logging each attempt."""
+    problems = []
+    for entry in (e.strip() for e in servers.split(",") if e.strip()):
+        host, sep, port = entry.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit():
+            raise AdminError(f"bad broker address {entry!r} (expected host:port)")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as e:
+            problems.append(f"{entry}: {e.strerror or e}")
+    raise AdminError(f"cannot reach any broker ({'; '.join(problems) or 'none given'})")
+
+
+def _log_end_offsets(bootstrap: str, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+    """Log end offsets through the fetcher's implementation (the only one right on Tansu)."""
+    if not tps:
+        return {}
+    from ._fetcher import log_end_offsets
+
+    result = log_end_offsets(
+        list(tps), bootstrap_servers=bootstrap.split(","), timeout_ms=15_000,
+        client_id="zkconsumer-tools",
+    )
+    return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
+
+
+class _BrokerOffsets:
+    """Earliest offsets and offsets for times through one kafka-python consumer."""
+
+    def __init__(self, bootstrap: str) -> None:
+        from kafka import KafkaConsumer
+
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap.split(","),
+            enable_auto_commit=False,
+            client_id="zkconsumer-tools",
+            request_timeout_ms=30000,
+        )
+
+    def __enter__(self) -> _BrokerOffsets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._consumer.close()
+
+    def earliest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        from kafka import TopicPartition as KTP
+
+        result = self._consumer.beginning_offsets([KTP(t, p) for t, p in tps])
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in result.items()}
+
+    def for_time(
+        self, tps: Sequence[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int | None]:
+        """The first offset with a timestamp >= ``timestamp_ms``; None when there is none."""
+        from kafka import TopicPartition as KTP
+
+        result = self._consumer.offsets_for_times({KTP(t, p): timestamp_ms for t, p in tps})
+        out: dict[TopicPartition, int | None] = {}
+        for k, v in result.items():
+            # A broker with no message at or after the time answers offset -1 (kafka-python
+            # then gives None); Tansu answers offset 0 with timestamp -1. Both mean "none".
+            found = v is not None and v.offset >= 0 and v.timestamp >= 0
+            out[TopicPartition(k.topic, k.partition)] = int(v.offset) if found else None
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# groups describe
+# --------------------------------------------------------------------------------------
+
+
+def describe_group(
+    zk: KazooClient,
+    group: str,
+    bootstrap: str | None = None,
+    *,
+    log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None = None,
+) -> GroupDescription:
+    """Per partition: committed offset, log end, lag, owner; idle threads; members.
+
+    The topics shown are those the members subscribe to (wildcards matched against
+    ``/brokers/topics``, internal topics excluded as the consumer does), plus every topic
+    with a committed offset or an owner znode; each with all its partitions. When the
+    brokers cannot be reached the log ends are None and ``log_end_error`` says why.
+    """
+    _require_group(zk, group)
+    members = read_members(zk, group)
+    offsets = _read_offsets(zk, group)
+    owners = _read_owners(zk, group)
+    all_topics = _children(zk, zp.BROKER_TOPICS) if any(
+        r.is_wildcard for r in members.values()
+    ) else []
+    subscribed = consumers_for_topic(members, all_topics, True)
+
+    topics = sorted(set(subscribed) | {tp.topic for tp in offsets} | {tp.topic for tp in owners})
+    tps: set[TopicPartition] = set(offsets) | set(owners)
+    known: list[TopicPartition] = []  # partitions the broker registry knows
+    for topic in topics:
+        partitions = _topic_partitions(zk, topic)
+        if partitions is None:
+            continue
+        for p in partitions:
+            tp = TopicPartition(topic, p)
+            tps.add(tp)
+            known.append(tp)
+
+    ends: Mapping[TopicPartition, int] = {}
+    error: str | None = None
+    if known:
+        reader = log_end_offsets or _log_end_offsets
+        servers = find_bootstrap(zk, bootstrap)
+        try:
+            check_brokers(servers)
+            ends = reader(servers, known)
+        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+            error = f"log end offsets unknown: {e}"
+            log.debug("log end offsets failed", exc_info=True)
+
+    rows = []
+    for tp in sorted(tps):
+        offset = offsets.get(tp)
+        end = ends.get(tp)
+        rows.append(PartitionStatus(
+            group, tp.topic, tp.partition, offset, end, partition_lag(offset, end), owners.get(tp)
+        ))
+
+    owning = set(owners.values())
+    infos = []
+    idle: list[str] = []
+    for cid, reg in sorted(members.items()):
+        threads = _member_threads(cid, reg)
+        idle.extend(t for t in threads if t not in owning)
+        owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
+        infos.append(MemberInfo(group, cid, reg.pattern, dict(reg.subscription), threads, owned))
+    return GroupDescription(group, rows, sorted(idle), infos, error)
+
+
+def _consumer_of(thread_id: str) -> str | None:
+    try:
+        return zp.thread_consumer_id(thread_id)
+    except ZkDataError:
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Transactions
+# --------------------------------------------------------------------------------------
+
+
+def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
+    """Add ops that make ``tx`` fail if a member registers in ``group`` before it commits.
+
+    ZooKeeper has no "check children" op; deleting ``/consumers/G/ids`` fails with NotEmpty
+    once a member is registered (and creating it fails if it appeared), so the pair
+    delete+create (or create+delete) leaves the tree as it was and makes the whole
+    transaction conditional on the group still having no member.
+    """
+    ids = zp.ids_dir(group)
+    if zk.exists(ids) is not None:
+        tx.delete(ids)
+        tx.create(ids, b"")
+    elif zk.exists(zp.group_dir(group)) is not None:
+        tx.create(ids, b"")
+        tx.delete(ids)
+
+
+def _commit(tx: Any, what: str) -> None:
+    """Commit; on failure (nothing applied) raise :class:`_Changed` naming the first cause.
+
+    Callers retry from their checks, which then raise the precise error (a member that
+    registered meanwhile gives GroupActiveError).
+    """
+    results = tx.commit()
+    for op, result in zip(tx.operations, results, strict=False):
+        if isinstance(result, Exception) and type(result).__name__ not in (
+            "RolledBackError", "RuntimeInconsistency"
+        ):
+            raise _Changed(f"{what}: {op.path} changed meanwhile ({type(result).__name__}); "
+                           "nothing written")
+    if any(isinstance(r, Exception) for r in results):
+        raise _Changed(f"{what}: ZooKeeper changed meanwhile; nothing written")
+
+
+class _Changed(AdminError):
+    """The tree changed between planning and committing a transaction."""
+
+
+def _require_no_members(zk: KazooClient, group: str, action: str, hint: str = "") -> None:
+    ids = sorted(_children(zk, zp.ids_dir(group)))
+    if ids:
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        raise GroupActiveError(
+            f"refusing to {action}: group {group!r} has {len(ids)} registered "
+            f"member{'s' if len(ids) != 1 else ''} ({shown}){hint}"
+        )
+
+
+# --------------------------------------------------------------------------------------
+# groups delete
+# --------------------------------------------------------------------------------------
+
+
+def _subtree(zk: KazooClient, path: str) -> list[str]:
+    """``path`` and all its descendants, deepest first (the order deletes need)."""
+    out: list[str] = []
+
+    def walk(p: str) -> None:
+        for child in _children(zk, p):
+            walk(f"{p}/{child}")
+        out.append(p)
+
+    if zk.exists(path) is not None:
+        walk(path)
+    return out
+
+
+def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> DeleteResult:
+    """Delete a group's znodes, or only one topic's offsets and owners.
+
+    Refuses while members are registered. As the legacy tool did, deleting the only topic
+    a group has offsets for deletes the whole group. One transaction; on a concurrent
+    change nothing is deleted (AdminError).
+    """
+    _require_group(zk, group)
+    if topic is not None:
+        _check_name(topic, "topic")
+    action = f"delete group {group!r}" if topic is None else (
+        f"delete topic {topic!r} of group {group!r}"
+    )
+    for _ in range(3):
+        _require_no_members(zk, group, action)
+        whole = topic is None
+        if topic is not None:
+            topics = set(_children(zk, zp.offsets_dir(group))) | set(
+                _children(zk, zp.owners_dir(group))
+            )
+            if topic not in topics:
+                raise UnknownTopicError(
+                    f"group {group!r} has no offsets or owners for topic {topic!r}"
+                )
+            whole = topics == {topic}
+        if whole:
+            paths = _subtree(zk, zp.group_dir(group))
+        else:
+            assert topic is not None
+            paths = _subtree(zk, zp.offsets_topic_dir(group, topic)) + _subtree(
+                zk, zp.owners_topic_dir(group, topic)
+            )
+        try:
+            if len(paths) + 2 <= MAX_TRANSACTION_OPS:
+                tx = zk.transaction()
+                if not whole:
+                    _members_guard(tx, zk, group)
+                for p in paths:
+                    tx.delete(p)
+                _commit(tx, action)
+            else:
+                # Too big for one multi: delete in order, members checked just before.
+                _require_no_members(zk, group, action)
+                for p in paths:
+                    try:
+                        zk.delete(p)
+                    except NoNodeError:
+                        pass
+        except _Changed:
+            continue
+        return DeleteResult(group, topic, len(paths), whole)
+    raise AdminError(f"{action}: the group kept changing; nothing deleted")
+
+
+# --------------------------------------------------------------------------------------
+# offsets export / import
+# --------------------------------------------------------------------------------------
+
+
+def export_offsets(
+    zk: KazooClient, groups: Sequence[str] | None = None, progress: Progress | None = None
+) -> list[OffsetEntry]:
+    """Every committed offset of ``groups`` (all groups when None), sorted.
+
+    Unknown groups raise UnknownGroupError before anything is read.
+    """
+    if groups:
+        for g in groups:
+            _require_group(zk, g)
+        selected = sorted(set(groups))
+    else:
+        selected = sorted(_children(zk, zp.CONSUMERS))
+    out: list[OffsetEntry] = []
+    for i, group in enumerate(selected, 1):
+        for tp, offset in _read_offsets(zk, group).items():
+            out.append(OffsetEntry(group, tp.topic, tp.partition, offset))
+        if progress is not None:
+            progress(i, len(selected))
+    return out
+
+
+def format_offset_lines(entries: Iterable[OffsetEntry]) -> str:
+    """The legacy export file: one ``/consumers/G/offsets/T/P:offset`` line per entry."""
+    return "".join(f"{e.line}\n" for e in entries)
+
+
+def parse_offset_lines(lines: Iterable[str], source: str = "input") -> list[OffsetEntry]:
+    """Parse and validate a whole offsets file; raise OffsetFileError listing every bad line.
+
+    Blank lines are skipped. The same path given twice with different offsets is an
+    error (naming both lines); given twice with the same offset, it counts once.
+    """
+    problems: list[tuple[int, str]] = []
+    seen: dict[str, tuple[int, int]] = {}
+    entries: list[OffsetEntry] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            group, topic, partition, offset = zp.parse_offset_line(line)
+            zp.offset_path(group, topic, partition)
+        except ValueError:
+            problems.append((n, f"not /consumers/<group>/offsets/<topic>/<partition>:<offset>: "
+                                f"{line.strip()[:120]!r}"))
+            continue
+        entry = OffsetEntry(group, topic, partition, offset)
+        first = seen.get(entry.path)
+        if first is not None:
+            if first[1] != offset:
+                problems.append((n, f"{entry.path} set again (line {first[0]} sets {first[1]}, "
+                                    f"this line {offset})"))
+            continue
+        seen[entry.path] = (n, offset)
+        entries.append(entry)
+    if problems:
+        raise OffsetFileError(source, problems)
+    return entries
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b/c`` -> ``["/a", "/a/b"]``."""
+    parts = path.split("/")[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def import_offsets(
+    zk: KazooClient,
+    entries: Sequence[OffsetEntry],
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Write every entry's offset (creating znodes as needed) in one transaction.
+
+    Refuses (GroupActiveError) when a group in ``entries`` has registered members, unless
+    ``force``. More than :data:`MAX_TRANSACTION_OPS` operations are split into several
+    transactions (``transactions`` in the result says how many).
+    """
+    groups = sorted({e.group for e in entries})
+    for _ in range(3):
+        if not force:
+            for group in groups:
+                _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+        try:
+            return _import_once(zk, entries, groups, force, progress)
+        except _Changed:
+            continue
+    raise AdminError("offsets import: ZooKeeper kept changing; nothing written")
+
+
+def _import_once(
+    zk: KazooClient,
+    entries: Sequence[OffsetEntry],
+    groups: Sequence[str],
+    force: bool,
+    progress: Progress | None,
+) -> ImportResult:
+    paths = [e.path for e in entries]
+    current = _get_many(zk, paths)
+    parents = sorted({a for p in paths for a in _ancestors(p)}, key=lambda a: (a.count("/"), a))
+    present = {p for p, st in zip(parents, [zk.exists_async(p) for p in parents], strict=True)
+               if st.get() is not None}
+    ops: list[tuple[str, str, bytes]] = [("create", p, b"") for p in parents if p not in present]
+    created = updated = unchanged = 0
+    for e in entries:
+        payload = zp.encode_offset(e.offset)
+        old = current[e.path]
+        if old is None:
+            ops.append(("create", e.path, payload))
+            created += 1
+        elif old.strip() == payload:
+            unchanged += 1
+        else:
+            ops.append(("set", e.path, payload))
+            updated += 1
+    guard_groups = [] if force else list(groups)
+    chunks = [ops[i:i + MAX_TRANSACTION_OPS] for i in range(0, len(ops), MAX_TRANSACTION_OPS)]
+    if len(chunks) > 1 and not force:
+        # Not atomic any more: check again just before writing.
+        for group in groups:
+            _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+        guard_groups = []
+    done = 0
+    for chunk in chunks:
+        tx = zk.transaction()
+        for group in guard_groups:
+            _members_guard(tx, zk, group)
+        for op, path, payload in chunk:
+            if op == "create":
+                tx.create(path, payload)
+            else:
+                tx.set_data(path, payload)
+        _commit(tx, "offsets import")
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(ops))
+    return ImportResult(list(entries), created, updated, unchanged, len(chunks))
+
+
+# --------------------------------------------------------------------------------------
+# offsets reset
+# --------------------------------------------------------------------------------------
+
+_INT = re.compile(r"[0-9]+")
+
+
+def parse_reset_target(text: str) -> ResetTarget:
+    """``earliest``, ``latest``, an offset (``42``) or an ISO-8601 date-time.
+
+    A date-time without a zone is local time. AdminError for anything else.
+    """
+    t = text.strip()
+    low = t.lower()
+    if low in ("earliest", "smallest"):
+        return ResetTarget("earliest", text="earliest")
+    if low in ("latest", "largest"):
+        return ResetTarget("latest", text="latest")
+    if _INT.fullmatch(t):
+        return ResetTarget("offset", offset=int(t), text=t)
+    try:
+        when = datetime.fromisoformat(t)
+    except ValueError:
+        raise AdminError(
+            f"--to {text!r} is not earliest, latest, an offset or an ISO-8601 date-time "
+            "(e.g. 2024-05-01T12:00:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.astimezone()  # local time, as the modern reset tool reads it
+    return ResetTarget("datetime", timestamp_ms=int(when.timestamp() * 1000), text=t)
+
+
+def reset_offsets(
+    zk: KazooClient,
+    group: str,
+    topic: str,
+    target: ResetTarget,
+    bootstrap: str | None = None,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None = None,
+) -> list[ResetRow]:
+    """Set a group's committed offsets of every partition of ``topic`` (UpdateOffsetsInZK).
+
+    earliest / latest: the log start / log end; an offset: that offset, clamped to
+    [log start, log end] per partition (an offset outside the log would only be reset by
+    ``auto.offset.reset`` later); a date-time: the first offset at or after it
+    (``offsets_for_times``), or the log end when there is none. Refuses while the group has
+    registered members unless ``force``. One transaction; ``dry_run`` writes nothing.
+    """
+    _require_group(zk, group)
+    _check_name(topic, "topic")
+    partitions = _topic_partitions(zk, topic)
+    if partitions is None:
+        raise UnknownTopicError(
+            f"topic {topic!r} not found in ZooKeeper (no {zp.topic_path(topic)})"
+        )
+    if not force:
+        _require_no_members(zk, group, "reset offsets", "; stop it first or pass --force")
+    tps = [TopicPartition(topic, p) for p in partitions]
+    servers = find_bootstrap(zk, bootstrap)
+    check_brokers(servers)
+    ends_reader = log_end_offsets or _log_end_offsets
+    new: dict[TopicPartition, int] = {}
+    try:
+        if target.kind == "latest":
+            new = dict(ends_reader(servers, tps))
+        else:
+            with _BrokerOffsets(servers) as broker:
+                if target.kind == "earliest":
+                    new = broker.earliest(tps)
+                elif target.kind == "offset":
+                    assert target.offset is not None
+                    starts = broker.earliest(tps)
+                    ends = ends_reader(servers, tps)
+                    new = {tp: min(max(target.offset, starts[tp]), ends[tp]) for tp in tps}
+                else:
+                    assert target.timestamp_ms is not None
+                    found = broker.for_time(tps, target.timestamp_ms)
+                    missing = [tp for tp in tps if found.get(tp) is None]
+                    ends = ends_reader(servers, missing) if missing else {}
+                    new = {tp: _first(found.get(tp), ends.get(tp)) for tp in tps}
+    except AdminError:
+        raise
+    except Exception as e:
+        raise AdminError(f"cannot read offsets of {topic!r} from the brokers at {servers}: {e}"
+                         ) from e
+    absent = [tp for tp in tps if new.get(tp) is None]
+    if absent:
+        raise AdminError(f"the brokers at {servers} gave no offset for "
+                         f"{', '.join(f'{t}:{p}' for t, p in absent)}")
+
+    old = {tp: off for tp, off in _read_offsets(zk, group).items() if tp.topic == topic}
+    rows = []
+    for i, tp in enumerate(tps, 1):
+        rows.append(ResetRow(group, topic, tp.partition, old.get(tp), new[tp]))
+        if progress is not None:
+            progress(i, len(tps))
+    if dry_run:
+        return rows
+    entries = [OffsetEntry(group, r.topic, r.partition, r.offset) for r in rows]
+    import_offsets(zk, entries, force=force)
+    return rows
+
+
+def _first(a: int | None, b: int | None) -> int:
+    """``a`` unless it is None, else ``b`` (-1 when both are None: reported as absent)."""
+    if a is not None:
+        return a
+    return b if b is not None else -1
+
+
+# --------------------------------------------------------------------------------------
+# verify-rebalance
+# --------------------------------------------------------------------------------------
+
+
+def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
+    """VerifyConsumerRebalance: every partition of every subscribed topic has an owner,
+    and every owner is a live thread (computed from the registered members) subscribed to
+    that topic. Owner znodes of topics no member subscribes to are reported too."""
+    _require_group(zk, group)
+    members = read_members(zk, group)
+    if not members:
+        return VerifyResult(group, False, f"group {group!r} has no registered members")
+    all_topics = _children(zk, zp.BROKER_TOPICS)
+    subscribed = consumers_for_topic(members, all_topics, True)
+    owners = _read_owners(zk, group)
+    checks: list[OwnershipCheck] = []
+    for topic in sorted(subscribed):
+        partitions = _topic_partitions(zk, topic)
+        if partitions is None:
+            continue  # subscribed to a topic that does not exist (yet): nothing to own
+        live = set(subscribed[topic])
+        for p in partitions:
+            owner = owners.get(TopicPartition(topic, p))
+            problem = None
+            if owner is None:
+                problem = "no owner"
+            elif owner not in live:
+                problem = f"owner {owner} is not a live thread subscribed to {topic}"
+            checks.append(OwnershipCheck(topic, p, owner, problem))
+    covered = {(c.topic, c.partition) for c in checks}
+    for tp, owner in sorted(owners.items()):
+        if (tp.topic, tp.partition) not in covered:
+            checks.append(OwnershipCheck(
+                tp.topic, tp.partition, owner,
+                f"owned by {owner} but no live thread subscribes to {tp.topic}:{tp.partition}",
+            ))
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        shown = "; ".join(f"{c.topic}:{c.partition}: {c.problem}" for c in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        return VerifyResult(group, False, f"rebalance failed for group {group!r}: {len(bad)} of "
+                            f"{len(checks)} partitions wrong: {shown}{more}", checks)
+    if not checks:
+        return VerifyResult(group, False, f"group {group!r}: no partition to own "
+                            f"(subscribed topics: {sorted(subscribed) or 'none'})", checks)
+    n_topics = len({c.topic for c in checks})
+    return VerifyResult(group, True, f"rebalance succeeded for group {group!r}: all "
+                        f"{len(checks)} partitions of {n_topics} topic"
+                        f"{'s' if n_topics != 1 else ''} owned by live threads", checks)

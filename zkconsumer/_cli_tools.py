@@ -1,0 +1,728 @@
+"""The operator subcommands of ``zkconsumer``: what the legacy tools did, made pleasant.
+
+=====================================  ===============================================
+subcommand                             legacy tool
+=====================================  ===============================================
+``console-consumer``                   kafka-console-consumer ``--zookeeper``
+``groups list|describe|delete``        ConsumerOffsetChecker, kafka-consumer-groups
+                                       ``--zookeeper``
+``offsets export`` / ``import``        ExportZkOffsets / ImportZkOffsets
+``offsets reset``                      UpdateOffsetsInZK (plus offsets and date-times)
+``verify-rebalance``                   VerifyConsumerRebalance
+=====================================  ===============================================
+
+The work is done by :mod:`zkconsumer._admin` (plain functions, no printing); this module
+parses flags, prints aligned tables (rich) or ``--json`` (a JSON list of objects with
+snake_case fields), and shows a progress display on a terminal for long operations.
+Every failure the user can fix raises :class:`zkconsumer.cli.CommandError` (or another
+``ZkConsumerError``), which ``cli.main`` prints as one line with exit status 2. Input is
+validated before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, BinaryIO
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from . import _admin
+from . import _zkpaths as zp
+from ._errors import ConsumerTimeoutException, ZkConsumerError
+from ._filters import Blacklist, TopicFilter, Whitelist
+
+__all__ = ["register"]
+
+#: Show a progress display from this many groups (export) or partitions (reset, import).
+PROGRESS_THRESHOLD = 20
+
+_CONSOLE_PROPERTIES = ("print.key", "key.separator", "line.separator")
+
+
+def _command_error(message: str) -> ZkConsumerError:
+    from .cli import CommandError  # late: cli imports this module while building its parser
+
+    return CommandError(message)
+
+
+# --------------------------------------------------------------------------------------
+# Shared plumbing
+# --------------------------------------------------------------------------------------
+
+
+def _handler(fn: Callable[..., int]) -> Callable[..., int]:
+    """``fn(args, zk, *extra)`` becomes ``run(args, *extra)``: connect to ZooKeeper (bounded
+    wait), run ``fn``, close; client errors become one line. kazoo and kafka-python
+    exceptions often have empty messages, so their type name is shown too."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace, *extra: Any) -> int:
+        from kafka.errors import KafkaError
+
+        zk = _admin.connect(args.zookeeper, args.connect_timeout)
+        # kafka-python logs every failed connection attempt at ERROR; the tools report
+        # failures themselves, in one line (-v shows everything).
+        kafka_log = logging.getLogger("kafka")
+        kafka_level = kafka_log.level
+        if not getattr(args, "verbose", False):
+            kafka_log.setLevel(logging.CRITICAL)
+        try:
+            return fn(args, zk, *extra)
+        except (KazooTimeoutError, KazooException) as e:
+            raise _command_error(
+                f"ZooKeeper at {args.zookeeper} failed: {type(e).__name__} {e}".rstrip()
+            ) from e
+        except KafkaError as e:
+            raise _command_error(f"broker error: {type(e).__name__} {e}".rstrip()) from e
+        finally:
+            kafka_log.setLevel(kafka_level)
+            zk.stop()
+            zk.close()
+
+    return run
+
+
+def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
+                json_flag: bool = True) -> None:
+    p.add_argument("--zookeeper", required=True, metavar="ZK",
+                   help="ZooKeeper connect string, host:port[,host:port...][/chroot]")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="longest wait for the ZooKeeper session (default: %(default)s)")
+    if bootstrap:
+        p.add_argument("--bootstrap-server", metavar="B",
+                       help="broker(s) host:port[,...]; default: the brokers registered "
+                       "in ZooKeeper (/brokers/ids), as the legacy tools found them")
+    if json_flag:
+        p.add_argument("--json", action="store_true",
+                       help="print a JSON list of objects instead of a table")
+
+
+def _console(stderr: bool = False) -> Any:
+    """A rich console on the current stdout/stderr (looked up now: tests swap them).
+
+    Not on a terminal, the width is generous so that long thread ids are not folded.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    isatty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(file=stream, highlight=False, soft_wrap=False,
+                   width=None if isatty else 400)
+
+
+def _table(columns: Sequence[tuple[str, str]]) -> Any:
+    """A borderless rich table; ``columns`` are (header, justify)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    return table
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _print_json(rows: Sequence[dict[str, Any]]) -> None:
+    print(json.dumps(list(rows), indent=2))
+
+
+class _LazyProgress:
+    """A progress callback that shows a rich bar on stderr once the total is large enough.
+
+    Used from the command's thread only; no lock needed.
+    """
+
+    def __init__(self, label: str, threshold: int = PROGRESS_THRESHOLD) -> None:
+        self._label = label
+        self._threshold = threshold
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is None:
+            if total < self._threshold:
+                return
+            from rich.progress import Progress
+
+            console = _console(stderr=True)
+            if not console.is_terminal:
+                return
+            self._progress = Progress(console=console, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(self._label, total=total)
+        self._progress.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[_LazyProgress]:
+    bar = _LazyProgress(label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _name(value: str, what: str) -> str:
+    """Validate a group/topic name from the command line (one clear line when unusable)."""
+    try:
+        if what == "group":
+            zp.group_dir(value)
+        else:
+            zp.topic_path(value)
+    except ValueError as e:
+        raise _command_error(f"bad --{what}: {e}") from e
+    return value
+
+
+# --------------------------------------------------------------------------------------
+# groups
+# --------------------------------------------------------------------------------------
+
+
+@_handler
+def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
+    groups = _admin.list_groups(zk)
+    if args.json:
+        _print_json([g.to_json() for g in groups])
+        return 0
+    table = _table([("GROUP", "left"), ("MEMBERS", "right")])
+    for g in groups:
+        table.add_row(g.group, str(g.members))
+    console = _console()
+    if groups:
+        console.print(table)
+    else:
+        console.print("no consumer groups in ZooKeeper")
+    return 0
+
+
+@_handler
+def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
+    group = _name(args.group, "group")
+    desc = _admin.describe_group(zk, group, args.bootstrap_server)
+    if desc.log_end_error is not None:
+        print(f"zkconsumer groups describe: warning: {desc.log_end_error}", file=sys.stderr)
+    if args.json:
+        if args.members:
+            _print_json([m.to_json() for m in desc.members])
+        else:
+            _print_json([r.to_json() for r in desc.rows()])
+        return 0
+    console = _console()
+    if not args.members:
+        n = len(desc.members)
+        console.print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
+                      f"total lag {desc.total_lag}")
+        table = _table([("TOPIC", "left"), ("PARTITION", "right"), ("OFFSET", "right"),
+                        ("LOG-END-OFFSET", "right"), ("LAG", "right"), ("OWNER", "left")])
+        for r in desc.partitions:
+            table.add_row(_cell(r.topic), _cell(r.partition), _cell(r.offset),
+                          _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner))
+        if desc.partitions:
+            table.add_section()
+            table.add_row("TOTAL", "", "", "", str(desc.total_lag), "")
+            console.print(table)
+        else:
+            console.print("no partitions: nothing subscribed, committed or owned")
+        if desc.idle_threads:
+            console.print("Threads owning no partition: " + ", ".join(desc.idle_threads))
+    if desc.members or args.members:
+        mt = _table([("CONSUMER ID", "left"), ("PATTERN", "left"), ("SUBSCRIPTION", "left"),
+                     ("THREADS", "right"), ("PARTITIONS", "right")])
+        for m in desc.members:
+            sub = ", ".join(f"{k}: {v}" for k, v in m.subscription.items())
+            mt.add_row(m.consumer_id, m.pattern, sub, str(len(m.threads)),
+                       str(m.owned_partitions))
+        if desc.members:
+            console.print(mt)
+        else:
+            console.print(f"group {group} has no registered members")
+    return 0
+
+
+@_handler
+def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
+    group = _name(args.group, "group")
+    topic = _name(args.topic, "topic") if args.topic is not None else None
+    result = _admin.delete_group(zk, group, topic)
+    if result.group_deleted:
+        extra = f" (topic {topic} was its only topic)" if topic is not None else ""
+        print(f"deleted group {group}{extra}: {result.deleted_znodes} znodes")
+    else:
+        print(f"deleted topic {topic} of group {group}: {result.deleted_znodes} znodes")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# offsets
+# --------------------------------------------------------------------------------------
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write ``path`` through a temporary file and a rename: never a half-written file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".zkconsumer-export-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _cmd_offsets_export(args: argparse.Namespace) -> int:
+    if args.output == "-" and args.json:
+        raise _command_error("--json and --output - both want stdout; "
+                             "write the lines to a file with --output FILE")
+    groups = [_name(g, "group") for g in args.group or []]
+    return _export(args, groups)
+
+
+@_handler
+def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int:
+    with _progress("exporting offsets") as bar:
+        entries = _admin.export_offsets(zk, groups or None, progress=bar)
+    text = _admin.format_offset_lines(entries)
+    if args.output not in (None, "-"):
+        try:
+            _write_atomically(args.output, text)
+        except OSError as e:
+            raise _command_error(f"cannot write {args.output}: {e.strerror or e}") from e
+    if args.json:
+        _print_json([e.to_json() for e in entries])
+    elif args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        n_groups = len({e.group for e in entries})
+        print(f"exported {len(entries)} offsets of {n_groups} group"
+              f"{'s' if n_groups != 1 else ''} to {args.output}")
+    return 0
+
+
+def _read_input(path: str) -> list[str]:
+    try:
+        if path == "-":
+            return sys.stdin.read().splitlines()
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except UnicodeDecodeError as e:
+        raise _command_error(f"{path} is not a UTF-8 text file ({e.reason} at byte "
+                             f"{e.start})") from e
+    except OSError as e:
+        raise _command_error(f"cannot read {path}: {e.strerror or e}") from e
+
+
+def _cmd_offsets_import(args: argparse.Namespace) -> int:
+    # Validate the whole file before connecting: a bad line writes nothing.
+    lines = _read_input(args.input)
+    source = "stdin" if args.input == "-" else args.input
+    entries = _admin.parse_offset_lines(lines, source)
+    if not entries:
+        raise _command_error(f"{source} holds no offsets")
+    return _import(args, entries)
+
+
+@_handler
+def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.OffsetEntry]) -> int:
+    if args.dry_run:
+        result = None
+    else:
+        with _progress("importing offsets") as bar:
+            result = _admin.import_offsets(zk, entries, force=args.force, progress=bar)
+    if args.json:
+        _print_json([e.to_json() for e in entries])
+        return 0
+    groups = sorted({e.group for e in entries})
+    if result is None:
+        print(f"dry run: would import {len(entries)} offsets of {len(groups)} group"
+              f"{'s' if len(groups) != 1 else ''}; nothing written")
+        return 0
+    how = ("in one transaction" if result.transactions == 1
+           else f"in {result.transactions} transactions")
+    print(f"imported {len(entries)} offsets of {len(groups)} group"
+          f"{'s' if len(groups) != 1 else ''} {how} (created {result.created}, "
+          f"updated {result.updated}, unchanged {result.unchanged})")
+    return 0
+
+
+def _cmd_offsets_reset(args: argparse.Namespace) -> int:
+    group = _name(args.group, "group")
+    topic = _name(args.topic, "topic")
+    target = _admin.parse_reset_target(args.to)
+    return _reset(args, group, topic, target)
+
+
+@_handler
+def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
+           target: _admin.ResetTarget) -> int:
+    with _progress("resetting offsets") as bar:
+        rows = _admin.reset_offsets(
+            zk, group, topic, target, args.bootstrap_server, force=args.force,
+            dry_run=args.dry_run, progress=bar,
+        )
+    if args.json:
+        _print_json([r.to_json() for r in rows])
+        return 0
+    console = _console()
+    verb = "would reset" if args.dry_run else "reset"
+    console.print(f"{verb} group {group}, topic {topic} to {target}"
+                  + (" (dry run: nothing written)" if args.dry_run else ""))
+    table = _table([("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
+                    ("NEW-OFFSET", "right")])
+    for r in rows:
+        table.add_row(r.topic, str(r.partition), _cell(r.old_offset), str(r.offset))
+    console.print(table)
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# verify-rebalance
+# --------------------------------------------------------------------------------------
+
+
+@_handler
+def _cmd_verify(args: argparse.Namespace, zk: KazooClient) -> int:
+    group = _name(args.group, "group")
+    result = _admin.verify_rebalance(zk, group)
+    if args.json:
+        _print_json([c.to_json() for c in result.checks])
+        if not result.ok:
+            print(result.reason, file=sys.stderr)
+    else:
+        print(result.reason)
+    return 0 if result.ok else 1
+
+
+# --------------------------------------------------------------------------------------
+# console-consumer
+# --------------------------------------------------------------------------------------
+
+
+def _parse_properties(items: Sequence[str], allowed: Sequence[str] | None, flag: str
+                      ) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise _command_error(f"{flag} {item!r} is not KEY=VALUE")
+        if allowed is not None and key not in allowed:
+            raise _command_error(f"{flag} {key!r} is not known; known: {', '.join(allowed)}")
+        out[key] = value
+    return out
+
+
+def _unescape(text: str) -> str:
+    """``\\t`` and ``\\n`` as typed on a command line become the characters."""
+    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+class _Output:
+    """Writes messages as bytes to stdout (the legacy formatter wrote raw bytes)."""
+
+    def __init__(self, print_key: bool, key_sep: bytes, line_sep: bytes) -> None:
+        self._print_key = print_key
+        self._key_sep = key_sep
+        self._line_sep = line_sep
+        buffer: BinaryIO | None = getattr(sys.stdout, "buffer", None)
+        self._buffer = buffer
+
+    def write(self, key: bytes | None, value: bytes | None) -> None:
+        parts = []
+        if self._print_key:
+            parts += [b"null" if key is None else bytes(key), self._key_sep]
+        parts += [b"null" if value is None else bytes(value), self._line_sep]
+        data = b"".join(parts)
+        if self._buffer is not None:
+            sys.stdout.flush()
+            self._buffer.write(data)
+            self._buffer.flush()
+        else:
+            sys.stdout.write(data.decode("utf-8", errors="replace"))
+            sys.stdout.flush()
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the console consumer like Ctrl-C: cleanly, with the group deleted."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _cmd_console_consumer(args: argparse.Namespace) -> int:
+    props = _parse_properties(args.property or [], _CONSOLE_PROPERTIES, "--property")
+    consumer_props = _parse_properties(args.consumer_property or [], None,
+                                       "--consumer-property")
+    if args.max_messages is not None and args.max_messages < 1:
+        raise _command_error(f"--max-messages must be >= 1, got {args.max_messages}")
+    if args.timeout_ms is not None and args.timeout_ms < 0:
+        raise _command_error(f"--timeout-ms must be >= 0, got {args.timeout_ms}")
+    if args.delete_consumer_offsets and args.group is None:
+        raise _command_error("--delete-consumer-offsets needs --group (a throwaway group "
+                             "has no offsets to delete)")
+    if args.group is not None:
+        _name(args.group, "group")
+    if args.topic is not None:
+        _name(args.topic, "topic")
+    for key in ("group.id", "zookeeper.connect", "auto.offset.reset", "consumer.timeout.ms"):
+        if key in consumer_props:
+            raise _command_error(f"--consumer-property {key} conflicts with the flag that "
+                                 "sets it; use the flag")
+    print_key = props.get("print.key", "false").strip().lower()
+    if print_key not in ("true", "false"):
+        raise _command_error(f"--property print.key must be true or false, got {print_key!r}")
+    output = _Output(print_key == "true", _unescape(props.get("key.separator", "\t")).encode(),
+                     _unescape(props.get("line.separator", "\n")).encode())
+    topic_filter: TopicFilter | None = None
+    if args.whitelist is not None:
+        topic_filter = Whitelist(args.whitelist)  # ConfigError for a bad regex
+    elif args.blacklist is not None:
+        topic_filter = Blacklist(args.blacklist)
+    return _console_consumer(args, consumer_props, output, topic_filter)
+
+
+@_handler
+def _console_consumer(args: argparse.Namespace, zk: KazooClient,
+                      consumer_props: dict[str, str], output: _Output,
+                      topic_filter: TopicFilter | None) -> int:
+    from . import ConsumerConfig, create_consumer_connector
+
+    if topic_filter is None and zk.exists(zp.topic_path(args.topic)) is None:
+        raise _command_error(f"topic {args.topic!r} not found in ZooKeeper "
+                             f"(no {zp.topic_path(args.topic)})")
+
+    throwaway = args.group is None
+    if throwaway:
+        group = _throwaway_group(zk)
+    else:
+        group = args.group
+        has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
+            zk.get_children(zp.offsets_dir(group)))
+        if args.from_beginning and has_offsets and not args.delete_consumer_offsets:
+            raise _command_error(
+                f"found previous offset information for group {group}; pass "
+                "--delete-consumer-offsets to delete it, or leave out --from-beginning")
+        if args.delete_consumer_offsets and _admin.group_exists(zk, group):
+            _admin.delete_group(zk, group)  # refuses while members are registered
+
+    settings: dict[str, object] = dict(consumer_props)
+    settings.update({
+        "zookeeper.connect": args.zookeeper,
+        "group.id": group,
+        "auto.offset.reset": "smallest" if args.from_beginning else "largest",
+        "consumer.timeout.ms": args.timeout_ms if args.timeout_ms is not None else -1,
+    })
+    if throwaway:
+        # Its offsets are deleted on exit anyway: do not write them.
+        settings.setdefault("auto.commit.enable", "false")
+    config = ConsumerConfig(settings)
+
+    count = 0
+    connector = None
+    try:
+        with _sigterm_as_interrupt():
+            connector = create_consumer_connector(config)
+            if topic_filter is None:
+                stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+            else:
+                stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
+            try:
+                for message in stream:
+                    try:
+                        output.write(message.key, message.message)
+                    except BrokenPipeError:
+                        # The reader went away (`| head`): stop quietly, as the legacy tool.
+                        _silence_stdout()
+                        break
+                    count += 1
+                    if args.max_messages is not None and count >= args.max_messages:
+                        break
+            except ConsumerTimeoutException:
+                pass  # --timeout-ms passed with no message: a normal end
+    finally:
+        if connector is not None:
+            connector.shutdown()
+        if throwaway:
+            _delete_quietly(zk, group)
+        print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
+              file=sys.stderr)
+    return 0
+
+
+def _throwaway_group(zk: KazooClient) -> str:
+    """``console-consumer-<5 random digits>``, one that does not exist yet."""
+    for _ in range(100):
+        group = f"console-consumer-{random.randint(10000, 99999)}"
+        if zk.exists(zp.group_dir(group)) is None:
+            return group
+    raise _command_error("could not find an unused console-consumer-NNNNN group name")
+
+
+def _delete_quietly(zk: KazooClient, group: str) -> None:
+    try:
+        if _admin.group_exists(zk, group):
+            _admin.delete_group(zk, group)
+    except (ZkConsumerError, KazooException) as e:
+        print(f"zkconsumer console-consumer: could not delete the throwaway group {group}: "
+              f"{e}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    # Further writes (and the interpreter's flush at exit) would raise again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+# --------------------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------------------
+
+
+def register(sub: Any) -> None:
+    """Add ``console-consumer``, ``groups``, ``offsets`` and ``verify-rebalance`` to the CLI."""
+    # console-consumer
+    p = sub.add_parser(
+        "console-consumer", help="print messages of topics with the ZooKeeper consumer",
+        description="Consume with the ZooKeeper-based connector and print each message's "
+        "value (or key<TAB>value with --property print.key=true). Without --group a "
+        "throwaway group console-consumer-NNNNN is used and deleted on exit.")
+    _add_common(p, json_flag=False)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--topic", metavar="T", help="the topic to consume")
+    which.add_argument("--whitelist", metavar="RE", help="consume topics matching RE")
+    which.add_argument("--blacklist", metavar="RE", help="consume topics not matching RE")
+    p.add_argument("--group", metavar="G", help="consumer group (default: a throwaway one)")
+    p.add_argument("--from-beginning", action="store_true",
+                   help="start at the earliest offset when the group has none committed")
+    p.add_argument("--max-messages", type=int, metavar="N", help="exit after N messages")
+    p.add_argument("--timeout-ms", type=int, metavar="MS",
+                   help="exit when no message arrives for MS ms (consumer.timeout.ms)")
+    p.add_argument("--property", action="append", metavar="KEY=VALUE",
+                   help="formatter property: print.key=true|false, key.separator, "
+                   "line.separator (repeatable)")
+    p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
+                   help="a consumer configuration key, e.g. fetch.message.max.bytes=2097152 "
+                   "(repeatable)")
+    p.add_argument("--delete-consumer-offsets", action="store_true",
+                   help="delete the group's offsets first (needed to reuse a group with "
+                   "--from-beginning)")
+    p.set_defaults(func=_cmd_console_consumer)
+
+    # groups
+    g = sub.add_parser("groups", help="list, describe or delete consumer groups",
+                       description="Consumer groups in ZooKeeper (/consumers).")
+    gsub = g.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = gsub.add_parser("list", help="every group with its number of registered members",
+                        description="List the groups under /consumers.")
+    _add_common(p)
+    p.set_defaults(func=_cmd_groups_list)
+    p = gsub.add_parser(
+        "describe", help="offsets, log end offsets, lag and owners of a group",
+        description="Per partition: committed offset, log end offset, lag and owning "
+        "thread; the total lag; threads owning nothing; the members and their "
+        "subscriptions (--members for the member list alone).")
+    _add_common(p, bootstrap=True)
+    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--members", action="store_true",
+                   help="list the members (consumer id, subscription, threads) only")
+    p.set_defaults(func=_cmd_groups_describe)
+    p = gsub.add_parser(
+        "delete", help="delete a group (or one topic of it) with no registered member",
+        description="Delete /consumers/G, or only topic T's offsets and owners (the whole "
+        "group when T is its only topic). Refused while members are registered.")
+    _add_common(p, json_flag=False)
+    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
+    p.set_defaults(func=_cmd_groups_delete)
+
+    # offsets
+    o = sub.add_parser("offsets", help="export, import or reset committed offsets",
+                       description="Committed offsets in ZooKeeper "
+                       "(/consumers/G/offsets/T/P).")
+    osub = o.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = osub.add_parser(
+        "export", help="write offsets as /consumers/G/offsets/T/P:offset lines",
+        description="Export committed offsets in the ExportZkOffsets line format. "
+        "Without --output the lines go to stdout; with --json stdout gets a JSON list.")
+    _add_common(p)
+    p.add_argument("--group", action="append", metavar="G",
+                   help="a group to export (repeatable; default: every group)")
+    p.add_argument("--output", metavar="FILE", help="the file to write ('-': stdout)")
+    p.set_defaults(func=_cmd_offsets_export)
+    p = osub.add_parser(
+        "import", help="write offsets from /consumers/G/offsets/T/P:offset lines",
+        description="Import an ExportZkOffsets file. Every line is validated first; "
+        "nothing is written unless all are valid. All offsets are written in one "
+        "ZooKeeper transaction when they fit. Refused for groups with registered members "
+        "unless --force.")
+    _add_common(p)
+    p.add_argument("--input", required=True, metavar="FILE", help="the file ('-': stdin)")
+    p.add_argument("--force", action="store_true",
+                   help="write even when a group has registered members")
+    p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    p.set_defaults(func=_cmd_offsets_import)
+    p = osub.add_parser(
+        "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
+        description="Set the committed offsets of every partition of a topic "
+        "(UpdateOffsetsInZK). --to earliest|latest|OFFSET|DATETIME; OFFSET is clamped to "
+        "each partition's log; DATETIME is ISO-8601 (local time without a zone) and "
+        "resolves to the first offset at or after it. Refused while the group has "
+        "registered members unless --force.")
+    _add_common(p, bootstrap=True)
+    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--topic", required=True, metavar="T")
+    p.add_argument("--to", required=True, metavar="WHERE",
+                   help="earliest, latest, an offset, or an ISO-8601 date-time")
+    p.add_argument("--force", action="store_true",
+                   help="write even while the group has registered members")
+    p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
+    p.set_defaults(func=_cmd_offsets_reset)
+
+    # verify-rebalance
+    p = sub.add_parser(
+        "verify-rebalance", help="check every partition has a live owner",
+        description="VerifyConsumerRebalance: every partition of every subscribed topic has "
+        "an owner, and every owner is a live thread of a registered member. Exit status 0 "
+        "when so, 1 otherwise; the reason is printed.")
+    _add_common(p)
+    p.add_argument("--group", required=True, metavar="G")
+    p.set_defaults(func=_cmd_verify)

@@ -1,0 +1,402 @@
+"""Consumer metrics: the legacy names, one registry per connector, served for Prometheus.
+
+The legacy consumer reported these through Yammer metrics / JMX; :class:`ConsumerMetrics`
+keeps the same names and meanings, one object per connector (labelled with its
+``client.id``), and can serve them over HTTP for Prometheus on a dedicated
+:class:`prometheus_client.CollectorRegistry` (never the process-global one), so several
+connectors in one process each have their own endpoint and never collide.
+
+Legacy name -> Prometheus metric (every one also has the label ``client_id``):
+
+==========================  ===================================================  =========
+legacy (JMX)                Prometheus                                           type
+==========================  ===================================================  =========
+MessagesPerSec              ``zkconsumer_messages_per_sec_total{topic}``         counter
+BytesPerSec                 ``zkconsumer_bytes_per_sec_total{topic}``            counter
+KafkaCommitsPerSec          ``zkconsumer_kafka_commits_per_sec_total``           counter
+ZooKeeperCommitsPerSec      ``zkconsumer_zookeeper_commits_per_sec_total``       counter
+RebalanceRateAndTime        ``zkconsumer_rebalance_rate_and_time_seconds``       histogram
+OwnedPartitionsCount        ``zkconsumer_owned_partitions_count{topic}``         gauge
+FetchQueueSize              ``zkconsumer_fetch_queue_size{topic,thread_id}``     gauge
+ConsumerLag                 ``zkconsumer_consumer_lag{topic,partition}``         gauge
+MaxLag                      ``zkconsumer_max_lag``                               gauge
+MinFetchRate                ``zkconsumer_min_fetch_rate``                        gauge
+==========================  ===================================================  =========
+
+The legacy "PerSec" meters become counters: Prometheus computes the rate
+(``rate(zkconsumer_messages_per_sec_total[1m])``), which is what a meter's one-minute rate
+was; the legacy ``AllTopics`` aggregate is ``sum without (topic)``, so it is not exported
+twice. RebalanceRateAndTime (a timer: rate and duration) is a histogram: ``_count`` gives
+the rate, ``_sum``/``_bucket`` the durations. The commit counters count partition offsets
+written, as the legacy meters did. MinFetchRate is the lowest fetch-request rate (requests
+per second over the last :data:`FETCH_RATE_WINDOW_S`) among the live fetcher threads, 0
+while there is none.
+
+ConsumerLag is the owned partition's log end (the fetch high watermark) minus its consumed
+offset, the same :func:`zkconsumer._admin.partition_lag` that ``zkconsumer groups
+describe`` applies to the committed offset, so the two agree once the consumed offset is
+committed. MaxLag is the largest ConsumerLag.
+
+Only the standard library and prometheus-client are needed; :meth:`snapshot` gives the
+same values as plain data (for tests and for applications without Prometheus).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal, Protocol
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from ._admin import partition_lag
+
+__all__ = [
+    "FETCH_RATE_WINDOW_S",
+    "LEGACY_NAMES",
+    "REBALANCE_BUCKETS",
+    "ConsumerMetrics",
+]
+
+#: Seconds of fetch requests MinFetchRate averages over (the legacy meter's one minute).
+FETCH_RATE_WINDOW_S = 60.0
+
+#: Upper bounds (seconds) of the rebalance duration histogram's buckets.
+REBALANCE_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+#: Legacy metric name -> Prometheus metric name (counters without their ``_total``).
+LEGACY_NAMES: dict[str, str] = {
+    "MessagesPerSec": "zkconsumer_messages_per_sec",
+    "BytesPerSec": "zkconsumer_bytes_per_sec",
+    "KafkaCommitsPerSec": "zkconsumer_kafka_commits_per_sec",
+    "ZooKeeperCommitsPerSec": "zkconsumer_zookeeper_commits_per_sec",
+    "RebalanceRateAndTime": "zkconsumer_rebalance_rate_and_time_seconds",
+    "OwnedPartitionsCount": "zkconsumer_owned_partitions_count",
+    "FetchQueueSize": "zkconsumer_fetch_queue_size",
+    "ConsumerLag": "zkconsumer_consumer_lag",
+    "MaxLag": "zkconsumer_max_lag",
+    "MinFetchRate": "zkconsumer_min_fetch_rate",
+}
+
+CommitKind = Literal["kafka", "zookeeper"]
+
+
+class _Sized(Protocol):
+    def qsize(self) -> int: ...
+
+
+class ConsumerMetrics:
+    """The metrics of one connector; every method is thread-safe and cheap.
+
+    ``_lock`` guards every counter, gauge and dict below (message and byte counts, commit
+    counts, rebalance durations, owned partitions, lags, queue sizes and watched queues,
+    fetch request times) and ``_server``. Queue sizes of watched queues are read at scrape
+    time, outside the lock (``qsize`` takes the queue's own lock).
+    """
+
+    def __init__(self, client_id: str, *, clock: Any = time.monotonic) -> None:
+        self.client_id = client_id
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._messages: dict[str, int] = {}
+        self._bytes: dict[str, int] = {}
+        self._commits: dict[str, int] = {"kafka": 0, "zookeeper": 0}
+        self._rebalance_count = 0
+        self._rebalance_sum = 0.0
+        self._rebalance_last = 0.0
+        self._rebalance_buckets = [0] * (len(REBALANCE_BUCKETS) + 1)  # last: +Inf
+        self._owned: dict[str, int] = {}
+        self._lag: dict[tuple[str, int], int] = {}
+        self._queue_sizes: dict[tuple[str, str], int] = {}
+        self._queues: dict[tuple[str, str], _Sized] = {}
+        self._fetches: dict[str, deque[float]] = {}
+        self._fetch_started: dict[str, float] = {}
+        self._server: Any = None
+        self._server_thread: threading.Thread | None = None
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+
+    # -- recording (called by the connector, the fetchers and the streams) -----------------
+    def record_messages(self, topic: str, n: int, nbytes: int) -> None:
+        """``n`` messages of ``topic`` totalling ``nbytes`` (key + value) were consumed."""
+        with self._lock:
+            self._messages[topic] = self._messages.get(topic, 0) + n
+            self._bytes[topic] = self._bytes.get(topic, 0) + nbytes
+
+    def record_commit(self, kind: CommitKind, n: int = 1) -> None:
+        """``n`` partition offsets were committed to ``kind`` (``kafka`` or ``zookeeper``)."""
+        if kind not in self._commits:
+            raise ValueError(f"commit kind must be 'kafka' or 'zookeeper', got {kind!r}")
+        with self._lock:
+            self._commits[kind] += n
+
+    def record_rebalance(self, seconds: float) -> None:
+        """One rebalance finished after ``seconds``."""
+        with self._lock:
+            self._rebalance_count += 1
+            self._rebalance_sum += seconds
+            self._rebalance_last = seconds
+            for i, bound in enumerate(REBALANCE_BUCKETS):
+                if seconds <= bound:
+                    self._rebalance_buckets[i] += 1
+                    break
+            else:
+                self._rebalance_buckets[-1] += 1
+
+    def set_owned_partitions(self, owned: int | Iterable[tuple[str, int]]) -> None:
+        """What this connector owns now: topic-partitions (or just a count, topic ``""``).
+
+        Given the partitions, the lags of partitions no longer owned are dropped.
+        """
+        with self._lock:
+            if isinstance(owned, int):
+                self._owned = {"": owned}
+                return
+            counts: dict[str, int] = {}
+            keep: set[tuple[str, int]] = set()
+            for topic, partition in owned:
+                counts[topic] = counts.get(topic, 0) + 1
+                keep.add((topic, partition))
+            self._owned = counts
+            self._lag = {k: v for k, v in self._lag.items() if k in keep}
+
+    def set_queue_size(self, topic: str, thread_id: str, size: int) -> None:
+        """The number of chunks queued for the stream of ``thread_id`` (FetchQueueSize)."""
+        with self._lock:
+            self._queue_sizes[(topic, thread_id)] = size
+
+    def watch_queue(self, topic: str, thread_id: str, chunk_queue: _Sized) -> None:
+        """Report ``chunk_queue.qsize()`` as FetchQueueSize at each scrape (no calls needed)."""
+        with self._lock:
+            self._queues[(topic, thread_id)] = chunk_queue
+
+    def set_lag(self, topic: str, partition: int, lag: int | None) -> None:
+        """ConsumerLag of one owned partition (None: unknown, the gauge is dropped)."""
+        with self._lock:
+            if lag is None:
+                self._lag.pop((topic, partition), None)
+            else:
+                self._lag[(topic, partition)] = lag
+
+    def update_lag(
+        self, topic: str, partition: int, offset: int | None, log_end_offset: int | None
+    ) -> None:
+        """ConsumerLag from the consumed offset and the log end (the fetch high watermark),
+        computed by :func:`~zkconsumer._admin.partition_lag` like ``groups describe``."""
+        self.set_lag(topic, partition, partition_lag(offset, log_end_offset))
+
+    def forget_partitions(self, tps: Iterable[tuple[str, int]]) -> None:
+        """Drop the lag gauges of partitions released by a rebalance."""
+        with self._lock:
+            for tp in tps:
+                self._lag.pop((tp[0], tp[1]), None)
+
+    def record_fetch_request(self, fetcher_id: str) -> None:
+        """A fetcher thread sent one fetch request (for MinFetchRate)."""
+        now = self._clock()
+        with self._lock:
+            times = self._fetches.get(fetcher_id)
+            if times is None:
+                times = self._fetches[fetcher_id] = deque()
+                self._fetch_started[fetcher_id] = now
+            times.append(now)
+            self._trim(times, now)
+
+    def remove_fetcher(self, fetcher_id: str) -> None:
+        """A fetcher thread stopped: it no longer counts for MinFetchRate."""
+        with self._lock:
+            self._fetches.pop(fetcher_id, None)
+            self._fetch_started.pop(fetcher_id, None)
+
+    # -- reading ---------------------------------------------------------------------------
+    @staticmethod
+    def _trim(times: deque[float], now: float) -> None:
+        while times and times[0] < now - FETCH_RATE_WINDOW_S:
+            times.popleft()
+
+    def _min_fetch_rate(self) -> float:
+        # Called with _lock held. A thread younger than the window is averaged over its age
+        # (at least one second, so a first request does not read as a huge rate).
+        now = self._clock()
+        rates = []
+        for fetcher_id, times in self._fetches.items():
+            self._trim(times, now)
+            age = now - self._fetch_started[fetcher_id]
+            span = min(FETCH_RATE_WINDOW_S, max(age, 1.0))
+            rates.append(len(times) / span)
+        return min(rates) if rates else 0.0
+
+    def _queue_snapshot(self, watched: Mapping[tuple[str, str], _Sized]) -> dict[
+        tuple[str, str], int
+    ]:
+        sizes = dict(self._queue_sizes)
+        for key, q in watched.items():
+            sizes[key] = q.qsize()
+        return sizes
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every metric under its legacy name, as plain data.
+
+        ``MessagesPerSec``/``BytesPerSec`` are totals per topic, ``AllTopicsMessagesPerSec``
+        / ``AllTopicsBytesPerSec`` (the legacy all-topics names) their sums;
+        the commit entries are totals; ``RebalanceRateAndTime`` is ``{"count", "total_s",
+        "last_s"}``; ``ConsumerLag`` maps ``topic -> {partition: lag}``; ``FetchQueueSize``
+        maps ``topic -> {thread_id: chunks}``.
+        """
+        with self._lock:
+            watched = dict(self._queues)
+            lag: dict[str, dict[int, int]] = {}
+            for (topic, partition), value in sorted(self._lag.items()):
+                lag.setdefault(topic, {})[partition] = value
+            out: dict[str, Any] = {
+                "client_id": self.client_id,
+                "MessagesPerSec": dict(self._messages),
+                "AllTopicsMessagesPerSec": sum(self._messages.values()),
+                "BytesPerSec": dict(self._bytes),
+                "AllTopicsBytesPerSec": sum(self._bytes.values()),
+                "KafkaCommitsPerSec": self._commits["kafka"],
+                "ZooKeeperCommitsPerSec": self._commits["zookeeper"],
+                "RebalanceRateAndTime": {
+                    "count": self._rebalance_count,
+                    "total_s": self._rebalance_sum,
+                    "last_s": self._rebalance_last,
+                },
+                "OwnedPartitionsCount": dict(self._owned),
+                "ConsumerLag": lag,
+                "MaxLag": max(self._lag.values(), default=0),
+                "MinFetchRate": self._min_fetch_rate(),
+            }
+        queues: dict[str, dict[str, int]] = {}
+        for (topic, thread), size in sorted(self._queue_snapshot(watched).items()):
+            queues.setdefault(topic, {})[thread] = size
+        out["FetchQueueSize"] = queues
+        return out
+
+    def collect(self) -> Iterator[Metric]:
+        """The Prometheus metric families (see the module docstring for the names)."""
+        cid = self.client_id
+        with self._lock:
+            messages = dict(self._messages)
+            nbytes = dict(self._bytes)
+            commits = dict(self._commits)
+            reb_count, reb_sum = self._rebalance_count, self._rebalance_sum
+            reb_buckets = list(self._rebalance_buckets)
+            owned = dict(self._owned)
+            lags = dict(self._lag)
+            min_rate = self._min_fetch_rate()
+            watched = dict(self._queues)
+            queue_sizes = self._queue_snapshot({})
+        queue_sizes.update({k: q.qsize() for k, q in watched.items()})
+
+        m = CounterMetricFamily(LEGACY_NAMES["MessagesPerSec"],
+                                "Messages consumed (legacy MessagesPerSec)",
+                                labels=["client_id", "topic"])
+        for topic, n in sorted(messages.items()):
+            m.add_metric([cid, topic], n)
+        yield m
+        m = CounterMetricFamily(LEGACY_NAMES["BytesPerSec"],
+                                "Bytes consumed, key + value (legacy BytesPerSec)",
+                                labels=["client_id", "topic"])
+        for topic, n in sorted(nbytes.items()):
+            m.add_metric([cid, topic], n)
+        yield m
+        for kind, legacy in (("kafka", "KafkaCommitsPerSec"),
+                             ("zookeeper", "ZooKeeperCommitsPerSec")):
+            m = CounterMetricFamily(LEGACY_NAMES[legacy],
+                                    f"Partition offsets committed to {kind} (legacy {legacy})",
+                                    labels=["client_id"])
+            m.add_metric([cid], commits[kind])
+            yield m
+        h = HistogramMetricFamily(LEGACY_NAMES["RebalanceRateAndTime"],
+                                  "Rebalances and their duration (legacy RebalanceRateAndTime)",
+                                  labels=["client_id"])
+        cumulative, buckets = 0, []
+        for bound, n in zip([*map(str, REBALANCE_BUCKETS), "+Inf"], reb_buckets, strict=True):
+            cumulative += n
+            buckets.append((bound, float(cumulative)))
+        h.add_metric([cid], buckets, reb_sum)
+        assert cumulative == reb_count
+        yield h
+        g = GaugeMetricFamily(LEGACY_NAMES["OwnedPartitionsCount"],
+                              "Partitions owned (legacy OwnedPartitionsCount)",
+                              labels=["client_id", "topic"])
+        for topic, n in sorted(owned.items()):
+            g.add_metric([cid, topic], n)
+        yield g
+        g = GaugeMetricFamily(LEGACY_NAMES["FetchQueueSize"],
+                              "Chunks queued per stream (legacy FetchQueueSize)",
+                              labels=["client_id", "topic", "thread_id"])
+        for (topic, thread), size in sorted(queue_sizes.items()):
+            g.add_metric([cid, topic, thread], size)
+        yield g
+        g = GaugeMetricFamily(LEGACY_NAMES["ConsumerLag"],
+                              "Log end minus consumed offset (legacy ConsumerLag)",
+                              labels=["client_id", "topic", "partition"])
+        for (topic, partition), lag in sorted(lags.items()):
+            g.add_metric([cid, topic, str(partition)], lag)
+        yield g
+        g = GaugeMetricFamily(LEGACY_NAMES["MaxLag"], "Largest ConsumerLag (legacy MaxLag)",
+                              labels=["client_id"])
+        g.add_metric([cid], max(lags.values(), default=0))
+        yield g
+        g = GaugeMetricFamily(LEGACY_NAMES["MinFetchRate"],
+                              "Lowest fetch request rate of the fetcher threads, per second "
+                              "(legacy MinFetchRate)", labels=["client_id"])
+        g.add_metric([cid], min_rate)
+        yield g
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of this registry (what the HTTP server answers)."""
+        return bytes(generate_latest(self.registry))
+
+    # -- serving ---------------------------------------------------------------------------
+    def serve(self, port: int, addr: str = "0.0.0.0") -> int:
+        """Serve ``/metrics`` on ``addr:port`` (0: any free port) in a daemon thread.
+
+        Returns the bound port. Raises OSError when the port is taken, and RuntimeError
+        when this object already serves.
+        """
+        from prometheus_client import start_http_server
+
+        with self._lock:
+            if self._server is not None:
+                raise RuntimeError(f"metrics of {self.client_id} already served")
+            server, thread = start_http_server(port, addr=addr, registry=self.registry)
+            self._server, self._server_thread = server, thread
+            return int(server.server_address[1])
+
+    @property
+    def port(self) -> int | None:
+        """The port served on, or None."""
+        with self._lock:
+            return None if self._server is None else int(self._server.server_address[1])
+
+    def close(self) -> None:
+        """Stop serving (idempotent); the recorded values stay readable."""
+        with self._lock:
+            server, thread = self._server, self._server_thread
+            self._server = self._server_thread = None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+
+class _Collector(Collector):
+    """Adapts :meth:`ConsumerMetrics.collect` to the registry's collector protocol."""
+
+    def __init__(self, metrics: ConsumerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        return self._metrics.collect()
