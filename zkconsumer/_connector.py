@@ -203,6 +203,7 @@ class ZookeeperConsumerConnector:
 
         self._zk = KazooClient(
             hosts=config.zookeeper_connect,
+            **kazoo_security_kwargs(config),
             timeout=config.zookeeper_session_timeout_ms / 1000.0,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
@@ -804,6 +805,22 @@ def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
         connector.config, connector.consumer_id, connector.broker_addresses,
         metrics=connector.metrics,
     )
+
+
+def kazoo_security_kwargs(config: ConsumerConfig) -> dict[str, Any]:
+    """``zookeeper.auth`` and ``zookeeper.acl`` as kazoo's ``auth_data`` and ``default_acl``.
+
+    Every znode the connector creates (ids, owners, offsets, and their parents) then carries
+    the ACL, so a client without the credentials cannot delete or overwrite them.
+    """
+    from kazoo.security import ACL, Id
+
+    kwargs: dict[str, Any] = {}
+    if config.zk_auth_data:
+        kwargs["auth_data"] = list(config.zk_auth_data)
+    if config.zk_acl:
+        kwargs["default_acl"] = [ACL(a.perms_mask, Id(a.scheme, a.id)) for a in config.zk_acl]
+    return kwargs
 
 
 def create_consumer_connector(
