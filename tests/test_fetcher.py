@@ -1,0 +1,362 @@
+"""FetcherManager against the real stack: fetching, offset resolution, resets, stopping, memory.
+
+Partitions are handed to the manager as the connector does it, as hand-made
+PartitionTopicInfos over ChunkQueues; every test runs on both fetch backends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KTP
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo, produce, wait_until
+from zkconsumer import _zkpaths as zp
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._errors import (
+    BackgroundThreadError,
+    ConsumerShutdownError,
+    ConsumerTimeoutException,
+)
+from zkconsumer._fetcher import FetcherManager, fetcher_id, log_end_offsets
+from zkconsumer._partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
+from zkconsumer._stream import KafkaStream, MessageAndMetadata
+from zkconsumer._types import TopicPartition
+
+BACKENDS = ["kafka-python", "confluent"]
+
+MakeManager = Callable[..., FetcherManager]
+
+
+@pytest.fixture
+def make_manager(stack: StackInfo, names: Any) -> Iterator[MakeManager]:
+    """``make_manager(backend, **props)``: a FetcherManager shut down after the test."""
+    made: list[FetcherManager] = []
+
+    def make(backend: str, **props: object) -> FetcherManager:
+        config = ConsumerConfig({
+            "zookeeper.connect": stack.zookeeper,
+            "group.id": names.group,
+            "fetch.backend": backend,
+            "refresh.leader.backoff.ms": 100,
+            **{k.replace("_", "."): v for k, v in props.items()},
+        })
+        m = FetcherManager(config, f"{names.group}_test-{len(made)}", lambda: [stack.bootstrap])
+        made.append(m)
+        return m
+
+    yield make
+    for m in made:
+        m.shutdown()
+        assert m.error is None, m.error
+
+
+def _info(q: ChunkQueue, topic: str, partition: int, offset: int) -> PartitionTopicInfo:
+    return PartitionTopicInfo(topic, partition, q, offset, offset, 1 << 20, "client", "c-0")
+
+
+def _take(stream: KafkaStream[Any, Any], n: int) -> list[MessageAndMetadata[Any, Any]]:
+    it = iter(stream)
+    return [next(it) for _ in range(n)]
+
+
+def _assert_no_more(q: ChunkQueue) -> None:
+    """Nothing more arrives on this queue (within 300 ms)."""
+    with pytest.raises(ConsumerTimeoutException):
+        next(iter(KafkaStream(q, 300)))
+
+
+def _values(n: int, partitions: int) -> list[tuple[int, bytes, bytes]]:
+    return [(i % partitions, f"k{i}".encode(), f"v{i}".encode()) for i in range(n)]
+
+
+def _naive_log_end(bootstrap: str, topic: str) -> int:
+    """What kafka-python's end_offsets() (ListOffsets latest) says the log end is."""
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        return int(c.end_offsets([KTP(topic, 0)])[KTP(topic, 0)])
+    finally:
+        c.close()
+
+
+def test_fetcher_id_is_kafkas() -> None:
+    # Utils.abs(31 * topic.hashCode() + partition) % numFetchers, in Java ints.
+    assert fetcher_id("t", 0, 3) == (31 * 116) % 3 == 2
+    assert fetcher_id("t", 1, 3) == (31 * 116 + 1) % 3 == 0
+    assert fetcher_id("t", 5, 1) == 0
+    # "polygenelubricants".hashCode() is Integer.MIN_VALUE; 31 * MIN_VALUE overflows to itself.
+    assert fetcher_id("polygenelubricants", 0, 7) == 0  # Utils.abs(MIN_VALUE) == 0
+    assert fetcher_id("polygenelubricants", 1, 10) == (2**31 - 1) % 10 == 7
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fetches_every_message_once_in_order(
+    backend: str, stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    make_manager: MakeManager,
+) -> None:
+    topic = topic_factory(names.topic, 3)
+    produce(stack.bootstrap, topic, _values(300, 3))
+    m = make_manager(backend, num_consumer_fetchers=2)
+    q0, q1 = ChunkQueue(2), ChunkQueue(2)
+    infos = [_info(q0, topic, 0, 0), _info(q1, topic, 1, 0), _info(q1, topic, 2, 40)]
+    s0: KafkaStream[bytes, bytes] = KafkaStream(q0, 3000)
+    s1: KafkaStream[bytes, bytes] = KafkaStream(q1, 3000)
+    m.start_connections(infos)
+
+    got0 = _take(s0, 100)
+    got1 = _take(s1, 160)
+    assert [(x.partition, x.offset, x.key, x.message) for x in got0] == [
+        (0, o, f"k{3 * o}".encode(), f"v{3 * o}".encode()) for o in range(100)
+    ]
+    by_partition = {p: [(x.offset, x.message) for x in got1 if x.partition == p] for p in (1, 2)}
+    assert by_partition[1] == [(o, f"v{3 * o + 1}".encode()) for o in range(100)]
+    assert by_partition[2] == [(o, f"v{3 * o + 2}".encode()) for o in range(40, 100)]
+    assert all(x.topic == topic and x.timestamp > 0 and x.timestamp_type == 0 for x in got1)
+    m.stop_connections()
+    _assert_no_more(q0)
+    _assert_no_more(q1)
+    assert [(i.fetched_offset, i.consumed_offset) for i in infos] == [(100, 100)] * 3
+
+    # Threads are named after the consumer id; fetchers are keyed (leader broker, fetcher id).
+    m.start_connections(infos)
+    produce(stack.bootstrap, topic, [(2, b"late", b"late")])
+    assert [(x.partition, x.offset, x.message) for x in _take(s1, 1)] == [(2, 100, b"late")]
+    broker = int(zk.get_children(zp.BROKER_IDS)[0])
+    expected = {(broker, fetcher_id(topic, p, 2)) for p in range(3)}
+    wait_until(lambda: set(m.fetcher_threads()) == expected, 10, "fetcher threads")
+    cid = m.consumer_id
+    assert set(m.fetcher_threads().values()) == {
+        f"ConsumerFetcherThread-{cid}-{fid}-{b}" for b, fid in expected
+    }
+    names_now = {t.name for t in threading.enumerate()}
+    assert f"{cid}-leader-finder-thread" in names_now
+    assert set(m.fetcher_threads().values()) <= names_now
+    assert m.stats().records == 261
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_committed_offset_starts_at_the_log_start_with_smallest(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(20, 1))
+    m = make_manager(backend, auto_offset_reset="smallest")
+    q = ChunkQueue(2)
+    info = _info(q, topic, 0, INVALID_OFFSET)
+    m.start_connections([info])
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 5000)
+    assert [x.offset for x in _take(stream, 20)] == list(range(20))
+    assert (info.fetched_offset, info.consumed_offset) == (20, 20)
+    assert m.stats().offset_resets == 0  # a missing offset is not "out of range"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_committed_offset_starts_at_the_true_log_end_with_largest(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(500, 1))  # several records per batch
+    naive = _naive_log_end(stack.bootstrap, topic)
+    if stack.local is not None:
+        assert naive < 500, "the Tansu quirk this test exercises is gone"
+    assert log_end_offsets([(topic, 0)], bootstrap_servers=stack.bootstrap) == {
+        TopicPartition(topic, 0): 500
+    }
+    m = make_manager(backend, auto_offset_reset="largest")
+    q = ChunkQueue(2)
+    info = _info(q, topic, 0, INVALID_OFFSET)
+    m.start_connections([info])
+    wait_until(lambda: info.fetched_offset == 500, 20, "the offset resolved to the log end")
+    assert info.consumed_offset == 500
+    _assert_no_more(q)
+    produce(stack.bootstrap, topic, [(0, b"k", b"first new")])
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 10_000)
+    assert [(x.offset, x.message) for x in _take(stream, 1)] == [(500, b"first new")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("start", "policy", "expected"),
+    [
+        (10_000, "smallest", 0),  # above the log end
+        (10_000, "largest", 30),
+        (-7, "smallest", 0),  # below the log start
+        (-7, "largest", 30),
+    ],
+)
+def test_out_of_range_resets_both_offsets_per_policy(
+    backend: str, start: int, policy: str, expected: int, stack: StackInfo, names: Any,
+    topic_factory: Any, make_manager: MakeManager, caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(30, 1))
+    caplog.set_level(logging.WARNING, logger="zkconsumer.fetcher")
+    m = make_manager(backend, auto_offset_reset=policy)
+    q = ChunkQueue(2)
+    info = _info(q, topic, 0, start)
+    m.start_connections([info])
+    wait_until(lambda: info.fetched_offset != start, 20, "the reset")
+    if expected == 0:
+        wait_until(lambda: info.fetched_offset == 30, 20, "fetched from the log start")
+    else:
+        assert info.fetched_offset == 30
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 10_000)
+    if expected == 0:
+        assert [x.offset for x in _take(stream, 30)] == list(range(30))
+    produce(stack.bootstrap, topic, [(0, None, b"new")])
+    assert [(x.offset, x.message) for x in _take(stream, 1)] == [(30, b"new")]
+    assert (info.fetched_offset, info.consumed_offset) == (31, 31)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        f"offset {start} of {topic}:0 is out of range; reset to the {policy} offset {expected}"
+        in w for w in warnings
+    ), warnings
+    assert m.stats().offset_resets == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stop_connections_returns_promptly_while_a_queue_is_full(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    topic = topic_factory(names.topic, 3)
+    produce(stack.bootstrap, topic, _values(60, 3))
+    m = make_manager(backend)
+    q = ChunkQueue(1)
+    infos = [_info(q, topic, p, 0) for p in range(3)]
+    m.start_connections(infos)
+    wait_until(lambda: m.stats().full_queue_waits >= 3, 20, "a fetcher blocked on the full queue")
+    start = time.monotonic()
+    m.stop_connections()
+    assert time.monotonic() - start < 1.0
+    chunks = m.stats().chunks
+    q.clear()  # what the connector does next
+    cid = m.consumer_id
+    wait_until(
+        lambda: not any(cid in t.name for t in threading.enumerate()), 20,
+        "every fetcher thread ended",
+    )
+    assert q.qsize() == 0  # nothing was enqueued after stop_connections returned
+    assert m.stats().chunks == chunks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_full_queue_stops_fetching(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    """Memory bound: with queued.max.message.chunks=2 and nobody consuming, the fetcher
+    holds at most one fetch's chunks besides the queue, and does not fetch more."""
+    topic = topic_factory(names.topic, 4)
+    produce(stack.bootstrap, topic, _values(400, 4))
+    m = make_manager(backend, queued_max_message_chunks=2)
+    q = ChunkQueue(2)
+    infos = [_info(q, topic, p, 0) for p in range(4)]
+    m.start_connections(infos)
+    wait_until(lambda: m.stats().full_queue_waits >= 2, 20, "the fetcher blocked")
+    blocked = m.stats()
+    assert q.qsize() == 2
+    assert blocked.chunks == 2  # in the queue; a third one waits in the fetcher's hands
+    # Fetched offsets advance once a chunk is enqueued, not before.
+    assert sum(i.fetched_offset for i in infos) == blocked.records
+    # Still blocked half a second later: no poll, no chunk, nothing fetched meanwhile.
+    wait_until(
+        lambda: m.stats().full_queue_waits >= blocked.full_queue_waits + 5, 20, "still blocked"
+    )
+    later = m.stats()
+    assert (later.polls, later.chunks, later.records) == (
+        blocked.polls, blocked.chunks, blocked.records
+    )
+    assert q.qsize() == 2
+    # Take one chunk: exactly one more goes in, then it blocks again.
+    first = q.get_nowait()
+    wait_until(lambda: m.stats().chunks == 3, 20, "the waiting chunk enqueued")
+    assert q.qsize() == 2
+    # Drain everything: all 400 messages arrive, each once.
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 5000)
+    seen = [(first.topic_info.partition, r.offset) for r in first.records]
+    seen += [(x.partition, x.offset) for x in _take(stream, 400 - len(seen))]
+    assert sorted(seen) == sorted((p, o) for p in range(4) for o in range(100))
+    _assert_no_more(q)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_partitions_wait_for_a_leader(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    topic = names("later")
+    m = make_manager(backend)
+    q = ChunkQueue(2)
+    info = _info(q, topic, 0, 0)
+    m.start_connections([info])
+    assert m.partitions_without_leader() == {TopicPartition(topic, 0)}
+    assert m.fetcher_threads() == {}
+    topic_factory(topic, 1)
+    produce(stack.bootstrap, topic, [(0, b"k", b"hello")])
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
+    assert [(x.offset, x.message) for x in _take(stream, 1)] == [(0, b"hello")]
+    assert m.partitions_without_leader() == set()
+
+
+def test_a_dead_fetcher_thread_is_reported_not_swallowed(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(3, 1))
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group})
+    m = FetcherManager(config, f"{names.group}_dead", lambda: [stack.bootstrap])
+    try:
+        broken: Any = object()  # not a queue: enqueueing into it fails in the fetcher thread
+        m.start_connections([_info(broken, topic, 0, 0)])
+        wait_until(lambda: m.error is not None, 20, "the fetcher thread failed")
+        with pytest.raises(BackgroundThreadError) as exc:
+            m.check()
+        assert isinstance(exc.value.__cause__, AttributeError)
+        assert m.error is exc.value.__cause__
+    finally:
+        m.shutdown()
+
+
+def test_shutdown_is_idempotent_and_final(
+    stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    m = make_manager("kafka-python")
+    q = ChunkQueue(2)
+    m.start_connections([_info(q, topic, 0, 0)])
+    m.shutdown()
+    m.shutdown()
+    with pytest.raises(ConsumerShutdownError):
+        m.start_connections([_info(q, topic, 0, 0)])
+    cid = m.consumer_id
+    assert not any(cid in t.name for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    from zkconsumer._metrics import ConsumerMetrics
+
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(10, 1))
+    metrics = ConsumerMetrics("client")
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                             "fetch.backend": backend})
+    m = FetcherManager(config, f"{names.group}_m", lambda: [stack.bootstrap], metrics=metrics)
+    try:
+        q = ChunkQueue(2)
+        m.start_connections([_info(q, topic, 0, 0)])
+        wait_until(lambda: q.qsize() == 1, 20, "the chunk")
+        snap = metrics.snapshot()
+        assert snap["MinFetchRate"] > 0
+        assert snap["ConsumerLag"] == {topic: {0: 10}}  # nothing consumed yet, log end 10
+        m.stop_connections()
+        wait_until(lambda: metrics.snapshot()["MinFetchRate"] == 0, 20, "fetchers removed")
+    finally:
+        m.shutdown()

@@ -1,0 +1,142 @@
+"""Offset stores against the real stack: ZooKeeper multi commits, Kafka round trips, dual."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTP
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo
+from zkconsumer import _zkpaths as zp
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._offsets import (
+    DualOffsetStore,
+    KafkaOffsetStore,
+    ZkOffsetStore,
+    make_offset_store,
+)
+from zkconsumer._types import TopicPartition
+
+
+def _config(stack: StackInfo, group: str, **props: object) -> ConsumerConfig:
+    return ConsumerConfig({
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        **{k.replace("_", "."): v for k, v in props.items()},
+    })
+
+
+@pytest.fixture
+def kafka_store(stack: StackInfo, names: Any) -> Iterator[KafkaOffsetStore]:
+    store = KafkaOffsetStore(_config(stack, names.group), names.group, lambda: [stack.bootstrap])
+    yield store
+    store.close()
+
+
+def _kafka_offsets(stack: StackInfo, group: str, topic: str, n: int) -> dict[int, int]:
+    """What the broker holds, read with a separate client."""
+    admin = KafkaAdminClient(bootstrap_servers=stack.bootstrap)
+    try:
+        got = admin.list_group_offsets({group: [KTP(topic, p) for p in range(n)]})[group]
+    finally:
+        admin.close()
+    return {k.partition: v.offset for k, v in got.items() if v.offset >= 0}
+
+
+def test_zookeeper_commit_writes_only_changed_partitions_in_one_multi(
+    zk: KazooClient, names: Any
+) -> None:
+    g, t = names.group, names.topic
+    tps = [TopicPartition(t, p) for p in range(3)]
+    store = ZkOffsetStore(zk, g)
+    assert store.read(tps) == dict.fromkeys(tps)
+    assert store.commit({tps[0]: 5, tps[1]: 7, tps[2]: -1}) == 2  # -1: nothing to commit
+    assert zk.exists(zp.offset_path(g, t, 2)) is None
+
+    def versions() -> list[int]:
+        return [zk.get(zp.offset_path(g, t, p))[1].version for p in range(2)]
+
+    before = versions()
+    assert store.commit({tps[0]: 5, tps[1]: 7}) == 0  # nothing changed: nothing written
+    assert versions() == before
+    assert store.commit({tps[0]: 5, tps[1]: 8, tps[2]: 1}) == 2
+    assert versions() == [before[0], before[1] + 1]
+    assert [zk.get(zp.offset_path(g, t, p))[0] for p in range(3)] == [b"5", b"8", b"1"]
+    # A fresh store reads what is there, and a read counts as the checkpoint.
+    other = ZkOffsetStore(zk, g)
+    assert other.read(tps) == {tps[0]: 5, tps[1]: 8, tps[2]: 1}
+    assert other.commit({tps[0]: 5, tps[1]: 8, tps[2]: 1}) == 0
+    # Someone else changed p0 meanwhile; our next commit writes what we consumed.
+    zk.set(zp.offset_path(g, t, 0), b"100")
+    assert store.commit({tps[0]: 6}) == 1
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"6"
+
+
+def test_kafka_commit_and_read_round_trip(
+    stack: StackInfo, names: Any, topic_factory: Any, kafka_store: KafkaOffsetStore
+) -> None:
+    topic = topic_factory(names.topic, 3)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    assert kafka_store.read(tps) == dict.fromkeys(tps)
+    assert kafka_store.commit({tps[0]: 5, tps[1]: 9, tps[2]: -1}) == 2
+    assert kafka_store.read(tps) == {tps[0]: 5, tps[1]: 9, tps[2]: None}
+    assert _kafka_offsets(stack, names.group, topic, 3) == {0: 5, 1: 9}
+    # Kafka gets every partition each time (one OffsetCommit for the group).
+    assert kafka_store.commit({tps[0]: 5, tps[1]: 10}) == 2
+    fresh = KafkaOffsetStore(_config(stack, names.group), names.group, lambda: [stack.bootstrap])
+    try:
+        assert fresh.read(tps) == {tps[0]: 5, tps[1]: 10, tps[2]: None}
+        assert fresh.read([]) == {}
+        assert fresh.commit({}) == 0
+    finally:
+        fresh.close()
+
+
+def test_kafka_store_without_brokers_raises(stack: StackInfo, names: Any) -> None:
+    from kafka.errors import KafkaError
+
+    store = KafkaOffsetStore(_config(stack, names.group), names.group, lambda: [])
+    with pytest.raises(KafkaError, match="no broker"):
+        store.read([TopicPartition("t", 0)])
+    store.close()
+
+
+def test_dual_reads_the_larger_and_commits_to_both(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    kafka_store: KafkaOffsetStore,
+) -> None:
+    topic = topic_factory(names.topic, 4)
+    tps = [TopicPartition(topic, p) for p in range(4)]
+    zk_store = ZkOffsetStore(zk, names.group)
+    zk_store.commit({tps[0]: 10, tps[1]: 3})
+    kafka_store.commit({tps[0]: 4, tps[1]: 8, tps[2]: 7})
+    dual = DualOffsetStore(ZkOffsetStore(zk, names.group), kafka_store)
+    assert dual.read(tps) == {tps[0]: 10, tps[1]: 8, tps[2]: 7, tps[3]: None}
+    assert dual.commit({tps[0]: 11, tps[3]: 2}) == 2
+    assert _kafka_offsets(stack, names.group, topic, 4) == {0: 11, 1: 8, 2: 7, 3: 2}
+    assert zk.get(zp.offset_path(names.group, topic, 0))[0] == b"11"
+    assert zk.get(zp.offset_path(names.group, topic, 3))[0] == b"2"
+    assert dual.read(tps) == {tps[0]: 11, tps[1]: 8, tps[2]: 7, tps[3]: 2}
+
+
+@pytest.mark.parametrize(
+    ("props", "kind"),
+    [
+        ({}, ZkOffsetStore),
+        ({"dual_commit_enabled": True}, ZkOffsetStore),  # dual applies to kafka storage only
+        ({"offsets_storage": "kafka"}, DualOffsetStore),  # dual commit defaults to on
+        ({"offsets_storage": "Kafka", "dual_commit_enabled": False}, KafkaOffsetStore),
+    ],
+)
+def test_make_offset_store_follows_the_configuration(
+    stack: StackInfo, zk: KazooClient, names: Any, props: dict[str, object], kind: type
+) -> None:
+    store = make_offset_store(_config(stack, names.group, **props), zk, lambda: [stack.bootstrap])
+    try:
+        assert type(store) is kind
+    finally:
+        store.close()

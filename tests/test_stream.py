@@ -1,0 +1,316 @@
+"""KafkaStream / ConsumerIterator: iteration, timeouts, decoders, skips, clear(), shutdown.
+
+The stream's input is its chunk queue, filled here by hand with real record types (the
+confluent backend's MessageAndMetadata tuples and kafka-python's ConsumerRecord); fetching
+from the broker into streams is covered by test_fetcher.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+from kafka.consumer.fetcher import ConsumerRecord
+
+from tests.support import wait_until
+from zkconsumer._errors import ConsumerTimeoutException, ZkConsumerError
+from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
+from zkconsumer._stream import (
+    CREATE_TIME,
+    NO_TIMESTAMP_TYPE,
+    KafkaStream,
+    MessageAndMetadata,
+    MessageDecodeError,
+)
+
+
+def _info(
+    q: ChunkQueue, partition: int = 0, offset: int = 0, topic: str = "t"
+) -> PartitionTopicInfo:
+    return PartitionTopicInfo(topic, partition, q, offset, offset, 1 << 20, "cid", "c-0")
+
+
+def _recs(info: PartitionTopicInfo, offsets: range, key: bytes | None = b"k") -> list[Any]:
+    return [
+        MessageAndMetadata(info.topic, info.partition, o, key, f"v{o}".encode(), 1000 + o,
+                           CREATE_TIME)
+        for o in offsets
+    ]
+
+
+def _put(info: PartitionTopicInfo, offsets: range, key: bytes | None = b"k") -> None:
+    """What a fetcher does: one chunk, then the fetched offset moves past it."""
+    recs = _recs(info, offsets, key)
+    assert info.enqueue(recs, offsets.stop, threading.Event())
+
+
+def test_iterates_chunks_in_order_and_advances_consumed_offsets() -> None:
+    q = ChunkQueue(4)
+    a, b = _info(q, 0), _info(q, 1, offset=10)
+    _put(a, range(0, 3))
+    _put(b, range(10, 12))
+    _put(a, range(3, 5))
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, consumer_timeout_ms=0, client_id="cid")
+    it = iter(stream)
+    assert iter(stream) is it  # one iterator per stream
+    got = []
+    for _ in range(7):
+        m = next(it)
+        info = a if m.partition == 0 else b
+        assert info.consumed_offset == m.offset + 1  # advanced as the message is handed out
+        got.append((m.partition, m.offset, m.key, m.message, m.timestamp, m.timestamp_type))
+    assert got == [
+        (0, 0, b"k", b"v0", 1000, CREATE_TIME),
+        (0, 1, b"k", b"v1", 1001, CREATE_TIME),
+        (0, 2, b"k", b"v2", 1002, CREATE_TIME),
+        (1, 10, b"k", b"v10", 1010, CREATE_TIME),
+        (1, 11, b"k", b"v11", 1011, CREATE_TIME),
+        (0, 3, b"k", b"v3", 1003, CREATE_TIME),
+        (0, 4, b"k", b"v4", 1004, CREATE_TIME),
+    ]
+    assert (a.consumed_offset, b.consumed_offset) == (5, 12)
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)
+
+
+def test_kafka_python_records_become_message_and_metadata() -> None:
+    q = ChunkQueue(2)
+    info = _info(q, 3, offset=7)
+    recs = [
+        ConsumerRecord("t", 3, 0, 7, 1234, 1, b"key", b"val", [], None, 3, 3, -1),
+        ConsumerRecord("t", 3, 0, 8, None, None, None, b"old", [], None, -1, 3, -1),
+    ]
+    assert info.enqueue(recs, 9, threading.Event())
+    it = iter(KafkaStream(q, 0))
+    m1, m2 = next(it), next(it)
+    assert type(m1) is MessageAndMetadata
+    assert tuple(m1) == ("t", 3, 7, b"key", b"val", 1234, 1)
+    assert m1.value == m1.message == b"val"
+    assert tuple(m2) == ("t", 3, 8, None, b"old", -1, NO_TIMESTAMP_TYPE)
+    assert info.consumed_offset == 9
+
+
+def test_consumer_timeout_then_usable_again() -> None:
+    q = ChunkQueue(2)
+    info = _info(q)
+    it = iter(KafkaStream(q, consumer_timeout_ms=200, client_id="cid"))
+    start = time.monotonic()
+    with pytest.raises(ConsumerTimeoutException, match="cid"):
+        next(it)
+    assert time.monotonic() - start >= 0.2
+    with pytest.raises(ConsumerTimeoutException):  # and again: nothing changed
+        next(it)
+    _put(info, range(0, 2))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)
+
+
+def test_negative_timeout_blocks_until_data() -> None:
+    q = ChunkQueue(2)
+    info = _info(q)
+    it = iter(KafkaStream(q, consumer_timeout_ms=-1))
+    got: list[int] = []
+    t = threading.Thread(target=lambda: got.append(next(it).offset), daemon=True)
+    t.start()
+    wait_until(lambda: q.not_empty._waiters, 5, "the iterator blocks on the queue")  # type: ignore[attr-defined]
+    assert got == []
+    _put(info, range(0, 1))
+    t.join(5)
+    assert got == [0]
+
+
+def test_decoders_apply_to_key_and_value_and_none_stays_none() -> None:
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 1), key=b"41")
+    _put(info, range(1, 2), key=None)
+    stream: KafkaStream[int, str] = KafkaStream(
+        q, 0, key_decoder=lambda b: int(b) + 1, value_decoder=bytes.decode
+    )
+    it = iter(stream)
+    m1, m2 = next(it), next(it)
+    assert tuple(m1) == ("t", 0, 0, 42, "v0", 1000, CREATE_TIME)
+    assert tuple(m2) == ("t", 0, 1, None, "v1", 1001, CREATE_TIME)
+    assert info.consumed_offset == 2
+
+
+def _failing_value(b: bytes) -> str:
+    if b == b"v1":
+        raise UnicodeDecodeError("utf-8", b, 0, 1, "bad byte")
+    return b.decode()
+
+
+def test_decode_error_names_the_message_and_is_skipped_on_the_next_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    q = ChunkQueue(2)
+    info = _info(q, partition=2, offset=0, topic="orders")
+    _put(info, range(0, 3))
+    it = iter(KafkaStream(q, 0, value_decoder=_failing_value, client_id="cid"))
+    assert next(it).message == "v0"
+    with pytest.raises(MessageDecodeError) as exc:
+        next(it)
+    e = exc.value
+    assert isinstance(e, ZkConsumerError)
+    assert (e.topic, e.partition, e.offset, e.part) == ("orders", 2, 1, "value")
+    assert isinstance(e.__cause__, UnicodeDecodeError)
+    assert "orders:2 offset 1" in str(e)
+    # Not past the bad message until the application calls next() again.
+    assert info.consumed_offset == 1
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.stream"):
+        m = next(it)
+    assert (m.offset, m.message) == (2, "v2")
+    assert info.consumed_offset == 3
+    assert any(
+        "skipping" in r.getMessage() and "orders:2 offset 1" in r.getMessage()
+        for r in caplog.records
+    )
+
+
+def test_key_decode_error_says_key() -> None:
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 1), key=b"not a number")
+    it = iter(KafkaStream(q, 0, key_decoder=int))
+    with pytest.raises(MessageDecodeError) as exc:
+        next(it)
+    assert (exc.value.part, exc.value.offset) == ("key", 0)
+    assert isinstance(exc.value.__cause__, ValueError)
+    assert info.consumed_offset == 0
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)  # the bad message is skipped, and there is nothing after it
+    assert info.consumed_offset == 1
+
+
+def test_skips_records_below_the_consumed_offset() -> None:
+    q = ChunkQueue(2)
+    info = _info(q, offset=3)
+    chunk = _recs(info, range(0, 6))  # a fetch that starts before the consumed offset
+    q.put(FetchedDataChunk(chunk, info, 0))
+    info.reset_consumed_offset(4)
+    it = iter(KafkaStream(q, 0))
+    assert [next(it).offset, next(it).offset] == [4, 5]
+    assert info.consumed_offset == 6
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)
+
+
+def test_chunk_beyond_the_consumed_offset_resets_it(caplog: pytest.LogCaptureFixture) -> None:
+    q = ChunkQueue(2)
+    info = _info(q, offset=0)
+    q.put(FetchedDataChunk(_recs(info, range(5, 7)), info, 5))
+    with caplog.at_level(logging.ERROR, logger="zkconsumer.stream"):
+        assert next(iter(KafkaStream(q, 0))).offset == 5
+    assert info.consumed_offset == 6
+    assert any("may lose data" in r.getMessage() for r in caplog.records)
+
+
+def test_clear_drops_the_current_chunk() -> None:
+    q = ChunkQueue(4)
+    info = _info(q)
+    _put(info, range(0, 5))
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 0)
+    it = iter(stream)
+    assert next(it).offset == 0
+    stream.clear()  # what the rebalance does (after stopping fetchers, clearing the queue)
+    assert info.consumed_offset == 1
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)  # nothing of the dropped chunk comes out
+    # New assignment: a new info starting at the committed (consumed) offset.
+    new = _info(q, offset=info.consumed_offset)
+    _put(new, range(1, 3))
+    assert [next(it).offset, next(it).offset] == [1, 2]
+    assert info.consumed_offset == 1
+    assert new.consumed_offset == 3
+
+
+def test_clear_drops_a_chunk_taken_off_the_queue_at_the_same_moment() -> None:
+    """A next() that took a chunk before clear() ran must not hand it out afterwards."""
+    cleared = threading.Event()
+    stream_box: list[KafkaStream[bytes, bytes]] = []
+
+    class RacingQueue(ChunkQueue):
+        def _get(self) -> Any:
+            item = super()._get()
+            if not cleared.is_set():
+                cleared.set()
+                # clear() from another thread, while this next() holds the queue's mutex
+                # having taken the chunk: clear() gets the chunk lock first, then waits.
+                it = stream_box[0].iterator
+                threading.Thread(target=stream_box[0].clear, daemon=True).start()
+                wait_until(lambda: it._chunk_lock.locked(), 5, "clear() holds the chunk lock")
+            return item
+
+    q = RacingQueue(4)
+    info = _info(q)
+    _put(info, range(0, 3))
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 0)
+    stream_box.append(stream)
+    it = iter(stream)
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)
+    assert cleared.is_set()
+    assert info.consumed_offset == 0
+    new = _info(q)
+    _put(new, range(0, 1))
+    assert next(it).offset == 0
+    assert new.consumed_offset == 1
+
+
+def test_clear_while_decoding_drops_that_message() -> None:
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 2))
+    box: list[KafkaStream[bytes, bytes]] = []
+    calls: list[bytes] = []
+
+    def decoder(b: bytes) -> bytes:
+        calls.append(b)
+        if len(calls) == 1:
+            box[0].clear()  # the rebalance runs while the application decodes
+        return b
+
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 0, value_decoder=decoder)
+    box.append(stream)
+    with pytest.raises(ConsumerTimeoutException):
+        next(iter(stream))
+    assert calls == [b"v0"]
+    assert info.consumed_offset == 0
+
+
+def test_shutdown_sentinel_ends_an_iterator_blocked_in_another_thread() -> None:
+    q = ChunkQueue(2)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, -1)
+    done = threading.Event()
+    got: list[Any] = []
+
+    def run() -> None:
+        got.extend(stream)
+        done.set()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    wait_until(lambda: q.not_empty._waiters, 5, "the iterator blocks")  # type: ignore[attr-defined]
+    q.put_shutdown()
+    assert done.wait(5)
+    assert got == []
+    # And it keeps ending: later calls raise StopIteration at once, even with data queued.
+    info = _info(q)
+    _put(info, range(0, 1))
+    with pytest.raises(StopIteration):
+        next(iter(stream))
+    assert list(stream) == []
+    assert info.consumed_offset == 0
+
+
+def test_shutdown_after_data_delivers_the_data_first() -> None:
+    q = ChunkQueue(3)
+    info = _info(q)
+    _put(info, range(0, 2))
+    q.put_shutdown()
+    assert [m.offset for m in KafkaStream(q, -1)] == [0, 1]
+    assert info.consumed_offset == 2

@@ -1,0 +1,1269 @@
+"""Fetching: the fetcher manager, the leader finder and the fetcher threads.
+
+The legacy design (``ConsumerFetcherManager``), kept:
+
+- :meth:`FetcherManager.start_connections` takes the owned partitions' infos; all of them start
+  *without a leader*. The leader finder thread (``<consumer id>-leader-finder-thread``) looks up
+  the leaders of partitions without one every ``refresh.leader.backoff.ms`` and hands each
+  partition to the fetcher thread keyed by (leader broker id, fetcher id), where
+  ``fetcher id = abs(31 * String.hashCode(topic) + partition) % num.consumer.fetchers`` as in
+  Kafka's ``AbstractFetcherManager``. Fetcher threads with nothing left to fetch are shut down.
+- A fetcher thread (``ConsumerFetcherThread-<consumer id>-<fetcher id>-<broker id>``) fetches
+  from each partition's ``fetched_offset`` and puts one chunk per partition per fetch on the
+  partition's stream queue (:meth:`PartitionTopicInfo.enqueue`); the put blocks while the queue
+  is full, so memory stays bounded by about streams x ``queued.max.message.chunks`` x
+  ``fetch.message.max.bytes``, plus what each client buffers (one fetch response per partition
+  for kafka-python, ``queued.max.messages.kbytes`` for librdkafka). That assumes the broker
+  honours the per-partition fetch size; Tansu fills a response up to the whole-request limit
+  (4 x ``fetch.message.max.bytes`` here), so there one chunk can be that large.
+- A partition whose fetch fails goes back to the leader finder; the whole thread's partitions do
+  when a fetch as a whole fails. An offset out of range resets both offsets of the partition
+  per ``auto.offset.reset`` (WARNING naming the partition, the old and the new offset); so does
+  a fetched offset of :data:`INVALID_OFFSET` (no committed offset; logged at INFO). An offset
+  below -1 is out of range (below every log start) without asking the broker.
+
+What differs: fetching goes through a client library's public API, never hand-written protocol.
+Two backends implement :class:`FetchBackend`, so the thread code is shared:
+
+- ``fetch.backend=kafka-python`` (default): one ``kafka.KafkaConsumer`` per fetcher thread, in
+  assign mode, ``group_id=None``, ``auto_offset_reset='none'``;
+- ``fetch.backend=confluent``: one ``confluent_kafka.Consumer`` per fetcher thread, in assign
+  mode, with a throwaway ``group.id`` that never commits.
+
+Offsets are looked up with one shared kafka-python client (:func:`log_end_offsets` is the only
+way zkconsumer computes a log end; see there for why it fetches), leaders with one shared
+``KafkaAdminClient``. Some brokers (Tansu) never answer OFFSET_OUT_OF_RANGE for an offset past
+the log end; a fetcher therefore also treats a position above the partition's high watermark,
+seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup, as out of range.
+
+An unexpected exception in any background thread is kept (:attr:`FetcherManager.error`) and
+re-raised by :meth:`FetcherManager.check` as :class:`BackgroundThreadError`; it is never
+swallowed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, overload
+
+from ._assignors import java_string_hashcode
+from ._errors import BackgroundThreadError, ConfigError, ConsumerShutdownError
+from ._partition import INVALID_OFFSET, PartitionTopicInfo
+from ._stream import MessageAndMetadata
+from ._types import TopicPartition
+
+if TYPE_CHECKING:
+    from kafka import KafkaConsumer
+
+    from ._config import ConsumerConfig
+
+log = logging.getLogger("zkconsumer.fetcher")
+
+#: How long one fetch poll waits for data; also how quickly a fetcher thread notices new
+#: partitions or a stop while idle.
+POLL_TIMEOUT_MS = 100
+#: A position above the cached high watermark must persist this long before it is checked
+#: against a fresh log end (a cached high watermark may predate a seek).
+BEYOND_END_CONFIRM_S = 1.0
+#: At most this many records come back from one kafka-python poll (one fetch response per
+#: partition is already bounded by fetch.message.max.bytes).
+MAX_POLL_RECORDS = 1_000_000
+#: Messages taken from librdkafka's queue per confluent poll.
+CONFLUENT_BATCH = 10_000
+#: Longest shutdown() waits for background threads to finish closing their clients.
+SHUTDOWN_JOIN_S = 10.0
+
+_tuple_new = tuple.__new__
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    """Kafka's ``Utils.abs(31 * topic.hashCode() + partitionId) % numFetchers`` (Java ints)."""
+    n = (31 * java_string_hashcode(topic) + partition) & 0xFFFFFFFF
+    if n >= 0x80000000:
+        n -= 0x100000000
+    n = 0 if n == -0x80000000 else abs(n)
+    return n % num_fetchers
+
+
+def _request_timeout_ms(config: ConsumerConfig) -> int:
+    # kafka-python needs fetch_max_wait_ms < request_timeout_ms.
+    return max(config.socket_timeout_ms, config.fetch_wait_max_ms + 1000)
+
+
+def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments of a fetching ``kafka.KafkaConsumer`` (assign mode, no group)."""
+    request_timeout = _request_timeout_ms(config)
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": list(bootstrap),
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "none",
+        "client_id": config.client_id,
+        "fetch_max_wait_ms": config.fetch_wait_max_ms,
+        "fetch_min_bytes": config.fetch_min_bytes,
+        "max_partition_fetch_bytes": config.fetch_message_max_bytes,
+        # One fetch response (the client's own buffer) holds at most this much record data.
+        "fetch_max_bytes": 4 * config.fetch_message_max_bytes,
+        "receive_buffer_bytes": config.socket_receive_buffer_bytes,
+        "request_timeout_ms": request_timeout,
+        "connections_max_idle_ms": max(540_000, request_timeout + 1000),
+        "bootstrap_timeout_ms": request_timeout,
+        "max_poll_records": MAX_POLL_RECORDS,
+        "allow_auto_create_topics": False,
+        "metrics_enabled": False,
+    }
+    kwargs.update(config.kafka_client_kwargs())
+    return kwargs
+
+
+# kafka-python keyword -> librdkafka property.
+_CONFLUENT_SECURITY = {
+    "client_id": "client.id",
+    "security_protocol": "security.protocol",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
+}
+
+
+def confluent_conf(
+    config: ConsumerConfig, bootstrap: Sequence[str], consumer_id: str
+) -> dict[str, Any]:
+    """Configuration of a fetching ``confluent_kafka.Consumer`` (assign mode, never commits)."""
+    fetch_max = max(4 * config.fetch_message_max_bytes, 1024)
+    conf: dict[str, Any] = {
+        "bootstrap.servers": ",".join(bootstrap),
+        # Required by librdkafka's consumer; only ever used in assign mode, never committed to.
+        "group.id": f"zkconsumer-fetch.{consumer_id}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "error",
+        "enable.partition.eof": False,
+        "fetch.wait.max.ms": config.fetch_wait_max_ms,
+        "fetch.min.bytes": max(1, config.fetch_min_bytes),
+        "max.partition.fetch.bytes": config.fetch_message_max_bytes,
+        "fetch.max.bytes": fetch_max,
+        # Some brokers (Tansu) answer more than fetch.max.bytes: accept what kafka-python does.
+        "receive.message.max.bytes": max(fetch_max + 512, 100_000_000),
+        "socket.receive.buffer.bytes": config.socket_receive_buffer_bytes,
+        "socket.timeout.ms": max(10, config.socket_timeout_ms),
+        # librdkafka's prefetch queue, per fetcher thread: two fetch responses' worth, and at
+        # least 16 MiB (less starves librdkafka on brokers that answer more than asked).
+        "queued.max.messages.kbytes": max(16384, 2 * fetch_max // 1024),
+        # When that queue is full, look again soon (librdkafka's default waits a second).
+        "fetch.queue.backoff.ms": 10,
+        "logger": logging.getLogger("zkconsumer.fetcher.librdkafka"),
+    }
+    for key, value in config.kafka_client_kwargs().items():
+        if value is None:
+            continue
+        if key == "ssl_check_hostname":
+            conf["ssl.endpoint.identification.algorithm"] = "https" if value else "none"
+            continue
+        prop = _CONFLUENT_SECURITY.get(key)
+        if prop is None:
+            raise ConfigError(f"{key} is not supported with fetch.backend=confluent")
+        conf[prop] = value
+    return conf
+
+
+# -- the one way to compute a log end ---------------------------------------------------------
+
+
+def log_end_offsets(
+    tps: Iterable[tuple[str, int]],
+    *,
+    consumer: KafkaConsumer | None = None,
+    bootstrap_servers: str | Sequence[str] | None = None,
+    timeout_ms: int = 30_000,
+    **client_kwargs: Any,
+) -> dict[TopicPartition, int]:
+    """The true log end offset (the next offset to be written) of each partition.
+
+    ListOffsets(latest) is not trusted: some brokers (Tansu) answer the base offset of the last
+    record batch + 1 instead of the log end. It is a valid position at or below the log end,
+    though, so: seek there, fetch once, and take the fetch response's high watermark, which is
+    right. On a Kafka broker both agree.
+
+    ``consumer`` is a kafka-python ``KafkaConsumer`` with ``group_id=None`` whose assignment
+    this replaces (and leaves empty); without one, a temporary consumer is made from
+    ``bootstrap_servers`` and ``client_kwargs``. Raises ``kafka.errors.KafkaTimeoutError``
+    when some partition gives no answer within ``timeout_ms``.
+    """
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+    from kafka.errors import KafkaTimeoutError
+
+    wanted = sorted({TopicPartition(t, p) for t, p in tps})
+    if not wanted:
+        return {}
+    own = consumer is None
+    if consumer is None:
+        if bootstrap_servers is None:
+            raise ValueError("log_end_offsets needs a consumer or bootstrap_servers")
+        kwargs: dict[str, Any] = {
+            "group_id": None,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "none",
+            "allow_auto_create_topics": False,
+            "metrics_enabled": False,
+            "max_poll_records": MAX_POLL_RECORDS,
+        }
+        kwargs.update(client_kwargs)
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, **kwargs)
+    deadline = time.monotonic() + timeout_ms / 1000.0
+    try:
+        ktps = [KTP(t, p) for t, p in wanted]
+        consumer.unsubscribe()  # fresh partition states: no stale high watermark
+        consumer.assign(ktps)
+        lower = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
+        for ktp in ktps:
+            consumer.seek(ktp, lower[ktp])
+        result: dict[TopicPartition, int] = {}
+        while True:
+            for ktp in ktps:
+                hw = consumer.highwater(ktp)
+                if hw is not None:
+                    result[TopicPartition(ktp.topic, ktp.partition)] = hw
+            if len(result) == len(ktps):
+                return result
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            if remaining_ms <= 0:
+                missing = [f"{t}:{p}" for t, p in wanted if TopicPartition(t, p) not in result]
+                raise KafkaTimeoutError(
+                    f"no fetch response for {', '.join(missing)} within {timeout_ms} ms"
+                )
+            consumer.poll(timeout_ms=min(remaining_ms, 500), max_records=MAX_POLL_RECORDS)
+    finally:
+        if own:
+            consumer.close()
+        else:
+            consumer.unsubscribe()
+
+
+# -- fetch backends ----------------------------------------------------------------------------
+
+
+@dataclass
+class PollResult:
+    """What one poll of a backend produced.
+
+    ``batches``: (partition, records in offset order) pairs, one per partition with data;
+    ``out_of_range``: partition -> offset the broker called out of range;
+    ``partition_errors``: partition -> error (the partition goes back to the leader finder);
+    ``error``: the fetch failed as a whole (every partition goes back to the leader finder).
+    """
+
+    batches: list[tuple[TopicPartition, Sequence[Any]]] = field(default_factory=list)
+    out_of_range: dict[TopicPartition, int] = field(default_factory=dict)
+    partition_errors: dict[TopicPartition, BaseException] = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+class FetchMetrics(Protocol):
+    """What the fetchers report (``zkconsumer._metrics.ConsumerMetrics`` has these)."""
+
+    def record_fetch_request(self, fetcher_id: str) -> None: ...
+
+    def remove_fetcher(self, fetcher_id: str) -> None: ...
+
+    def update_lag(
+        self, topic: str, partition: int, offset: int | None, log_end_offset: int | None
+    ) -> None: ...
+
+
+class FetchBackend(Protocol):
+    """One fetching client, used by one fetcher thread only.
+
+    Records expose ``topic, partition, offset, key, value, timestamp, timestamp_type``.
+    """
+
+    def add(self, positions: Mapping[TopicPartition, int]) -> None:
+        """Fetch these partitions (too) from these offsets; re-seeks ones already fetched."""
+        ...
+
+    def remove(self, tps: Collection[TopicPartition]) -> None:
+        """Stop fetching these partitions."""
+        ...
+
+    def poll(self, timeout_ms: int) -> PollResult:
+        """Wait up to ``timeout_ms`` for fetched data."""
+        ...
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark in the last fetch response for ``tp``, if any."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class KafkaPythonBackend:
+    """kafka-python ``KafkaConsumer`` in assign mode. Records are kafka-python's
+    ``ConsumerRecord`` objects. Not thread-safe: one fetcher thread owns it."""
+
+    def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str]) -> None:
+        from kafka import KafkaConsumer
+
+        self._consumer = KafkaConsumer(**kafka_python_kwargs(config, bootstrap))
+        self._assigned: set[TopicPartition] = set()
+
+    def add(self, positions: Mapping[TopicPartition, int]) -> None:
+        from kafka import TopicPartition as KTP
+
+        if not positions:
+            return
+        if not set(positions) <= self._assigned:
+            self._assigned.update(positions)
+            self._consumer.assign([KTP(t, p) for t, p in sorted(self._assigned)])
+        for (t, p), offset in positions.items():
+            self._consumer.seek(KTP(t, p), offset)
+
+    def remove(self, tps: Collection[TopicPartition]) -> None:
+        from kafka import TopicPartition as KTP
+
+        gone = self._assigned.intersection(tps)
+        if not gone:
+            return
+        self._assigned -= gone
+        if self._assigned:
+            self._consumer.assign([KTP(t, p) for t, p in sorted(self._assigned)])
+        else:
+            self._consumer.unsubscribe()
+
+    def poll(self, timeout_ms: int) -> PollResult:
+        from kafka.errors import KafkaError, OffsetOutOfRangeError
+
+        try:
+            fetched = self._consumer.poll(timeout_ms=timeout_ms, max_records=MAX_POLL_RECORDS)
+        except OffsetOutOfRangeError as e:
+            detail = e.args[0] if e.args and isinstance(e.args[0], dict) else {}
+            return PollResult(
+                out_of_range={TopicPartition(k.topic, k.partition): v for k, v in detail.items()}
+            )
+        except KafkaError as e:
+            return PollResult(error=e)
+        return PollResult(
+            batches=[(TopicPartition(k.topic, k.partition), recs) for k, recs in fetched.items()]
+        )
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        from kafka import TopicPartition as KTP
+
+        hw = self._consumer.highwater(KTP(tp.topic, tp.partition))
+        return None if hw is None else int(hw)
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
+
+
+# librdkafka timestamp types (NOT_AVAILABLE, CREATE_TIME, LOG_APPEND_TIME) -> Kafka's.
+_CONFLUENT_TS_TYPE = (-1, 0, 1)
+
+
+class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]]):
+    """The confluent messages of one partition from one poll, as a sequence of records.
+
+    Items are made on access (the iterator reads each once), so a chunk holds librdkafka's
+    messages rather than thousands of long-lived Python tuples.
+    """
+
+    __slots__ = ("_messages", "_partition", "_topic")
+
+    def __init__(self, topic: str, partition: int, messages: list[Any]) -> None:
+        self._topic = topic
+        self._partition = partition
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, i: int) -> MessageAndMetadata[bytes | None, bytes | None]: ...
+
+    @overload
+    def __getitem__(
+        self, i: slice
+    ) -> Sequence[MessageAndMetadata[bytes | None, bytes | None]]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return ConfluentRecords(self._topic, self._partition, self._messages[i])
+        m = self._messages[i]
+        ts_type, ts = m.timestamp()
+        return _tuple_new(
+            MessageAndMetadata,
+            (self._topic, self._partition, m.offset(), m.key(), m.value(), ts,
+             _CONFLUENT_TS_TYPE[ts_type]),
+        )
+
+
+class ConfluentBackend:
+    """confluent-kafka ``Consumer`` in assign mode. Batches are :class:`ConfluentRecords`,
+    whose items are :class:`~zkconsumer._stream.MessageAndMetadata` tuples (the iterator hands
+    them out as they are). Not thread-safe: one fetcher thread owns it."""
+
+    def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str], consumer_id: str) -> None:
+        from confluent_kafka import Consumer
+
+        self._consumer = Consumer(confluent_conf(config, bootstrap, consumer_id))
+        self._consumer_id = consumer_id
+        self._assigned: set[TopicPartition] = set()
+
+    def add(self, positions: Mapping[TopicPartition, int]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        if not positions:
+            return
+        again = [CTP(t, p) for t, p in positions if (t, p) in self._assigned]
+        if again:
+            # A re-seek: unassigning drops what librdkafka prefetched from the old position.
+            self._consumer.incremental_unassign(again)
+        self._consumer.incremental_assign([CTP(t, p, off) for (t, p), off in positions.items()])
+        self._assigned.update(positions)
+
+    def remove(self, tps: Collection[TopicPartition]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        gone = self._assigned.intersection(tps)
+        if not gone:
+            return
+        self._consumer.incremental_unassign([CTP(t, p) for t, p in sorted(gone)])
+        self._assigned -= gone
+
+    def poll(self, timeout_ms: int) -> PollResult:
+        c = self._consumer
+        first = c.poll(timeout_ms / 1000.0)
+        if first is None:
+            return PollResult()
+        messages = [first]
+        messages.extend(c.consume(CONFLUENT_BATCH, 0))
+        result = PollResult()
+        groups: dict[Any, list[Any]] = {}
+        records: list[Any] = []
+        last: Any = None
+        for m in messages:
+            if m.error() is not None:
+                self._on_error(m, result)
+                continue
+            key = (m.topic(), m.partition())
+            if key != last:
+                last = key
+                got = groups.get(key)
+                if got is None:
+                    got = groups[key] = []
+                records = got
+            records.append(m)
+        result.batches = [
+            (TopicPartition(t, p), ConfluentRecords(t, p, msgs)) for (t, p), msgs in groups.items()
+        ]
+        return result
+
+    def _on_error(self, m: Any, result: PollResult) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        err = m.error()
+        code = err.code()
+        if code == KafkaError._PARTITION_EOF:
+            return
+        topic, part = m.topic(), m.partition()
+        tp = TopicPartition(topic, part) if topic and part is not None and part >= 0 else None
+        out_of_range = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
+        if tp is not None and code in out_of_range:
+            result.out_of_range[tp] = m.offset() if m.offset() is not None else -1
+        elif err.fatal():
+            raise KafkaException(err)
+        elif tp is not None and tp in self._assigned:
+            result.partition_errors[tp] = KafkaException(err)
+        else:
+            # Client-level (transport, all brokers down): librdkafka reconnects by itself.
+            log.warning("%s: fetch client error: %s", self._consumer_id, err)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as CTP
+
+        try:
+            _, hi = self._consumer.get_watermark_offsets(CTP(tp.topic, tp.partition), cached=True)
+        except KafkaException:
+            return None
+        return int(hi) if hi is not None and hi >= 0 else None
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+# -- shared clients ----------------------------------------------------------------------------
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "the cluster did not answer as hoped": retried, never fatal."""
+    from kafka.errors import KafkaError
+
+    errors: list[type[BaseException]] = [KafkaError, OSError]
+    try:
+        from confluent_kafka import KafkaException
+
+        errors.append(KafkaException)
+    except ImportError:  # pragma: no cover - confluent-kafka is optional
+        pass
+    return tuple(errors)
+
+
+class _OffsetClient:
+    """One kafka-python consumer (no group) for offset lookups, shared by the fetcher threads.
+
+    ``_lock`` guards ``_consumer`` (made lazily, dropped after a failure so that the next use
+    bootstraps from the brokers registered then) and serialises its use.
+    """
+
+    def __init__(self, manager: FetcherManager) -> None:
+        self._manager = manager
+        self._lock = threading.Lock()
+        self._consumer: KafkaConsumer | None = None
+
+    def _client(self) -> KafkaConsumer:
+        from kafka import KafkaConsumer
+
+        if self._consumer is None:
+            m = self._manager
+            self._consumer = KafkaConsumer(**kafka_python_kwargs(m.config, m._bootstrap()))
+        return self._consumer
+
+    def resolve(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        """Where auto.offset.reset says to start: log start (smallest) or log end (largest)."""
+        from kafka import TopicPartition as KTP
+
+        timeout_ms = _request_timeout_ms(self._manager.config)
+        with self._lock:
+            try:
+                consumer = self._client()
+                if self._manager.config.auto_offset_reset == "smallest":
+                    ktps = [KTP(t, p) for t, p in tps]
+                    found = consumer.beginning_offsets(ktps, timeout_ms=timeout_ms)
+                    return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
+                return log_end_offsets(tps, consumer=consumer, timeout_ms=timeout_ms)
+            except BaseException:
+                self._drop()
+                raise
+
+    def log_end(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
+        timeout_ms = _request_timeout_ms(self._manager.config)
+        with self._lock:
+            try:
+                return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
+            except BaseException:
+                self._drop()
+                raise
+
+    def _drop(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                consumer.close(autocommit=False)
+            except Exception:  # noqa: BLE001 - already failing; the first error matters
+                log.debug("closing the offset client failed", exc_info=True)
+
+    def close(self, timeout_s: float) -> None:
+        if self._lock.acquire(timeout=timeout_s):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+
+
+class _MetadataClient:
+    """One ``KafkaAdminClient`` for leader lookups (the leader finder's).
+
+    ``_lock`` guards ``_admin`` (made lazily, dropped after a failure) and serialises its use.
+    """
+
+    def __init__(self, manager: FetcherManager) -> None:
+        self._manager = manager
+        self._lock = threading.Lock()
+        self._admin: Any = None
+
+    def leaders(self, topics: Collection[str]) -> dict[TopicPartition, int]:
+        """Partition -> leader broker id (-1: none) of these topics; unknown topics left out."""
+        from kafka import KafkaAdminClient
+
+        with self._lock:
+            try:
+                if self._admin is None:
+                    m = self._manager
+                    kwargs = m.config.kafka_client_kwargs()
+                    kwargs["request_timeout_ms"] = _request_timeout_ms(m.config)
+                    self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
+                described = self._admin.describe_topics(sorted(topics))
+            except BaseException:
+                self._drop()
+                raise
+        out: dict[TopicPartition, int] = {}
+        for topic in described:
+            if topic.get("error_code", 0) != 0:
+                continue
+            for p in topic.get("partitions", []):
+                if p.get("error_code", 0) not in (0, 9):  # 9: REPLICA_NOT_AVAILABLE is harmless
+                    out[TopicPartition(topic["name"], int(p["partition_index"]))] = -1
+                    continue
+                out[TopicPartition(topic["name"], int(p["partition_index"]))] = int(
+                    p.get("leader_id", -1)
+                )
+        return out
+
+    def _drop(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:  # noqa: BLE001 - already failing
+                log.debug("closing the metadata client failed", exc_info=True)
+
+    def close(self, timeout_s: float) -> None:
+        if self._lock.acquire(timeout=timeout_s):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+
+
+# -- statistics ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchStats:
+    """Totals over every fetcher thread of a manager since it was made.
+
+    ``full_queue_waits`` counts the 100 ms waits of fetcher threads blocked on a full queue.
+    """
+
+    polls: int = 0
+    chunks: int = 0
+    records: int = 0
+    full_queue_waits: int = 0
+    offset_resets: int = 0
+
+
+class _Stats:
+    """Mutable counters; ``_lock`` guards all of them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values = dict.fromkeys(
+            ("polls", "chunks", "records", "full_queue_waits", "offset_resets"), 0
+        )
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for k, v in counts.items():
+                self._values[k] += v
+
+    def snapshot(self) -> FetchStats:
+        with self._lock:
+            return FetchStats(**self._values)
+
+
+class _CountingEvent(threading.Event):
+    """A fetcher thread's stop Event that also counts the waits of a blocked put.
+
+    :meth:`PartitionTopicInfo.enqueue` checks its stop Event before each 100 ms attempt to put
+    into a full queue; between :meth:`arm` and :meth:`disarm` every check but the first counts
+    as one wait (reported to ``on_wait`` at once, so a blocked thread shows in the stats).
+    Only the owning fetcher thread arms it and calls ``is_set``.
+    """
+
+    def __init__(self, on_wait: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_wait = on_wait
+        self._armed = False
+        self._first = True
+
+    def arm(self) -> None:
+        self._armed = True
+        self._first = True
+
+    def disarm(self) -> None:
+        self._armed = False
+
+    def is_set(self) -> bool:
+        if self._armed:
+            if self._first:
+                self._first = False
+            else:
+                self._on_wait()
+        return super().is_set()
+
+
+# -- threads -------------------------------------------------------------------------------------
+
+
+class _FetcherThread(threading.Thread):
+    """Fetches the partitions led by one broker (and of one fetcher id) with one client.
+
+    Locks: ``_lock`` (condition ``_cond``) guards ``_partitions`` (partition -> info being
+    fetched) and ``_pending`` (added by the leader finder, not yet applied); it is held only
+    briefly and never during network calls. ``_gate`` is held while the thread changes an
+    info's offsets or enqueues a chunk, each time after checking ``_stop``; :meth:`quiesce`
+    takes it after :meth:`begin_stop`, so once it returns the thread changes and enqueues
+    nothing more. The backend client and ``_beyond_end`` belong to this thread alone.
+    """
+
+    def __init__(self, manager: FetcherManager, broker_id: int, fid: int) -> None:
+        super().__init__(
+            name=f"ConsumerFetcherThread-{manager.consumer_id}-{fid}-{broker_id}", daemon=True
+        )
+        self.manager = manager
+        self.broker_id = broker_id
+        self.fetcher_id = fid
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._gate = threading.Lock()
+        self._stop_event = _CountingEvent(lambda: manager._stats.add(full_queue_waits=1))
+        self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._pending: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._beyond_end: dict[TopicPartition, float] = {}
+
+    # -- called by the manager (under the manager's lock) --
+    def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        with self._lock:
+            for info in infos:
+                self._pending[info.tp] = info
+            self._cond.notify_all()
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._partitions and not self._pending
+
+    def begin_stop(self) -> None:
+        self._stop_event.set()
+        with self._lock:
+            self._cond.notify_all()
+
+    @property
+    def stopping(self) -> bool:
+        return threading.Event.is_set(self._stop_event)
+
+    def quiesce(self) -> None:
+        """After :meth:`begin_stop`: wait until no info change or enqueue is under way."""
+        with self._gate:
+            pass
+
+    # -- the thread --
+    def run(self) -> None:
+        backend: FetchBackend | None = None
+        try:
+            backend = self._connect()
+            if backend is not None:
+                self._loop(backend)
+        except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
+            self.manager._thread_failed(self, e)
+        finally:
+            if backend is not None:
+                try:
+                    backend.close()
+                except Exception:  # noqa: BLE001 - closing; nothing depends on it
+                    log.debug("%s: closing the fetch client failed", self.name, exc_info=True)
+            if self.manager.metrics is not None:
+                self.manager.metrics.remove_fetcher(self.name)
+            log.debug("%s stopped", self.name)
+
+    def _connect(self) -> FetchBackend | None:
+        retriable = _network_errors()
+        while not self.stopping:
+            try:
+                return self.manager._make_backend()
+            except retriable as e:
+                log.warning("%s: cannot connect to the brokers (%s); retrying", self.name, e)
+                self._stop_event.wait(self.manager.config.refresh_leader_backoff_ms / 1000.0)
+        return None
+
+    def _loop(self, backend: FetchBackend) -> None:
+        stats = self.manager._stats
+        metrics = self.manager.metrics
+        stop = self._stop_event
+        while not self.stopping:
+            self._apply_pending(backend)
+            with self._lock:
+                if not self._partitions:
+                    if not self._pending and not self.stopping:
+                        self._cond.wait(1.0)
+                    continue
+                infos = dict(self._partitions)
+            result = backend.poll(POLL_TIMEOUT_MS)
+            stats.add(polls=1)
+            if metrics is not None:
+                metrics.record_fetch_request(self.name)
+            got: set[TopicPartition] = set()
+            for tp, batch in result.batches:
+                info = infos.get(tp)
+                if info is None or not batch:
+                    continue
+                got.add(tp)
+                with self._gate:
+                    if self.stopping:
+                        break
+                    stop.arm()
+                    try:
+                        if not info.enqueue(batch, batch[-1].offset + 1, stop):
+                            break
+                    finally:
+                        stop.disarm()
+                    stats.add(chunks=1, records=len(batch))
+                if metrics is not None:
+                    metrics.update_lag(
+                        tp.topic, tp.partition, info.consumed_offset, backend.highwater(tp)
+                    )
+            if self.stopping:
+                return
+            if result.error is not None:
+                self._fetch_failed(backend, result.error)
+                continue
+            if result.partition_errors:
+                self._partitions_failed(backend, result.partition_errors)
+            out_of_range = dict(result.out_of_range)
+            out_of_range.update(self._beyond_log_end(backend, infos, got))
+            if out_of_range:
+                self._reset_out_of_range(backend, out_of_range)
+
+    def _apply_pending(self, backend: FetchBackend) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        positions: dict[TopicPartition, int] = {}
+        unresolved: dict[TopicPartition, PartitionTopicInfo] = {}
+        for tp, info in pending.items():
+            offset = info.fetched_offset
+            if offset < 0:
+                unresolved[tp] = info  # -1: nothing committed; below -1: out of range
+            else:
+                positions[tp] = offset
+        if unresolved:
+            resolved = self._resolve(unresolved, "added")
+            positions.update(resolved)
+        if not positions or self.stopping:
+            return
+        backend.add(positions)
+        with self._lock:
+            for tp in positions:
+                self._partitions[tp] = pending[tp]
+                self._beyond_end.pop(tp, None)
+
+    def _resolve(
+        self, infos: Mapping[TopicPartition, PartitionTopicInfo], why: str
+    ) -> dict[TopicPartition, int]:
+        """Reset both offsets of these partitions per auto.offset.reset; return the new ones.
+
+        On a lookup failure the partitions go back to the leader finder (and are left out).
+        """
+        policy = self.manager.config.auto_offset_reset
+        try:
+            found = self.manager._offsets.resolve(list(infos))
+        except _network_errors() as e:
+            log.warning(
+                "%s: cannot look up the %s offsets of %s (%s); retrying after a leader lookup",
+                self.name, policy, _fmt_tps(infos), e,
+            )
+            self._give_back(dict(infos))
+            return {}
+        missing = {tp: info for tp, info in infos.items() if tp not in found}
+        if missing:
+            self._give_back(missing)
+        out: dict[TopicPartition, int] = {}
+        resets = 0
+        with self._gate:
+            if self.stopping:
+                return {}
+            for tp, offset in found.items():
+                info = infos[tp]
+                old = info.fetched_offset
+                info.reset_fetched_offset(offset)
+                info.reset_consumed_offset(offset)
+                out[tp] = offset
+                if old == INVALID_OFFSET and why == "added":
+                    log.info(
+                        "%s: no committed offset for %s:%d; starting at the %s offset %d",
+                        self.name, tp.topic, tp.partition, policy, offset,
+                    )
+                else:
+                    resets += 1
+                    log.warning(
+                        "%s: offset %d of %s:%d is out of range; reset to the %s offset %d "
+                        "(auto.offset.reset=%s)",
+                        self.name, old, tp.topic, tp.partition, policy, offset, policy,
+                    )
+        self.manager._stats.add(offset_resets=resets)
+        return out
+
+    def _reset_out_of_range(
+        self, backend: FetchBackend, offsets: Mapping[TopicPartition, int]
+    ) -> None:
+        with self._lock:
+            infos = {tp: self._partitions[tp] for tp in offsets if tp in self._partitions}
+        if not infos:
+            return
+        with self._lock:
+            for tp in infos:
+                del self._partitions[tp]
+        backend.remove(list(infos))
+        resolved = self._resolve(infos, "out of range")
+        if resolved and not self.stopping:
+            backend.add(resolved)
+            with self._lock:
+                for tp in resolved:
+                    self._partitions[tp] = infos[tp]
+                    self._beyond_end.pop(tp, None)
+
+    def _beyond_log_end(
+        self,
+        backend: FetchBackend,
+        infos: Mapping[TopicPartition, PartitionTopicInfo],
+        got: Collection[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """Partitions fetched from above the log end (brokers that never say out of range)."""
+        now = time.monotonic()
+        suspects: dict[TopicPartition, int] = {}
+        for tp, info in infos.items():
+            if tp in got:
+                self._beyond_end.pop(tp, None)
+                continue
+            hw = backend.highwater(tp)
+            position = info.fetched_offset
+            if hw is None or position <= hw:
+                self._beyond_end.pop(tp, None)
+                continue
+            first = self._beyond_end.setdefault(tp, now)
+            if now - first >= BEYOND_END_CONFIRM_S:
+                suspects[tp] = position
+        if not suspects:
+            return {}
+        for tp in suspects:
+            self._beyond_end.pop(tp, None)
+        try:
+            ends = self.manager._offsets.log_end(list(suspects))
+        except _network_errors() as e:
+            log.debug("%s: log end lookup failed: %s", self.name, e)
+            return {}
+        return {tp: pos for tp, pos in suspects.items() if tp in ends and pos > ends[tp]}
+
+    def _partitions_failed(
+        self, backend: FetchBackend, errors: Mapping[TopicPartition, BaseException]
+    ) -> None:
+        with self._lock:
+            infos = {tp: self._partitions.pop(tp) for tp in errors if tp in self._partitions}
+        if not infos:
+            return
+        for tp in infos:
+            log.warning(
+                "%s: fetching %s:%d failed (%s); looking up its leader again",
+                self.name, tp.topic, tp.partition, errors[tp],
+            )
+        backend.remove(list(infos))
+        self._give_back(infos)
+
+    def _fetch_failed(self, backend: FetchBackend, error: BaseException) -> None:
+        with self._lock:
+            infos, self._partitions = self._partitions, {}
+        log.warning(
+            "%s: fetch from broker %d failed (%r); looking up the leaders of %s again",
+            self.name, self.broker_id, error, _fmt_tps(infos),
+        )
+        backend.remove(list(infos))
+        self._give_back(infos)
+        self._stop_event.wait(self.manager.config.refresh_leader_backoff_ms / 1000.0)
+
+    def _give_back(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:
+        if infos:
+            self.manager._partitions_without_leader(self, infos)
+
+
+class _LeaderFinder(threading.Thread):
+    """Finds leaders for the manager's partitions without one; see the module docstring.
+
+    Holds no state of its own besides ``_stop`` (an Event): the partitions waiting for a
+    leader are the manager's, under the manager's lock.
+    """
+
+    def __init__(self, manager: FetcherManager) -> None:
+        super().__init__(name=f"{manager.consumer_id}-leader-finder-thread", daemon=True)
+        self.manager = manager
+        self._stop_event = threading.Event()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_event.is_set()
+
+    def begin_stop(self) -> None:
+        """Call with the manager's lock held (it wakes the finder through the manager's cond)."""
+        self._stop_event.set()
+        self.manager._cond.notify_all()
+
+    def run(self) -> None:
+        m = self.manager
+        backoff_s = m.config.refresh_leader_backoff_ms / 1000.0
+        # ValueError: metadata kafka-python cannot decode (e.g. unknown ACL operation bits).
+        retriable: tuple[type[BaseException], ...] = (*_network_errors(), ValueError)
+        try:
+            while not self.stopping:
+                with m._lock:
+                    while not m._no_leader and not self.stopping:
+                        m._cond.wait(1.0)
+                    if self.stopping:
+                        break
+                    wanted = {tp: m._partition_map[tp] for tp in m._no_leader}
+                try:
+                    leaders = m._metadata.leaders({tp.topic for tp in wanted})
+                except retriable as e:
+                    log.warning("%s: leader lookup failed: %s", self.name, e)
+                    leaders = {}
+                found = {tp: leaders[tp] for tp in wanted if leaders.get(tp, -1) >= 0}
+                if found:
+                    m._add_fetchers(self, {tp: (wanted[tp], lead) for tp, lead in found.items()})
+                m._shutdown_idle_fetchers()
+                self._stop_event.wait(backoff_s)
+        except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
+            m._thread_failed(self, e)
+
+
+# -- the manager -----------------------------------------------------------------------------------
+
+
+class FetcherManager:
+    """Fetches the owned partitions into their streams' queues (``ConsumerFetcherManager``).
+
+    ``brokers()`` returns the ``host:port`` of the brokers registered in ZooKeeper; new
+    clients bootstrap from it. ``metrics`` (optional) receives each fetch request
+    (MinFetchRate), each fetcher thread's end and, per chunk, the partition's consumed offset
+    and high watermark (ConsumerLag).
+
+    Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
+    current :meth:`start_connections`), ``_no_leader`` (partitions waiting for a leader),
+    ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads,
+    joined by :meth:`shutdown`), ``_leader_finder`` and ``_closed``; it is never held during
+    network calls, nor while waiting for a fetcher thread. ``_error_lock`` guards ``_error``.
+    The shared clients and the statistics have their own locks.
+    """
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        consumer_id: str,
+        brokers: Callable[[], list[str]],
+        metrics: FetchMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.consumer_id = consumer_id
+        self._brokers = brokers
+        self.metrics = metrics
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._partition_map: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._no_leader: set[TopicPartition] = set()
+        self._fetchers: dict[tuple[int, int], _FetcherThread] = {}
+        self._retired: list[threading.Thread] = []
+        self._leader_finder: _LeaderFinder | None = None
+        self._closed = False
+        self._error_lock = threading.Lock()
+        self._error: BaseException | None = None
+        self._stats = _Stats()
+        self._offsets = _OffsetClient(self)
+        self._metadata = _MetadataClient(self)
+        if config.fetch_backend == "confluent":
+            import confluent_kafka  # noqa: F401 - fail now, not in a fetcher thread
+
+    # -- public API ------------------------------------------------------------------------
+    def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        """Start fetching these partitions, each from its ``fetched_offset``."""
+        infos = list(infos)
+        with self._lock:
+            busy = bool(self._partition_map or self._fetchers)
+        if busy:
+            self.stop_connections()
+        with self._lock:
+            if self._closed:
+                raise ConsumerShutdownError(f"{self.consumer_id}: the fetcher is shut down")
+            self._partition_map = {info.tp: info for info in infos}
+            self._no_leader = set(self._partition_map)
+            finder = _LeaderFinder(self)
+            self._leader_finder = finder
+            finder.start()
+            self._cond.notify_all()
+        log.info(
+            "%s: fetching %s", self.consumer_id, _fmt_tps(dict.fromkeys(i.tp for i in infos))
+        )
+
+    def stop_connections(self) -> None:
+        """Stop every fetcher thread; once this returns, nothing more is enqueued."""
+        with self._lock:
+            finder, self._leader_finder = self._leader_finder, None
+            if finder is not None:
+                finder.begin_stop()
+            fetchers = list(self._fetchers.values())
+            self._fetchers.clear()
+            self._partition_map = {}
+            self._no_leader = set()
+            for f in fetchers:
+                f.begin_stop()
+            self._retired = [t for t in self._retired if t.is_alive()]
+            self._retired.extend(fetchers)
+            if finder is not None:
+                self._retired.append(finder)
+        for f in fetchers:
+            f.quiesce()
+        if fetchers:
+            log.debug("%s: stopped %d fetcher thread(s)", self.consumer_id, len(fetchers))
+
+    def shutdown(self) -> None:
+        """Stop everything and close the clients; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.stop_connections()
+        with self._lock:
+            threads = list(self._retired)
+            self._retired.clear()
+        deadline = time.monotonic() + SHUTDOWN_JOIN_S
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+                if t.is_alive():
+                    log.warning("%s: %s did not stop in time", self.consumer_id, t.name)
+        self._offsets.close(max(0.1, deadline - time.monotonic()))
+        self._metadata.close(max(0.1, deadline - time.monotonic()))
+        log.info("%s: fetcher shut down", self.consumer_id)
+
+    @property
+    def error(self) -> BaseException | None:
+        """The first unexpected exception of a background thread, if any."""
+        with self._error_lock:
+            return self._error
+
+    def check(self) -> None:
+        """Raise :class:`BackgroundThreadError` (from the kept exception) if a thread failed."""
+        error = self.error
+        if error is not None:
+            raise BackgroundThreadError(
+                f"{self.consumer_id}: a fetcher thread failed: {error!r}"
+            ) from error
+
+    def stats(self) -> FetchStats:
+        return self._stats.snapshot()
+
+    def fetcher_threads(self) -> dict[tuple[int, int], str]:
+        """(leader broker id, fetcher id) -> thread name, of the running fetcher threads."""
+        with self._lock:
+            return {k: t.name for k, t in self._fetchers.items()}
+
+    def partitions_without_leader(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._no_leader)
+
+    # -- for the threads ---------------------------------------------------------------------
+    def _bootstrap(self) -> list[str]:
+        from kafka.errors import KafkaConnectionError
+
+        try:
+            brokers = list(self._brokers())
+        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper unreachable: retried later
+            raise KafkaConnectionError(f"cannot list the brokers: {e!r}") from e
+        if not brokers:
+            raise KafkaConnectionError("no broker is registered in ZooKeeper")
+        return brokers
+
+    def _make_backend(self) -> FetchBackend:
+        if self.config.fetch_backend == "confluent":
+            return ConfluentBackend(self.config, self._bootstrap(), self.consumer_id)
+        return KafkaPythonBackend(self.config, self._bootstrap())
+
+    def _add_fetchers(
+        self,
+        finder: _LeaderFinder,
+        found: Mapping[TopicPartition, tuple[PartitionTopicInfo, int]],
+    ) -> None:
+        """Hand partitions whose leader was found to their fetcher threads."""
+        n = self.config.num_consumer_fetchers
+        with self._lock:
+            if finder.stopping or finder is not self._leader_finder:
+                return
+            groups: dict[tuple[int, int], list[PartitionTopicInfo]] = {}
+            for tp, (info, leader) in found.items():
+                if tp not in self._no_leader or self._partition_map.get(tp) is not info:
+                    continue
+                self._no_leader.discard(tp)
+                key = (leader, fetcher_id(tp.topic, tp.partition, n))
+                groups.setdefault(key, []).append(info)
+            for key, infos in groups.items():
+                thread = self._fetchers.get(key)
+                if thread is None:
+                    thread = _FetcherThread(self, key[0], key[1])
+                    self._fetchers[key] = thread
+                    thread.start()
+                thread.add_partitions(infos)
+                log.debug(
+                    "%s: %s fetches %s", self.consumer_id, thread.name,
+                    _fmt_tps(dict.fromkeys(i.tp for i in infos)),
+                )
+
+    def _shutdown_idle_fetchers(self) -> None:
+        with self._lock:
+            for key, thread in list(self._fetchers.items()):
+                if thread.idle():
+                    thread.begin_stop()
+                    del self._fetchers[key]
+                    self._retired.append(thread)
+
+    def _partitions_without_leader(
+        self, thread: _FetcherThread, infos: Mapping[TopicPartition, PartitionTopicInfo]
+    ) -> None:
+        with self._lock:
+            if self._fetchers.get((thread.broker_id, thread.fetcher_id)) is not thread:
+                return  # stopped meanwhile
+            for tp, info in infos.items():
+                if self._partition_map.get(tp) is info:
+                    self._no_leader.add(tp)
+            self._cond.notify_all()
+
+    def _thread_failed(self, thread: threading.Thread, error: BaseException) -> None:
+        stopping = getattr(thread, "stopping", False)
+        if stopping or self._closed:
+            log.debug("%s failed while stopping: %r", thread.name, error)
+            return
+        log.error("%s died", thread.name, exc_info=error)
+        with self._error_lock:
+            if self._error is None:
+                self._error = error
+
+
+def _fmt_tps(tps: Iterable[TopicPartition]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return ", ".join(f"{t}{sorted(ps)}" for t, ps in sorted(by_topic.items())) or "nothing"
+
+
+__all__ = [
+    "BEYOND_END_CONFIRM_S",
+    "ConfluentBackend",
+    "FetchBackend",
+    "FetchMetrics",
+    "FetchStats",
+    "FetcherManager",
+    "KafkaPythonBackend",
+    "PollResult",
+    "confluent_conf",
+    "fetcher_id",
+    "kafka_python_kwargs",
+    "log_end_offsets",
+]

@@ -1,0 +1,270 @@
+"""Offset storage: where a group's committed offsets live.
+
+Both stores hold the *next* offset to consume (never plus or minus one across stores).
+
+- :class:`ZkOffsetStore`: ``/consumers/G/offsets/T/P`` as a decimal string; a commit writes only
+  the partitions whose offset changed since the last commit or read, all of them in one
+  ZooKeeper multi transaction.
+- :class:`KafkaOffsetStore`: the group's offsets in Kafka (``offsets.storage=kafka``); a commit
+  is one OffsetCommit for the group with every given partition, a read one OffsetFetch. The
+  group is never joined: the request carries no generation and no member id, as the legacy
+  consumer's did, so Kafka accepts it while the group has no modern member.
+- :class:`DualOffsetStore` (``dual.commit.enabled``): commits to both; reads the larger of the
+  two, as the legacy consumer did while migrating.
+
+:func:`make_offset_store` picks one per the configuration. Failures raise; retrying
+(``offsets.commit.max.retries``, ``offsets.channel.backoff.ms``) is the connector's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from . import _zkpaths as zp
+from ._errors import ZkConsumerError, ZkDataError
+from ._types import TopicPartition
+
+if TYPE_CHECKING:
+    from ._config import ConsumerConfig
+
+log = logging.getLogger("zkconsumer.offsets")
+
+
+class OffsetStore(Protocol):
+    """Reads and commits a group's offsets; see the module docstring."""
+
+    def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """Committed next-offsets; None where nothing was committed."""
+        ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
+        """Store these offsets; return how many were written. Raises on failure."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ZkOffsetStore:
+    """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds)."""
+
+    def __init__(self, zk: KazooClient, group: str) -> None:
+        self._zk = zk
+        self._group = group
+        self._lock = threading.Lock()
+        self._checkpointed: dict[TopicPartition, int] = {}
+
+    def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        out: dict[TopicPartition, int | None] = {}
+        for tp in tps:
+            path = zp.offset_path(self._group, tp.topic, tp.partition)
+            try:
+                data, _ = self._zk.get(path)
+            except NoNodeError:
+                out[tp] = None
+                continue
+            try:
+                out[tp] = zp.decode_offset(data, path)
+            except ZkDataError as e:
+                # A garbled offset is treated as no offset (auto.offset.reset applies), loudly.
+                log.error("ignoring %s", e)
+                out[tp] = None
+                continue
+            with self._lock:
+                self._checkpointed[tp] = out[tp]  # type: ignore[assignment]
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
+        with self._lock:
+            changed = {
+                tp: off
+                for tp, off in offsets.items()
+                if off >= 0 and self._checkpointed.get(tp) != off
+            }
+        if not changed:
+            return 0
+        self._ensure_parents(changed)
+        for attempt in range(2):
+            tx = self._zk.transaction()
+            for tp, off in sorted(changed.items()):
+                path = zp.offset_path(self._group, tp.topic, tp.partition)
+                tx.set_data(path, zp.encode_offset(off))
+            results = tx.commit()
+            failed = [r for r in results if isinstance(r, Exception)]
+            if not failed:
+                break
+            if attempt == 0 and any(isinstance(r, NoNodeError) for r in failed):
+                self._ensure_nodes(changed)
+                continue
+            raise failed[0]
+        with self._lock:
+            self._checkpointed.update(changed)
+        return len(changed)
+
+    def _ensure_parents(self, offsets: Mapping[TopicPartition, int]) -> None:
+        for topic in {tp.topic for tp in offsets}:
+            self._zk.ensure_path(zp.offsets_topic_dir(self._group, topic))
+
+    def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
+        for tp, off in offsets.items():
+            path = zp.offset_path(self._group, tp.topic, tp.partition)
+            try:
+                self._zk.create(path, zp.encode_offset(off), makepath=True)
+            except NodeExistsError:
+                pass
+
+    def close(self) -> None:
+        pass
+
+
+class OffsetCommitError(ZkConsumerError):
+    """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name."""
+
+    def __init__(self, group: str, errors: Mapping[TopicPartition, str]) -> None:
+        shown = ", ".join(f"{t}:{p}={e}" for (t, p), e in sorted(errors.items())[:5])
+        more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+        super().__init__(
+            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}"
+        )
+        self.group = group
+        self.errors = dict(errors)
+
+
+class KafkaOffsetStore:
+    """Offsets in Kafka, through one kafka-python ``KafkaAdminClient`` (public API).
+
+    ``_lock`` guards ``_admin`` (made lazily from ``brokers()``, dropped after a failure so that
+    the next call bootstraps from the brokers registered then) and serialises its use.
+    """
+
+    def __init__(
+        self, config: ConsumerConfig, group: str, brokers: Callable[[], list[str]]
+    ) -> None:
+        self._config = config
+        self._group = group
+        self._brokers = brokers
+        self._lock = threading.Lock()
+        self._admin: Any = None
+
+    def _client(self) -> Any:
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaConnectionError
+
+        if self._admin is None:
+            brokers = list(self._brokers())
+            if not brokers:
+                raise KafkaConnectionError("no broker is registered in ZooKeeper")
+            kwargs = self._config.kafka_client_kwargs()
+            kwargs["request_timeout_ms"] = self._config.offsets_channel_socket_timeout_ms
+            self._admin = KafkaAdminClient(bootstrap_servers=brokers, **kwargs)
+        return self._admin
+
+    def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        from kafka import TopicPartition as KTP
+
+        wanted = sorted({TopicPartition(t, p) for t, p in tps})
+        if not wanted:
+            return {}
+        with self._lock:
+            try:
+                found = self._client().list_group_offsets(
+                    {self._group: [KTP(t, p) for t, p in wanted]}
+                ).get(self._group, {})
+            except BaseException:
+                self._drop()
+                raise
+        out: dict[TopicPartition, int | None] = dict.fromkeys(wanted)
+        for k, v in found.items():
+            tp = TopicPartition(k.topic, k.partition)
+            if tp in out and v is not None and v.offset is not None and v.offset >= 0:
+                out[tp] = int(v.offset)
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
+        from kafka import TopicPartition as KTP
+        from kafka.errors import NoError
+        from kafka.structs import OffsetAndMetadata
+
+        valid = {TopicPartition(t, p): off for (t, p), off in offsets.items() if off >= 0}
+        if not valid:
+            return 0
+        request = {KTP(t, p): OffsetAndMetadata(off, "", -1) for (t, p), off in valid.items()}
+        with self._lock:
+            try:
+                result = self._client().alter_group_offsets(self._group, request)
+            except BaseException:
+                self._drop()
+                raise
+        errors = {
+            TopicPartition(k.topic, k.partition): getattr(e, "__name__", str(e))
+            for k, e in result.items()
+            if e is not NoError
+        }
+        if errors:
+            raise OffsetCommitError(self._group, errors)
+        return len(valid)
+
+    def _drop(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:  # noqa: BLE001 - already failing; the first error matters
+                log.debug("closing the offsets admin client failed", exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+
+class DualOffsetStore:
+    """Both stores (``dual.commit.enabled``): commits go to ZooKeeper and Kafka; a read is the
+    larger of the two (None only when neither has an offset). No state of its own."""
+
+    def __init__(self, zk_store: OffsetStore, kafka_store: OffsetStore) -> None:
+        self.zk_store = zk_store
+        self.kafka_store = kafka_store
+
+    def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        wanted = list(tps)
+        from_kafka = self.kafka_store.read(wanted)
+        from_zk = self.zk_store.read(wanted)
+        out: dict[TopicPartition, int | None] = {}
+        for tp in wanted:
+            values = [v for v in (from_zk.get(tp), from_kafka.get(tp)) if v is not None]
+            out[tp] = max(values) if values else None
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
+        """Kafka first, then ZooKeeper (the legacy order); returns what Kafka took."""
+        written = self.kafka_store.commit(offsets)
+        self.zk_store.commit(offsets)
+        return written
+
+    def close(self) -> None:
+        try:
+            self.kafka_store.close()
+        finally:
+            self.zk_store.close()
+
+
+def make_offset_store(
+    config: ConsumerConfig, zk: KazooClient, brokers: Callable[[], list[str]]
+) -> OffsetStore:
+    """The store ``offsets.storage`` and ``dual.commit.enabled`` ask for.
+
+    zookeeper: ZooKeeper only (dual commit applies to Kafka storage only, as in the original);
+    kafka: Kafka, plus ZooKeeper when dual commit is on.
+    """
+    zk_store = ZkOffsetStore(zk, config.group_id)
+    if config.offsets_storage != "kafka":
+        return zk_store
+    kafka_store = KafkaOffsetStore(config, config.group_id, brokers)
+    if config.dual_commit_enabled:
+        return DualOffsetStore(zk_store, kafka_store)
+    return kafka_store
