@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 
 from tests.support import NullFetcher, StackInfo, expected_owners, group_owners, wait_until
 from zkconsumer import (
+    BackgroundThreadError,
     ConsumerConfig,
     ConsumerRebalanceFailedException,
     ConsumerRebalanceListener,
@@ -280,3 +281,26 @@ def test_storm_of_twenty_members(stack, zk, names, topic_factory) -> None:
         for c in members:
             assert {tp.partition: th for tp, th in c.owned_partitions().items()} == {
                 p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}
+
+
+def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+
+    class DyingFetcher(NullFetcher):
+        error: BaseException | None = None
+
+    fetcher = DyingFetcher()
+    c = ZookeeperConsumerConnector(_config(stack, names.group),
+                                   fetcher_factory=lambda _c: fetcher)
+    try:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        fetcher.error = RuntimeError("fetcher thread died")
+        with pytest.raises(BackgroundThreadError) as exc:
+            next(iter(stream))  # blocked on its queue until the failure is put there
+        assert isinstance(exc.value.__cause__, RuntimeError)
+        with pytest.raises(BackgroundThreadError):
+            next(iter(stream))  # and on every later call
+        with pytest.raises(BackgroundThreadError):
+            c.commit_offsets()
+    finally:
+        c.shutdown()

@@ -22,12 +22,15 @@ from ._errors import (
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
     ConsumerTimeoutException,
+    MessageDecodeError,
     MessageStreamsExistException,
+    OffsetCommitError,
     StackError,
     ZkConsumerError,
     ZkDataError,
 )
 from ._filters import Blacklist, TopicFilter, Whitelist
+from ._stream import KafkaStream, MessageAndMetadata
 from ._types import TopicPartition
 
 __version__ = "0.1.0"
@@ -41,7 +44,11 @@ __all__ = [
     "ConsumerRebalanceListener",
     "ConsumerShutdownError",
     "ConsumerTimeoutException",
+    "KafkaStream",
+    "MessageAndMetadata",
+    "MessageDecodeError",
     "MessageStreamsExistException",
+    "OffsetCommitError",
     "StackError",
     "TopicFilter",
     "TopicPartition",

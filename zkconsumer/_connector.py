@@ -50,7 +50,8 @@ from ._errors import (
     ZkDataError,
 )
 from ._filters import TopicFilter, filter_from_registration
-from ._partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
+from ._offsets import OffsetStore, make_offset_store
+from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
 from ._types import TopicPartition
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ class ZookeeperConsumerConnector:
                 self.metrics.watch_queue(topic, thread_id, q)
                 s: KafkaStream[Any, Any] = KafkaStream(
                     q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                    self.config.client_id,
+                    self.config.client_id, self.metrics,
                 )
                 self._streams.append(s)
                 result[topic].append(s)
@@ -304,7 +305,7 @@ class ZookeeperConsumerConnector:
             )
             s: KafkaStream[Any, Any] = KafkaStream(
                 q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                self.config.client_id,
+                self.config.client_id, self.metrics,
             )
             self._streams.append(s)
             streams.append(s)
@@ -374,13 +375,8 @@ class ZookeeperConsumerConnector:
         self.log.info("shut down")
 
     # -- internals: set-up ---------------------------------------------------------------
-    def _make_offset_store(self) -> Any:
-        from . import _offsets
-
-        factory = getattr(_offsets, "make_offset_store", None)
-        if factory is None:
-            return _offsets.ZkOffsetStore(self._zk, self.group)
-        return factory(self.config, self._zk, self.broker_addresses)
+    def _make_offset_store(self) -> OffsetStore:
+        return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics)
 
     def _claim_streams(self) -> None:
         with self._state_lock:
@@ -396,6 +392,7 @@ class ZookeeperConsumerConnector:
         return list(self._queues.values()) + list(self._wildcard_queues)
 
     def _check(self) -> None:
+        self._check_fetcher()
         if self._bg_error is not None:
             raise BackgroundThreadError(
                 f"{self.consumer_id}: a background thread failed: {self._bg_error!r}"
@@ -443,7 +440,9 @@ class ZookeeperConsumerConnector:
     def _watcher_loop(self) -> None:
         try:
             while not self._shutdown_event.is_set():
-                if not self._wakeup.wait(1.0):
+                woken = self._wakeup.wait(1.0)
+                self._check_fetcher()
+                if not woken:
                     continue
                 if self._shutdown_event.is_set():
                     break
@@ -467,6 +466,16 @@ class ZookeeperConsumerConnector:
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
             self._bg_error = e
             self.log.exception("watcher thread died")
+
+    def _check_fetcher(self) -> None:
+        """A fetch side that died is re-raised to the application, never swallowed."""
+        error = getattr(self._fetcher, "error", None)
+        if error is None or self._bg_error is not None:
+            return
+        self._bg_error = error
+        self.log.error("fetching failed: %r; iterators will raise it", error)
+        for q in self._all_queues():
+            q.put_shutdown(FetcherFailed(error))
 
     def _retry_later(self, delay_s: float) -> None:
         if self._shutdown_event.wait(delay_s):

@@ -9,6 +9,8 @@ The hierarchy::
     ├── ConsumerRebalanceFailedException         "<id> can't rebalance after N retries"
     ├── MessageStreamsExistException             streams created twice on one connector
     ├── ConsumerTimeoutException                 consumer.timeout.ms passed with no message
+    ├── MessageDecodeError                       a decoder raised (topic, partition, offset)
+    ├── OffsetCommitError                        Kafka refused some offsets of a commit
     ├── ConsumerShutdownError                    the connector is shut down
     └── BackgroundThreadError                    a background thread died; carries its cause
 
@@ -17,6 +19,9 @@ same; the rest follow Python conventions.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 
 class ZkConsumerError(Exception):
@@ -53,3 +58,34 @@ class ConsumerShutdownError(ZkConsumerError):
 
 class BackgroundThreadError(ZkConsumerError):
     """A background thread of the connector failed; ``__cause__`` is its exception."""
+
+
+class MessageDecodeError(ZkConsumerError):
+    """A key or value decoder raised; ``__cause__`` is its exception.
+
+    The consumed offset stays at :attr:`offset` until the next ``next()`` call, which skips
+    the message.
+    """
+
+    def __init__(self, topic: str, partition: int, offset: int, part: str, cause: BaseException):
+        super().__init__(
+            f"cannot decode the {part} of the message at {topic}:{partition} offset {offset}: "
+            f"{cause!r}"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.part = part  # "key" or "value"
+
+
+class OffsetCommitError(ZkConsumerError):
+    """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name."""
+
+    def __init__(self, group: str, errors: Mapping[Any, str]) -> None:
+        shown = ", ".join(f"{t}:{p}={e}" for (t, p), e in sorted(errors.items())[:5])
+        more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+        super().__init__(
+            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}"
+        )
+        self.group = group
+        self.errors = dict(errors)

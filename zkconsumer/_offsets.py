@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from . import _zkpaths as zp
-from ._errors import ZkConsumerError, ZkDataError
+from ._errors import OffsetCommitError, ZkDataError
 from ._types import TopicPartition
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ class OffsetStore(Protocol):
 class ZkOffsetStore:
     """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds)."""
 
-    def __init__(self, zk: KazooClient, group: str) -> None:
+    def __init__(self, zk: KazooClient, group: str, metrics: Any = None) -> None:
+        self._metrics = metrics  # a ConsumerMetrics (ZooKeeperCommitsPerSec), or None
         self._zk = zk
         self._group = group
         self._lock = threading.Lock()
@@ -104,6 +105,8 @@ class ZkOffsetStore:
             raise failed[0]
         with self._lock:
             self._checkpointed.update(changed)
+        if self._metrics is not None:
+            self._metrics.record_commit("zookeeper", len(changed))
         return len(changed)
 
     def _ensure_parents(self, offsets: Mapping[TopicPartition, int]) -> None:
@@ -122,19 +125,6 @@ class ZkOffsetStore:
         pass
 
 
-class OffsetCommitError(ZkConsumerError):
-    """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name."""
-
-    def __init__(self, group: str, errors: Mapping[TopicPartition, str]) -> None:
-        shown = ", ".join(f"{t}:{p}={e}" for (t, p), e in sorted(errors.items())[:5])
-        more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
-        super().__init__(
-            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}"
-        )
-        self.group = group
-        self.errors = dict(errors)
-
-
 class KafkaOffsetStore:
     """Offsets in Kafka, through one kafka-python ``KafkaAdminClient`` (public API).
 
@@ -143,8 +133,13 @@ class KafkaOffsetStore:
     """
 
     def __init__(
-        self, config: ConsumerConfig, group: str, brokers: Callable[[], list[str]]
+        self,
+        config: ConsumerConfig,
+        group: str,
+        brokers: Callable[[], list[str]],
+        metrics: Any = None,
     ) -> None:
+        self._metrics = metrics  # a ConsumerMetrics (KafkaCommitsPerSec), or None
         self._config = config
         self._group = group
         self._brokers = brokers
@@ -207,6 +202,8 @@ class KafkaOffsetStore:
         }
         if errors:
             raise OffsetCommitError(self._group, errors)
+        if self._metrics is not None:
+            self._metrics.record_commit("kafka", len(valid))
         return len(valid)
 
     def _drop(self) -> None:
@@ -254,17 +251,20 @@ class DualOffsetStore:
 
 
 def make_offset_store(
-    config: ConsumerConfig, zk: KazooClient, brokers: Callable[[], list[str]]
+    config: ConsumerConfig,
+    zk: KazooClient,
+    brokers: Callable[[], list[str]],
+    metrics: Any = None,
 ) -> OffsetStore:
     """The store ``offsets.storage`` and ``dual.commit.enabled`` ask for.
 
     zookeeper: ZooKeeper only (dual commit applies to Kafka storage only, as in the original);
     kafka: Kafka, plus ZooKeeper when dual commit is on.
     """
-    zk_store = ZkOffsetStore(zk, config.group_id)
+    zk_store = ZkOffsetStore(zk, config.group_id, metrics)
     if config.offsets_storage != "kafka":
         return zk_store
-    kafka_store = KafkaOffsetStore(config, config.group_id, brokers)
+    kafka_store = KafkaOffsetStore(config, config.group_id, brokers, metrics)
     if config.dual_commit_enabled:
         return DualOffsetStore(zk_store, kafka_store)
     return kafka_store

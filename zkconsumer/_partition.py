@@ -130,6 +130,17 @@ class _Shutdown:
 SHUTDOWN: Any = _Shutdown()
 
 
+class FetcherFailed:
+    """Put on every queue when fetching failed for good: iterators raise
+    ``BackgroundThreadError`` (from ``error``) instead of blocking forever."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"FetcherFailed({self.error!r})"
+
+
 class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
     """A bounded queue of chunks; :meth:`clear` drops everything queued (rebalance)."""
 
@@ -141,9 +152,9 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
             self.not_full.notify_all()
         return dropped
 
-    def put_shutdown(self) -> None:
+    def put_shutdown(self, item: Any = SHUTDOWN) -> None:
         """Put the sentinel even when the queue is full: shutdown must not block."""
         with self.mutex:
-            self.queue.append(SHUTDOWN)
+            self.queue.append(item)
             self.unfinished_tasks += 1
             self.not_empty.notify()

@@ -1,0 +1,291 @@
+"""The ``zkconsumer migrate`` and ``zkconsumer compare`` subcommands.
+
+- ``migrate status``: both offset stores side by side, live consumers of both protocols and
+  a verdict (exit 0 when it is safe to switch to the modern protocol, 1 when not);
+- ``migrate copy --from zookeeper --to kafka`` (or back): seed one store from the other once
+  no consumer is alive; ``--dry-run`` shows the plan;
+- ``compare``: the same workload through a zkconsumer group and a kafka-python group, with a
+  Markdown report and a PNG chart.
+
+The work is in :mod:`zkconsumer._migrate` and :mod:`zkconsumer._compare`; this module parses
+flags and prints. Failures the user can fix raise :class:`zkconsumer.cli.CommandError`: one
+line on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._errors import ZkConsumerError
+
+__all__ = ["register"]
+
+
+def _command_error(message: str) -> ZkConsumerError:
+    from .cli import CommandError  # late: cli imports this module while building its parser
+
+    return CommandError(message)
+
+
+def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Client-library failures (kazoo, kafka-python) become one-line CommandErrors."""
+
+    @functools.wraps(fn)
+    def run(args: argparse.Namespace) -> int:
+        from kafka.errors import KafkaError
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            return fn(args)
+        except ZkConsumerError as e:
+            if type(e).__name__ == "CommandError":
+                raise
+            raise _command_error(str(e)) from e
+        except (KafkaError, KazooException, KazooTimeoutError) as e:
+            raise _command_error(f"{type(e).__name__}: {e}".rstrip(": ")) from e
+
+    return run
+
+
+def _connect(args: argparse.Namespace) -> Any:
+    from ._admin import connect
+
+    return connect(args.zookeeper, args.connect_timeout)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for r in cells:
+        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------
+# migrate status
+# --------------------------------------------------------------------------------------
+
+
+@_guarded
+def _cmd_status(args: argparse.Namespace) -> int:
+    from ._migrate import migration_status
+
+    zk = _connect(args)
+    try:
+        status = migration_status(zk, args.group, args.bootstrap_server, args.topic or None)
+    finally:
+        zk.stop()
+        zk.close()
+    if args.json:
+        print(json.dumps(status.to_dict(), indent=2))
+        return 0 if status.safe else 1
+    rows = [
+        (p.topic, p.partition, p.zookeeper_offset, p.kafka_offset, p.log_start, p.log_end,
+         p.zookeeper_lag, p.kafka_lag, p.state, p.owner)
+        for p in status.partitions
+    ]
+    print(f"group {status.group}")
+    print(_table(("TOPIC", "PARTITION", "ZK-OFFSET", "KAFKA-OFFSET", "LOG-START", "LOG-END",
+                  "ZK-LAG", "KAFKA-LAG", "CLASS", "ZK-OWNER"), rows))
+    print()
+    print("legacy consumers (ZooKeeper): "
+          + (", ".join(status.zookeeper_members) or "none"))
+    modern = ", ".join(f"{m.member_id} ({m.host})" for m in status.modern_members)
+    print(f"modern members (group state {status.modern_state}): {modern or 'none'}")
+    for w in status.warnings:
+        print(f"warning: {w}")
+    for b in status.blockers[1:]:
+        print(f"also: {b}")
+    print(("SAFE to switch: " if status.safe else "NOT safe to switch: ") + status.reason)
+    return 0 if status.safe else 1
+
+
+# --------------------------------------------------------------------------------------
+# migrate copy
+# --------------------------------------------------------------------------------------
+
+
+@_guarded
+def _cmd_copy(args: argparse.Namespace) -> int:
+    from ._migrate import copy_offsets
+
+    if args.source == args.dest:
+        raise _command_error(f"--from and --to are both {args.source}")
+    if args.wait_timeout < 0 or args.check_interval < 0 or args.checks < 1:
+        raise _command_error("--wait-timeout and --check-interval must be >= 0, --checks >= 1")
+    zk = _connect(args)
+    try:
+        result = copy_offsets(
+            zk, args.group, args.bootstrap_server, args.source, args.dest,
+            topics=args.topic or None, force=args.force, dry_run=args.dry_run,
+            checks=args.checks, check_interval_s=args.check_interval,
+            wait_timeout_s=args.wait_timeout,
+        )
+    finally:
+        zk.stop()
+        zk.close()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    rows = [(a.topic, a.partition, a.source_offset, a.dest_offset, a.action)
+            for a in result.actions]
+    print(_table(("TOPIC", "PARTITION", f"{args.source.upper()}", f"{args.dest.upper()}",
+                  "ACTION"), rows))
+    skipped = sum(1 for a in result.actions if a.action == "skip_newer")
+    if result.dry_run:
+        n = sum(1 for a in result.actions if a.writes)
+        print(f"dry run: would write {n} offset(s) to {args.dest}")
+        if result.live_consumers:
+            print(f"live consumers now (a real copy waits for them to go): "
+                  f"{'; '.join(result.live_consumers[:5])}")
+    else:
+        print(f"wrote {result.written} offset(s) to {args.dest} (no consumer seen on "
+              f"{result.idle_checks} check(s))")
+    if skipped:
+        print(f"kept {skipped} newer offset(s) in {args.dest} (--force overwrites them)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------
+
+
+@_guarded
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ._compare import LABELS, CompareSettings, run_compare, write_report
+
+    if args.short:
+        settings = CompareSettings.short(args.bootstrap_server, args.zookeeper, args.topic,
+                                         args.members, args.messages)
+    else:
+        settings = CompareSettings(args.bootstrap_server, args.zookeeper, args.topic,
+                                   args.members,
+                                   messages=20_000 if args.messages is None else args.messages)
+    if args.partitions is not None:
+        settings.partitions = args.partitions
+    if args.rate is not None:
+        settings.rate = args.rate
+    if args.session_timeout_ms is not None:
+        settings.session_timeout_ms = args.session_timeout_ms
+    if args.protocol:
+        settings.protocols = tuple(args.protocol)
+    output = Path(args.output)
+
+    def progress(msg: str) -> None:
+        print(f"[compare] {msg}", file=sys.stderr, flush=True)
+
+    result = run_compare(settings, output, progress)
+    paths = write_report(result, output)
+    for r in result.results:
+        tput = f"{r.throughput:.0f} msg/s" if r.throughput else "n/a"
+        times = ", ".join(
+            f"{c.change} {c.reassignment_s:.2f} s" if c.reassignment_s is not None
+            else f"{c.change} timeout" for c in r.changes
+        )
+        print(f"{LABELS[r.protocol]}: {times}; throughput {tput}; lost {r.lost}, "
+              f"duplicated {r.duplicated} of {r.produced}")
+    print(f"report: {paths['markdown']}  chart: {paths['chart']}  data: {paths['json']}")
+    return 0 if all(not r.errors for r in result.results) else 1
+
+
+# --------------------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
+    if group:
+        p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--bootstrap-server", required=True, metavar="B",
+                   help="Kafka bootstrap servers, host:port[,host:port]")
+    p.add_argument("--zookeeper", required=True, metavar="ZK",
+                   help="ZooKeeper connect string, host:port[,host:port][/chroot]")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds to wait for a ZooKeeper session (default 10)")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``migrate`` and ``compare`` to the ``zkconsumer`` command line."""
+    mig = subparsers.add_parser(
+        "migrate", help="move a group from ZooKeeper offsets to the modern group protocol",
+        description="Move a group from the legacy ZooKeeper consumer to the broker-"
+        "coordinated group protocol (and back) without losing or replaying messages. "
+        "See docs/migration.md.",
+    )
+    msub = mig.add_subparsers(dest="migrate_command", required=True, metavar="ACTION")
+
+    p = msub.add_parser(
+        "status", help="both offset stores, live consumers and a verdict",
+        description="Per partition: the ZooKeeper offset, the Kafka committed offset, the "
+        "log range, lag against each and a class (equal, zk_ahead, kafka_ahead, "
+        "missing_in_zk, missing_in_kafka, below_log_start, above_log_end, no_offset); the "
+        "live consumers of both protocols; whether a modern group may take over now. "
+        "Exit status 0 when it is safe to switch, 1 when not.",
+    )
+    _common(p)
+    p.add_argument("--topic", action="append", metavar="T",
+                   help="only this topic (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_status)
+
+    p = msub.add_parser(
+        "copy", help="seed one offset store from the other once no consumer is alive",
+        description="Copy the group's offsets between ZooKeeper and Kafka, unchanged (both "
+        "hold the next offset to consume). Waits until the group has no owner znode, no "
+        "registered legacy consumer and no modern member on --checks checks in a row; "
+        "never overwrites a newer offset unless --force.",
+    )
+    _common(p)
+    p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"])
+    p.add_argument("--to", dest="dest", required=True, choices=["zookeeper", "kafka"])
+    p.add_argument("--topic", action="append", metavar="T",
+                   help="only this topic (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="also overwrite offsets that are newer in the destination")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the plan (and who is alive now); write nothing, wait for nothing")
+    p.add_argument("--wait-timeout", type=float, default=30.0, metavar="S",
+                   help="give up when consumers are still alive after S seconds (default 30)")
+    p.add_argument("--checks", type=int, default=3, metavar="N",
+                   help="consecutive idle checks required (default 3)")
+    p.add_argument("--check-interval", type=float, default=1.0, metavar="S",
+                   help="seconds between checks (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_copy)
+
+    p = subparsers.add_parser(
+        "compare", help="the same workload through a zkconsumer and a kafka-python group",
+        description="Run the same workload (backlog, then join, clean leave and SIGKILL "
+        "under steady traffic) through a zkconsumer group and a kafka-python group and "
+        "report both side by side: assignments, time to full reassignment, throughput, "
+        "lost and duplicated messages. Writes report.md, compare.png and compare.json.",
+    )
+    _common(p, group=False)
+    p.add_argument("--topic", required=True, metavar="T",
+                   help="topic to use (created when missing)")
+    p.add_argument("--members", type=int, required=True, metavar="N",
+                   help="members per group (at least 2)")
+    p.add_argument("--messages", type=int, default=None, metavar="M",
+                   help="backlog size (default 20000, 2000 with --short)")
+    p.add_argument("--partitions", type=int, default=None, metavar="P",
+                   help="partitions when the topic is created (default 2 x (N + 1))")
+    p.add_argument("--rate", type=float, default=None, metavar="R",
+                   help="messages per second during the changes (default 200, 100 --short)")
+    p.add_argument("--session-timeout-ms", type=int, default=None, metavar="MS",
+                   help="session timeout of both protocols (default 6000, 3000 --short)")
+    p.add_argument("--protocol", action="append", choices=["zookeeper", "kafka"],
+                   help="run only this protocol (repeatable; default both)")
+    p.add_argument("--short", action="store_true",
+                   help="small and fast (CI): small backlog, short pauses and timeouts")
+    p.add_argument("--output", default="compare-output", metavar="DIR",
+                   help="directory for the report (default ./compare-output)")
+    p.set_defaults(func=_cmd_compare)

@@ -1,0 +1,863 @@
+"""Moving a group from the legacy ZooKeeper consumer to the broker-coordinated protocol.
+
+Two operations, as plain functions returning dataclasses (nothing here prints;
+``zkconsumer._cli_migrate`` turns them into ``zkconsumer migrate status|copy``):
+
+- :func:`migration_status`: per partition, the ZooKeeper offset, the Kafka committed offset,
+  the log start and end, the lag against each store and a class (:data:`CLASSES`); the live
+  legacy members and owners (ZooKeeper) and the live modern members (DescribeGroups); and a
+  verdict: whether a modern consumer group may take over now without losing or replaying
+  messages, with the reason.
+- :func:`copy_offsets`: seed one store from the other (ZooKeeper -> Kafka to migrate,
+  Kafka -> ZooKeeper to roll back). It first waits until the group has no live consumer of
+  either protocol, seen on several checks in a row; it never replaces a newer offset unless
+  forced; it copies the value as is, because both stores hold the *next* offset to consume
+  (REFERENCE.md section 6: tools that add or subtract one are wrong).
+
+The live alternative needs no tool: run the legacy connectors with ``offsets.storage=kafka``
+and ``dual.commit.enabled=true`` (commits go to both stores, reads take the max), roll,
+then turn dual commit off, roll again; ``docs/migration.md`` has the whole procedure.
+
+Offsets below zero (Kafka answers -1 for "nothing committed") count as absent everywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+
+from . import _zkpaths as zp
+from ._errors import ZkConsumerError, ZkDataError
+from ._types import TopicPartition
+
+__all__ = [
+    "CLASSES",
+    "CopyAction",
+    "CopyResult",
+    "GroupActiveError",
+    "MigrationError",
+    "MigrationStatus",
+    "ModernMember",
+    "PartitionState",
+    "broker_log_range",
+    "classify",
+    "copy_offsets",
+    "migration_status",
+    "verdict",
+    "modern_admin",
+    "plan_copy",
+    "read_kafka_offsets",
+    "read_zk_offsets",
+    "wait_until_idle",
+    "write_kafka_offsets",
+]
+
+log = logging.getLogger("zkconsumer.migrate")
+
+Store = Literal["zookeeper", "kafka"]
+STORES: tuple[Store, ...] = ("zookeeper", "kafka")
+
+#: Partition classes, in the order they are checked (the first that applies wins).
+CLASSES = (
+    "no_offset",         # neither store has an offset: both protocols apply their reset policy
+    "below_log_start",   # an offset points at deleted messages
+    "above_log_end",     # an offset points past the log end (log truncated or recreated)
+    "missing_in_zk",     # only Kafka has an offset
+    "missing_in_kafka",  # only ZooKeeper has an offset
+    "equal",
+    "zk_ahead",          # ZooKeeper is newer: a modern consumer would replay the difference
+    "kafka_ahead",       # Kafka is newer (dual commit, or modern consumers already ran)
+)
+
+
+class MigrationError(ZkConsumerError):
+    """A migration step cannot be done; the message says why and what to do."""
+
+
+class GroupActiveError(MigrationError):
+    """The group still has live consumers of either protocol."""
+
+
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class PartitionState:
+    """One partition of the group as both stores and the broker see it."""
+
+    topic: str
+    partition: int
+    zookeeper_offset: int | None
+    kafka_offset: int | None
+    log_start: int | None
+    log_end: int | None
+    zookeeper_lag: int | None
+    kafka_lag: int | None
+    state: str  # one of CLASSES
+    owner: str | None  # the legacy owner thread, when an owner znode exists
+
+
+@dataclass
+class ModernMember:
+    """A member of the broker-coordinated group (from DescribeGroups)."""
+
+    member_id: str
+    client_id: str
+    host: str
+    partitions: list[TopicPartition]
+
+
+@dataclass
+class MigrationStatus:
+    """What ``migrate status`` reports; ``safe`` is the verdict, ``reason`` why."""
+
+    group: str
+    partitions: list[PartitionState]
+    zookeeper_members: list[str]
+    zookeeper_owners: dict[TopicPartition, str]
+    modern_state: str
+    modern_members: list[ModernMember]
+    safe: bool
+    reason: str
+    blockers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "safe": self.safe,
+            "reason": self.reason,
+            "blockers": list(self.blockers),
+            "warnings": list(self.warnings),
+            "zookeeper": {
+                "members": list(self.zookeeper_members),
+                "owners": {f"{tp.topic}:{tp.partition}": o
+                           for tp, o in sorted(self.zookeeper_owners.items())},
+            },
+            "kafka": {
+                "state": self.modern_state,
+                "members": [
+                    {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                     "partitions": [f"{tp.topic}:{tp.partition}" for tp in m.partitions]}
+                    for m in self.modern_members
+                ],
+            },
+            "partitions": [
+                {k: v for k, v in asdict(p).items() if k != "state"} | {"class": p.state}
+                for p in self.partitions
+            ],
+        }
+
+
+@dataclass
+class CopyAction:
+    """What the copy does (or did) with one partition."""
+
+    topic: str
+    partition: int
+    source_offset: int | None
+    dest_offset: int | None
+    # copy: destination missing or older; overwrite: destination newer, --force;
+    # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source.
+    action: str
+
+    @property
+    def writes(self) -> bool:
+        return self.action in ("copy", "overwrite")
+
+
+@dataclass
+class CopyResult:
+    """The plan, and what was written (nothing on a dry run)."""
+
+    group: str
+    source: Store
+    dest: Store
+    dry_run: bool
+    force: bool
+    actions: list[CopyAction]
+    written: int
+    #: Live consumers seen by the last check (dry run: reported, not waited for).
+    live_consumers: list[str] = field(default_factory=list)
+    idle_checks: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "from": self.source,
+            "to": self.dest,
+            "dry_run": self.dry_run,
+            "force": self.force,
+            "written": self.written,
+            "live_consumers": list(self.live_consumers),
+            "idle_checks": self.idle_checks,
+            "partitions": [asdict(a) for a in self.actions],
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Classification and verdict (pure)
+# --------------------------------------------------------------------------------------
+
+
+def _present(offset: int | None) -> int | None:
+    return offset if offset is not None and offset >= 0 else None
+
+
+def classify(
+    zk_offset: int | None,
+    kafka_offset: int | None,
+    log_start: int | None = None,
+    log_end: int | None = None,
+) -> str:
+    """The class of one partition (see :data:`CLASSES`; the first that applies wins).
+
+    >>> classify(5, 5), classify(7, 5), classify(5, 7), classify(None, 3), classify(3, None)
+    ('equal', 'zk_ahead', 'kafka_ahead', 'missing_in_zk', 'missing_in_kafka')
+    >>> classify(2, 9, log_start=4), classify(None, None)
+    ('below_log_start', 'no_offset')
+    """
+    zk_offset, kafka_offset = _present(zk_offset), _present(kafka_offset)
+    present = [o for o in (zk_offset, kafka_offset) if o is not None]
+    if not present:
+        return "no_offset"
+    if log_start is not None and log_start >= 0 and any(o < log_start for o in present):
+        return "below_log_start"
+    if log_end is not None and log_end >= 0 and any(o > log_end for o in present):
+        return "above_log_end"
+    if zk_offset is None:
+        return "missing_in_zk"
+    if kafka_offset is None:
+        return "missing_in_kafka"
+    if zk_offset == kafka_offset:
+        return "equal"
+    return "zk_ahead" if zk_offset > kafka_offset else "kafka_ahead"
+
+
+def _lag(offset: int | None, end: int | None) -> int | None:
+    from ._admin import partition_lag  # the one lag computation (groups describe, metrics)
+
+    return partition_lag(offset, end)
+
+
+def _fmt_tps(tps: Iterable[TopicPartition], limit: int = 6) -> str:
+    items = [f"{tp.topic}:{tp.partition}" for tp in sorted(tps)]
+    more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def verdict(
+    group: str,
+    partitions: Sequence[PartitionState],
+    zookeeper_members: Sequence[str],
+    zookeeper_owners: Mapping[TopicPartition, str],
+    modern_members: Sequence[ModernMember],
+) -> tuple[bool, str, list[str], list[str]]:
+    """(safe, reason, blockers, warnings) for switching ``group`` to the modern protocol now.
+
+    Safe means: no legacy consumer is alive (a mixed group gives duplicate ownership), and a
+    modern consumer starting from Kafka's offsets would neither replay (ZooKeeper ahead) nor
+    fall back to its reset policy where the legacy group had a position (missing in Kafka,
+    offsets out of the log's range).
+    """
+    blockers: list[str] = []
+    warnings: list[str] = []
+    by_class: dict[str, list[TopicPartition]] = {}
+    for p in partitions:
+        by_class.setdefault(p.state, []).append(TopicPartition(p.topic, p.partition))
+    if zookeeper_owners:
+        blockers.append(
+            f"{len(zookeeper_owners)} owner znode(s) are live (legacy consumers own "
+            f"{_fmt_tps(zookeeper_owners)}): stop the legacy consumers first; a mixed group "
+            "consumes those partitions twice"
+        )
+    elif zookeeper_members:
+        blockers.append(
+            f"{len(zookeeper_members)} legacy consumer(s) are registered "
+            f"({', '.join(sorted(zookeeper_members)[:4])}): stop them first"
+        )
+    if modern_members and (zookeeper_owners or zookeeper_members):
+        blockers.append(
+            f"{len(modern_members)} modern member(s) are live at the same time: both "
+            "protocols consume the group now"
+        )
+    if "zk_ahead" in by_class:
+        tps = by_class["zk_ahead"]
+        blockers.append(
+            f"ZooKeeper is ahead of Kafka on {len(tps)} partition(s) ({_fmt_tps(tps)}): a "
+            "modern consumer would replay; run `zkconsumer migrate copy --from zookeeper "
+            "--to kafka` first"
+        )
+    if "missing_in_kafka" in by_class:
+        tps = by_class["missing_in_kafka"]
+        blockers.append(
+            f"Kafka has no offset for {len(tps)} partition(s) ({_fmt_tps(tps)}): a modern "
+            "consumer would start at its auto_offset_reset; run `zkconsumer migrate copy "
+            "--from zookeeper --to kafka` first"
+        )
+    for cls, what in (("below_log_start", "below the log start (messages already deleted)"),
+                      ("above_log_end", "past the log end")):
+        if cls in by_class:
+            tps = by_class[cls]
+            blockers.append(
+                f"offsets {what} on {len(tps)} partition(s) ({_fmt_tps(tps)}): whoever takes "
+                "over resets them by its auto offset reset policy; reset them explicitly first"
+            )
+    if "no_offset" in by_class:
+        tps = by_class["no_offset"]
+        warnings.append(
+            f"no offset in either store for {len(tps)} partition(s) ({_fmt_tps(tps)}): give "
+            "the modern consumers the reset policy the legacy ones had (smallest = earliest, "
+            "largest = latest)"
+        )
+    if "kafka_ahead" in by_class:
+        warnings.append(
+            f"Kafka is ahead of ZooKeeper on {len(by_class['kafka_ahead'])} partition(s): "
+            "fine for the switch (Kafka's offsets are used); a rollback must copy them back"
+        )
+    if not partitions:
+        blockers.append(
+            f"group {group!r} has no committed offsets in ZooKeeper or Kafka and no "
+            "subscribed topic (wrong group name?)"
+        )
+    if blockers:
+        return False, blockers[0], blockers, warnings
+    if modern_members:
+        reason = (f"no legacy consumer is alive and {len(modern_members)} modern member(s) "
+                  "already consume the group; Kafka's offsets are current")
+    else:
+        reason = ("no consumer of either protocol is alive and Kafka holds an offset at or "
+                  "after ZooKeeper's for every partition: modern consumers resume exactly "
+                  "where the legacy group stopped")
+    return True, reason, blockers, warnings
+
+
+# --------------------------------------------------------------------------------------
+# Reading the two stores
+# --------------------------------------------------------------------------------------
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return list(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _check_group(group: str) -> None:
+    try:
+        zp.group_dir(group)
+    except ValueError as e:
+        raise MigrationError(f"bad group name: {e}") from e
+
+
+def read_zk_offsets(
+    zk: KazooClient, group: str, topics: Iterable[str] | None = None
+) -> dict[TopicPartition, int]:
+    """Every offset under ``/consumers/G/offsets`` (restricted to ``topics`` when given)."""
+    wanted = set(topics) if topics is not None else None
+    out: dict[TopicPartition, int] = {}
+    for topic in sorted(_children(zk, zp.offsets_dir(group))):
+        if wanted is not None and topic not in wanted:
+            continue
+        parts = [p for p in _children(zk, zp.offsets_topic_dir(group, topic)) if p.isdigit()]
+        pending = [(int(p), zk.get_async(zp.offset_path(group, topic, int(p)))) for p in parts]
+        for p, result in pending:
+            path = zp.offset_path(group, topic, p)
+            try:
+                data, _ = result.get()
+                offset = zp.decode_offset(data, path)
+            except NoNodeError:
+                continue
+            except ZkDataError as e:
+                log.warning("ignoring %s", e)
+                continue
+            if offset >= 0:
+                out[TopicPartition(topic, p)] = offset
+    return out
+
+
+def _read_zk_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
+    out: dict[TopicPartition, str] = {}
+    for topic in sorted(_children(zk, zp.owners_dir(group))):
+        for p in _children(zk, zp.owners_topic_dir(group, topic)):
+            if not p.isdigit():
+                continue
+            path = zp.owner_path(group, topic, int(p))
+            try:
+                data, _ = zk.get(path)
+                out[TopicPartition(topic, int(p))] = zp.decode_owner(data, path)
+            except NoNodeError:
+                continue
+            except ZkDataError as e:
+                # An unreadable owner znode is still an owner: it blocks the switch.
+                out[TopicPartition(topic, int(p))] = f"<unreadable: {e}>"
+    return out
+
+
+def _read_zk_members(zk: KazooClient, group: str) -> dict[str, zp.ConsumerRegistration | None]:
+    out: dict[str, zp.ConsumerRegistration | None] = {}
+    for cid in sorted(_children(zk, zp.ids_dir(group))):
+        path = zp.id_path(group, cid)
+        try:
+            data, _ = zk.get(path)
+        except NoNodeError:
+            continue
+        try:
+            out[cid] = zp.ConsumerRegistration.decode(data, path)
+        except ZkDataError as e:
+            log.warning("member %s: %s", cid, e)
+            out[cid] = None  # still a live member
+    return out
+
+
+def _zk_topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
+    path = zp.topic_path(topic)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    try:
+        return sorted(zp.TopicAssignment.decode(data, path).partitions)
+    except ZkDataError as e:
+        log.warning("ignoring %s", e)
+        return None
+
+
+def modern_admin(bootstrap: str, bootstrap_timeout_ms: int = 10_000) -> Any:
+    """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits.
+
+    kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
+    ValueError on bits it does not know (Tansu sends some); the bits are not needed here.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    class _Admin(KafkaAdminClient):  # type: ignore[misc]
+        def _process_acl_operations(self, obj: dict[str, Any]) -> dict[str, Any]:
+            try:
+                result: dict[str, Any] = super()._process_acl_operations(obj)
+            except ValueError:
+                obj["authorized_operations"] = None
+                return obj
+            return result
+
+    # kafka-python logs every failed bootstrap attempt at ERROR; one line says it all.
+    kafka_log = logging.getLogger("kafka")
+    previous = kafka_log.level
+    kafka_log.setLevel(logging.CRITICAL)
+    try:
+        return _Admin(bootstrap_servers=bootstrap.split(","), client_id="zkconsumer-migrate",
+                      request_timeout_ms=15000, bootstrap_timeout_ms=bootstrap_timeout_ms)
+    except (KafkaError, ValueError, OSError) as e:
+        raise MigrationError(
+            f"cannot connect to the brokers at {bootstrap} within "
+            f"{bootstrap_timeout_ms / 1000:g} s ({type(e).__name__})"
+        ) from e
+    finally:
+        kafka_log.setLevel(previous)
+
+
+def read_kafka_offsets(
+    admin: Any, group: str, tps: Iterable[TopicPartition] | None = None
+) -> dict[TopicPartition, int]:
+    """The group's committed offsets in Kafka (all of them, or those of ``tps``)."""
+    from kafka import TopicPartition as KTP
+
+    spec = None if tps is None else [KTP(t, p) for t, p in sorted(set(tps))]
+    if spec == []:
+        return {}
+    result = admin.list_group_offsets({group: spec}).get(group, {})
+    return {
+        TopicPartition(k.topic, k.partition): int(v.offset)
+        for k, v in result.items()
+        if v is not None and v.offset is not None and v.offset >= 0
+    }
+
+
+def _modern_group(admin: Any, group: str) -> tuple[str, list[ModernMember]]:
+    desc = admin.describe_groups([group]).get(group, {})
+    if desc.get("error"):
+        raise MigrationError(f"DescribeGroups for {group!r} failed: {desc['error']}")
+    members = []
+    for m in desc.get("members") or []:
+        members.append(ModernMember(
+            str(m.get("member_id") or ""), str(m.get("client_id") or ""),
+            str(m.get("client_host") or ""), _assigned(m.get("member_assignment")),
+        ))
+    return str(desc.get("group_state") or "Unknown"), sorted(members, key=lambda m: m.member_id)
+
+
+def _assigned(assignment: Any) -> list[TopicPartition]:
+    """A member's partitions from DescribeGroups' decoded assignment, whatever its shape.
+
+    kafka-python gives a ``ConsumerProtocolAssignment`` (or its dict form); brokers that
+    leave the assignment empty (Tansu answers ``''``) give nothing, and so does this.
+    """
+    if not assignment or isinstance(assignment, (str, bytes)):
+        return []
+    if callable(getattr(assignment, "partitions", None)):
+        return sorted(TopicPartition(tp[0], int(tp[1])) for tp in assignment.partitions())
+    entries = (assignment.get("assigned_partitions") if isinstance(assignment, dict)
+               else getattr(assignment, "assigned_partitions", None)) or []
+    out: list[TopicPartition] = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            topic, parts = entry.get("topic"), entry.get("partitions") or []
+        else:
+            topic, parts = entry[0], entry[1]
+        out.extend(TopicPartition(str(topic), int(p)) for p in parts)
+    return sorted(out)
+
+
+LogRange = tuple[dict[TopicPartition, int], dict[TopicPartition, int], str | None]
+
+
+def broker_log_range(
+    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int = 15_000
+) -> LogRange:
+    """(log starts, log ends, error): ends through the fetcher's ``log_end_offsets``, the only
+    way that is right on Tansu; starts through ListOffsets(earliest), which is fine there.
+    On failure both maps are empty and ``error`` says why."""
+    if not tps:
+        return {}, {}, None
+    from kafka import TopicPartition as KTP
+    from kafka.admin import OffsetSpec
+
+    from ._fetcher import log_end_offsets
+
+    try:
+        ends = log_end_offsets(tps, bootstrap_servers=bootstrap.split(","),
+                               timeout_ms=timeout_ms)
+        earliest = admin.list_partition_offsets({KTP(t, p): OffsetSpec.EARLIEST for t, p in tps})
+    except Exception as e:  # noqa: BLE001 - reported as unknown log range, with the reason
+        log.debug("log range failed", exc_info=True)
+        return {}, {}, f"cannot read the log range from the brokers: {e!r}"
+    starts = {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in earliest.items()}
+    return starts, {TopicPartition(t, p): int(o) for (t, p), o in ends.items()}, None
+
+
+def _broker_topics(admin: Any) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for t in admin.describe_topics():
+        name = t.get("topic") or t.get("name")
+        if name and not t.get("error_code"):
+            out[str(name)] = sorted(int(p["partition_index"] if "partition_index" in p
+                                        else p["partition"]) for p in t.get("partitions", []))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# migrate status
+# --------------------------------------------------------------------------------------
+
+
+def migration_status(
+    zk: KazooClient,
+    group: str,
+    bootstrap: str,
+    topics: Sequence[str] | None = None,
+    *,
+    admin: Any = None,
+    timeout_ms: int = 15_000,
+    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None = None,
+) -> MigrationStatus:
+    """Both stores, the log range and both protocols' live members for ``group``.
+
+    The partitions shown are every partition of each topic the group has an offset for (in
+    either store), owns, or subscribes to (static subscriptions of live legacy members);
+    ``topics`` restricts them. Partition lists come from ``/brokers/topics`` and, for topics
+    ZooKeeper does not know, from the broker's metadata. ``log_range`` replaces
+    :func:`broker_log_range` (tests use it for a log start above zero, which a broker
+    without DeleteRecords, such as Tansu, cannot produce).
+    """
+    _check_group(group)
+    own_admin = admin is None
+    if admin is None:
+        admin = modern_admin(bootstrap)
+    try:
+        wanted = set(topics) if topics else None
+        zk_offsets = read_zk_offsets(zk, group, wanted)
+        owners = _read_zk_owners(zk, group)
+        members = _read_zk_members(zk, group)
+        kafka_all = read_kafka_offsets(admin, group)
+        modern_state, modern_members = _modern_group(admin, group)
+
+        names: set[str] = {tp.topic for tp in zk_offsets} | {tp.topic for tp in owners}
+        names |= {tp.topic for tp in kafka_all}
+        for reg in members.values():
+            if reg is not None and not reg.is_wildcard:
+                names |= set(reg.subscription)
+        for m in modern_members:
+            names |= {tp.topic for tp in m.partitions}
+        if wanted is not None:
+            names &= wanted
+            owners = {tp: o for tp, o in owners.items() if tp.topic in wanted}
+            kafka_all = {tp: o for tp, o in kafka_all.items() if tp.topic in wanted}
+        broker_topics: dict[str, list[int]] | None = None
+        tps: set[TopicPartition] = set(zk_offsets) | set(kafka_all) | set(owners)
+        on_broker: list[TopicPartition] = []
+        for topic in sorted(names):
+            parts = _zk_topic_partitions(zk, topic)
+            if parts is None:
+                if broker_topics is None:
+                    broker_topics = _broker_topics(admin)
+                parts = broker_topics.get(topic)
+            for p in parts or []:
+                tps.add(TopicPartition(topic, p))
+                on_broker.append(TopicPartition(topic, p))
+        # Only partitions the registry knows are asked for: a deleted topic would make the
+        # log end lookup wait for its whole timeout.
+        if log_range is None:
+            starts, ends, error = broker_log_range(admin, bootstrap, sorted(on_broker),
+                                                   timeout_ms)
+        else:
+            starts, ends, error = log_range(sorted(on_broker))
+        rows = []
+        for tp in sorted(tps):
+            z, k = zk_offsets.get(tp), kafka_all.get(tp)
+            start, end = starts.get(tp), ends.get(tp)
+            rows.append(PartitionState(
+                tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end),
+                classify(z, k, start, end), owners.get(tp),
+            ))
+        safe, reason, blockers, warnings = verdict(
+            group, rows, list(members), owners, modern_members
+        )
+        if error is not None:
+            warnings.insert(0, error)
+        return MigrationStatus(group, rows, sorted(members), owners, modern_state,
+                               modern_members, safe, reason, blockers, warnings)
+    finally:
+        if own_admin:
+            admin.close()
+
+
+# --------------------------------------------------------------------------------------
+# migrate copy
+# --------------------------------------------------------------------------------------
+
+
+def _live_consumers(zk: KazooClient, admin: Any, group: str) -> list[str]:
+    """Every sign of a live consumer: owner znodes, registered ids, modern members."""
+    live = [f"owner {tp.topic}:{tp.partition} = {o}"
+            for tp, o in sorted(_read_zk_owners(zk, group).items())]
+    live += [f"legacy consumer {cid}" for cid in sorted(_children(zk, zp.ids_dir(group)))]
+    _, modern = _modern_group(admin, group)
+    live += [f"modern member {m.member_id}" for m in modern]
+    return live
+
+
+def wait_until_idle(
+    probe: Callable[[], list[str]],
+    *,
+    checks: int = 3,
+    interval_s: float = 1.0,
+    timeout_s: float = 30.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Wait until ``probe()`` finds nothing live on ``checks`` probes in a row, ``interval_s``
+    apart; return the number of probes made.
+
+    Several checks, because an owner znode can vanish for an instant during a rebalance
+    (released by one member, not yet claimed by the next) and one empty look proves nothing.
+    Raises :class:`GroupActiveError` listing what is still live after ``timeout_s``; stale
+    ephemerals of a killed consumer go away when its ZooKeeper session expires, so a
+    timeout longer than ``zookeeper.session.timeout.ms`` rides those out.
+    """
+    if checks < 1:
+        raise MigrationError(f"checks must be >= 1, got {checks}")
+    deadline = time.monotonic() + timeout_s
+    idle = probes = 0
+    while True:
+        live = probe()
+        probes += 1
+        idle = 0 if live else idle + 1
+        if idle >= checks:
+            return probes
+        if time.monotonic() + interval_s > deadline and live:
+            shown = "; ".join(live[:5]) + (f"; +{len(live) - 5} more" if len(live) > 5 else "")
+            raise GroupActiveError(
+                f"the group still has live consumers after {timeout_s:g} s ({shown}): stop "
+                "them (a killed consumer's znodes go when its session expires) and retry"
+            )
+        sleep(interval_s)
+
+
+def plan_copy(
+    source: Mapping[TopicPartition, int],
+    dest: Mapping[TopicPartition, int],
+    tps: Iterable[TopicPartition],
+    force: bool,
+) -> list[CopyAction]:
+    """One action per partition; see :class:`CopyAction`. Values are copied unchanged."""
+    actions = []
+    for tp in sorted(set(tps)):
+        s, d = source.get(tp), dest.get(tp)
+        if s is None:
+            action = "skip_missing"
+        elif d is None or d < s:
+            action = "copy"
+        elif d == s:
+            action = "skip_equal"
+        else:
+            action = "overwrite" if force else "skip_newer"
+        actions.append(CopyAction(tp.topic, tp.partition, s, d, action))
+    return actions
+
+
+def _write_zookeeper(
+    zk: KazooClient, group: str, offsets: Mapping[TopicPartition, int],
+    expected: Mapping[TopicPartition, int],
+) -> None:
+    """Write ``offsets`` in one transaction that fails if anything changed since the plan.
+
+    Existing znodes are set with the version read now and checked against the planned value;
+    the transaction also deletes and re-creates ``/consumers/G/ids`` (or creates and deletes
+    it), which ZooKeeper refuses when a consumer registered since the idle checks. Either way
+    nothing is written.
+    """
+    for topic in sorted({tp.topic for tp in offsets}):
+        zk.ensure_path(zp.offsets_topic_dir(group, topic))
+    tx = zk.transaction()
+    ids = zp.ids_dir(group)
+    if zk.exists(ids) is not None:
+        tx.delete(ids)
+        tx.create(ids, b"")
+    else:
+        zk.ensure_path(zp.group_dir(group))
+        tx.create(ids, b"")
+        tx.delete(ids)
+    for tp, off in sorted(offsets.items()):
+        path = zp.offset_path(group, tp.topic, tp.partition)
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            if tp in expected:
+                raise MigrationError(f"{path} disappeared since the plan; run again") from None
+            tx.create(path, zp.encode_offset(off))
+            continue
+        current: int | None
+        try:
+            current = zp.decode_offset(data, path)
+        except ZkDataError:
+            current = None
+        if current != expected.get(tp):
+            raise MigrationError(f"{path} changed since the plan ({current}); run again")
+        tx.set_data(path, zp.encode_offset(off), version=stat.version)
+    results = tx.commit()
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        if any(isinstance(r, (NotEmptyError, NodeExistsError)) for r in failed[:2]):
+            raise GroupActiveError(
+                f"a consumer registered in group {group!r} during the copy; nothing was "
+                "written; stop it and run again"
+            )
+        raise MigrationError(f"the ZooKeeper transaction failed ({failed[0]!r}); nothing was "
+                             "written; run again")
+
+
+def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+    """Commit ``offsets`` for ``group`` in Kafka as is (OffsetCommit outside any generation,
+    which the broker accepts only while the group has no members)."""
+    from kafka import TopicPartition as KTP
+    from kafka.errors import NoError
+    from kafka.structs import OffsetAndMetadata
+
+    result = admin.alter_group_offsets(
+        group, {KTP(t, p): OffsetAndMetadata(off, "", -1) for (t, p), off in offsets.items()}
+    )
+    errors = {f"{k.topic}:{k.partition}": e for k, e in result.items() if e is not NoError}
+    if errors:
+        first = next(iter(errors.items()))
+        raise MigrationError(
+            f"Kafka refused {len(errors)} offset(s) for group {group!r} "
+            f"(e.g. {first[0]}: {getattr(first[1], '__name__', first[1])})"
+        )
+
+
+def copy_offsets(
+    zk: KazooClient,
+    group: str,
+    bootstrap: str,
+    source: Store,
+    dest: Store,
+    *,
+    topics: Sequence[str] | None = None,
+    force: bool = False,
+    dry_run: bool = False,
+    checks: int = 3,
+    check_interval_s: float = 1.0,
+    wait_timeout_s: float = 30.0,
+    admin: Any = None,
+) -> CopyResult:
+    """Copy ``group``'s offsets from ``source`` to ``dest`` once no consumer is alive.
+
+    Waits (see :func:`wait_until_idle`) until the group has no owner znode, no registered
+    legacy consumer and no modern member; a dry run looks once and reports what it saw
+    instead. A partition is written when the destination has no offset or an older one;
+    a newer destination offset is kept unless ``force``. The written values are verified by
+    reading them back.
+    """
+    if source not in STORES or dest not in STORES:
+        raise MigrationError(f"stores are 'zookeeper' and 'kafka', got {source!r} -> {dest!r}")
+    if source == dest:
+        raise MigrationError(f"--from and --to are both {source!r}")
+    _check_group(group)
+    own_admin = admin is None
+    if admin is None:
+        admin = modern_admin(bootstrap)
+    try:
+        def probe() -> list[str]:
+            return _live_consumers(zk, admin, group)
+
+        live: list[str] = []
+        if dry_run:
+            live = probe()
+            probes = 1
+        else:
+            probes = wait_until_idle(probe, checks=checks, interval_s=check_interval_s,
+                                     timeout_s=wait_timeout_s)
+        wanted = set(topics) if topics else None
+        zk_offsets = read_zk_offsets(zk, group, wanted)
+        kafka_offsets = read_kafka_offsets(admin, group)
+        if wanted is not None:
+            kafka_offsets = {tp: o for tp, o in kafka_offsets.items() if tp.topic in wanted}
+        src, dst = ((zk_offsets, kafka_offsets) if source == "zookeeper"
+                    else (kafka_offsets, zk_offsets))
+        if not src:
+            where = "ZooKeeper" if source == "zookeeper" else "Kafka"
+            raise MigrationError(f"group {group!r} has no committed offsets in {where}"
+                                 + (f" for {', '.join(sorted(wanted))}" if wanted else ""))
+        actions = plan_copy(src, dst, src, force)
+        to_write = {TopicPartition(a.topic, a.partition): a.source_offset
+                    for a in actions if a.writes and a.source_offset is not None}
+        written = 0
+        if to_write and not dry_run:
+            if dest == "kafka":
+                write_kafka_offsets(admin, group, to_write)
+                now = read_kafka_offsets(admin, group, to_write)
+            else:
+                _write_zookeeper(zk, group, to_write, {tp: dst[tp] for tp in to_write
+                                                       if tp in dst})
+                now = read_zk_offsets(zk, group, {tp.topic for tp in to_write})
+            wrong = {tp: now.get(tp) for tp, off in to_write.items() if now.get(tp) != off}
+            if wrong:
+                raise MigrationError(
+                    f"read-back after the copy differs on {_fmt_tps(wrong)}: "
+                    + ", ".join(f"{tp.topic}:{tp.partition}={v}" for tp, v in
+                                sorted(wrong.items())[:4])
+                )
+            written = len(to_write)
+        return CopyResult(group, source, dest, dry_run, force, actions, written, live, probes)
+    finally:
+        if own_admin:
+            admin.close()

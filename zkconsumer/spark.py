@@ -1,0 +1,1324 @@
+"""A PySpark 4 data source for Kafka topics consumed as a legacy ZooKeeper consumer group.
+
+Spark removed the receiver-based ``KafkaUtils.createStream(ssc, zkQuorum, groupId, topics)``;
+this source gives those pipelines a Structured Streaming home that still behaves as a member of
+the ZooKeeper group::
+
+    from zkconsumer.spark import register
+    register(spark)                         # short name "zkconsumer"
+    df = (spark.readStream.format("zkconsumer")
+          .option("zookeeper.connect", "zk:2181").option("group.id", "pipeline")
+          .option("topics", "orders,payments")      # or .option("whitelist", "orders.*")
+          .load())      # columns: key, value, topic, partition, offset, timestamp
+
+How it works (docs/spark.md has the user's view and the options table):
+
+- **Driver** (the Python process Spark runs the stream reader in, for the query's lifetime):
+  a :class:`~zkconsumer.ZookeeperConsumerConnector` joins the group with a fetch side that does
+  not fetch (:class:`_Membership`): it only records which partitions the rebalance gave
+  this member. The registration and owner znodes are the legacy ones, so Spark queries and
+  legacy consumers share a group's partitions without overlap. Each micro-batch covers the
+  partitions this member owns when the batch is planned, as offsets ``{"topic": {"0": 42}}`` in
+  Spark's checkpoint; once a batch is done its end offsets go to ``/consumers/G/offsets/T/P``
+  (only for partitions still owned), so the legacy lag tools show the pipeline's progress.
+- **Executors** read one Kafka partition's offset range per Spark task with kafka-python (or
+  confluent-kafka, ``fetch.backend=confluent``) in assign mode, never through ZooKeeper, and
+  hand Spark Arrow record batches.
+- **Batch** reads (``spark.read``) take ``startingOffsets``/``endingOffsets``.
+
+Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while
+this member keeps owning it. A partition that is newly owned, i.e. absent from the batch's start
+offsets, is first *positioned* (its end offset is the group's committed offset, or
+``auto.offset.reset``; no rows for it in that batch) and read from the next batch on. After a
+rebalance (and after a restart), a partition found in the start offsets is checked against the
+group's committed offset: when another member committed beyond our position meanwhile, the
+partition is dropped for one batch and then positioned again at the group's offset, so what the
+other member consumed is not read twice. A partition lost to another member is dropped from the
+next batch. Rows of a batch already running when its partitions move are still delivered (the
+legacy consumer's at-least-once during a rebalance); across restarts of one query nothing is
+lost or read twice.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from . import _zkpaths as zp
+from ._config import ConsumerConfig
+from ._connector import ConsumerRebalanceListener
+from ._errors import ConfigError, ZkConsumerError, ZkDataError
+from ._filters import Blacklist, TopicFilter, Whitelist
+from ._types import TopicPartition
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+    from ._connector import ZookeeperConsumerConnector
+    from ._partition import PartitionTopicInfo
+
+__all__ = [
+    "SCHEMA",
+    "OffsetRange",
+    "SourceOptions",
+    "ZkConsumerDataSource",
+    "ZkConsumerSourceError",
+    "parse_options",
+    "register",
+]
+
+log = logging.getLogger("zkconsumer.spark")
+
+#: The rows: what Spark's own Kafka source has, less the headers and timestamp type.
+SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
+
+#: Options of the source itself (Spark lower-cases option names); every other option is a
+#: legacy consumer key, validated by ConsumerConfig.
+SOURCE_KEYS = {
+    "topics": "topics",
+    "whitelist": "whitelist",
+    "blacklist": "blacklist",
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "maxoffsetspertrigger": "maxOffsetsPerTrigger",
+    "kafka.bootstrap.servers": "kafka.bootstrap.servers",
+    "failondataloss": "failOnDataLoss",
+    "streams": "streams",
+}
+
+#: Used to validate batch reads that give no group.id (they never touch the group's znodes).
+_BATCH_GROUP = "zkconsumer-spark-batch"
+#: Rows per Arrow record batch handed to Spark.
+ARROW_BATCH_ROWS = 65_536
+#: An executor fails its task when an offset range makes no progress for this long.
+READ_STALL_S = 60.0
+#: In JSON offset maps, as in Spark's Kafka source.
+EARLIEST, LATEST = -2, -1
+
+OffsetSpec = Literal["earliest", "latest", "committed"] | dict[str, dict[int, int]]
+
+
+class ZkConsumerSourceError(ConfigError):
+    """A source option is wrong; raised when the DataFrame is defined or the query starts."""
+
+
+def _fail(message: str) -> ZkConsumerSourceError:
+    return ZkConsumerSourceError(f"zkconsumer source: {message}")
+
+
+# -- options ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The parsed options; picklable (it travels inside the data source and the readers)."""
+
+    #: Legacy consumer keys for :class:`ConsumerConfig` (``zookeeper.connect``, ``group.id``...).
+    props: tuple[tuple[str, str], ...]
+    group_given: bool
+    topics: tuple[str, ...]
+    #: ``("whitelist" | "blacklist", raw regex)`` for a wildcard subscription.
+    topic_filter: tuple[str, str] | None
+    starting: OffsetSpec | None
+    ending: OffsetSpec | None
+    max_offsets_per_trigger: int | None
+    bootstrap: tuple[str, ...] | None
+    fail_on_data_loss: bool
+    streams: int
+
+    def config(self) -> ConsumerConfig:
+        return ConsumerConfig(dict(self.props))
+
+    def make_filter(self) -> TopicFilter | None:
+        if self.topic_filter is None:
+            return None
+        kind, regex = self.topic_filter
+        return Whitelist(regex) if kind == "whitelist" else Blacklist(regex)
+
+    def subscribes(self, topic: str, exclude_internal: bool = True) -> bool:
+        flt = self.make_filter()
+        if flt is None:
+            return topic in self.topics
+        return flt.is_topic_allowed(topic, exclude_internal)
+
+
+def _parse_offsets(name: str, raw: str) -> OffsetSpec:
+    text = raw.strip()
+    if text.lower() in ("earliest", "latest", "committed"):
+        return text.lower()  # type: ignore[return-value]
+    example = 'earliest, latest, committed, or a JSON map like {"topic": {"0": 42}}'
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise _fail(f"{name} is malformed JSON ({e}): {raw!r}; expected {example}") from None
+    if not isinstance(obj, dict) or not obj:
+        raise _fail(f"{name} must be {example}; got {raw!r}")
+    out: dict[str, dict[int, int]] = {}
+    for topic, parts in obj.items():
+        if not isinstance(parts, dict) or not parts:
+            raise _fail(f"{name}: topic {topic!r} must map partition numbers to offsets, "
+                        f"got {parts!r}")
+        try:
+            zp.topic_path(topic)
+        except ValueError as e:
+            raise _fail(f"{name}: {e}") from None
+        out[topic] = {}
+        for key, offset in parts.items():
+            if not (isinstance(key, str) and key.isdigit()):
+                raise _fail(f"{name}: partition {key!r} of topic {topic!r} is not a number")
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                raise _fail(
+                    f"{name}: offset {offset!r} of {topic}:{key} must be an integer >= 0, "
+                    f"or -2 (earliest) or -1 (latest)"
+                )
+            out[topic][int(key)] = offset
+    return out
+
+
+def _parse_int(name: str, raw: str, minimum: int) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise _fail(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise _fail(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    text = raw.strip().lower()
+    if text not in ("true", "false"):
+        raise _fail(f"{name} must be true or false, got {raw!r}")
+    return text == "true"
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    """Validate the options without any I/O; :class:`ZkConsumerSourceError` on a problem.
+
+    The subscription is exactly one of ``topics`` (comma-separated), ``whitelist`` or
+    ``blacklist`` (legacy regexes). Every option that is not a source option is a legacy
+    consumer key, validated by :class:`ConsumerConfig` (unknown keys are errors).
+    """
+    opts = {str(k).strip().lower(): str(v) for k, v in options.items()}
+    if "path" in opts:
+        raise _fail("load(path) is not supported: name the topics with .option('topics', ...)")
+    source = {k: opts.pop(k) for k in list(opts) if k in SOURCE_KEYS}
+
+    given = [SOURCE_KEYS[k] for k in ("topics", "whitelist", "blacklist") if k in source]
+    if len(given) != 1:
+        what = " and ".join(given) if given else "none"
+        raise _fail(f"give exactly one of topics, whitelist or blacklist (got {what})")
+    topics: tuple[str, ...] = ()
+    topic_filter: tuple[str, str] | None = None
+    if "topics" in source:
+        names = [t.strip() for t in source["topics"].split(",")]
+        if not all(names):
+            raise _fail(f"topics must be a comma-separated list of names, got "
+                        f"{source['topics']!r}")
+        for t in names:
+            try:
+                zp.topic_path(t)
+            except ValueError as e:
+                raise _fail(f"topics: {e}") from None
+        topics = tuple(dict.fromkeys(names))
+    else:
+        kind = "whitelist" if "whitelist" in source else "blacklist"
+        topic_filter = (kind, source[kind])
+        try:
+            (Whitelist if kind == "whitelist" else Blacklist)(source[kind])
+        except ConfigError as e:
+            raise _fail(f"{kind}: {e}") from None
+
+    if "zookeeper.connect" not in opts:
+        raise _fail("the zookeeper.connect option is required (host:port[,host:port][/chroot])")
+    group_given = "group.id" in opts
+    props = dict(opts)
+    props.setdefault("group.id", _BATCH_GROUP)
+    storage = props.get("offsets.storage", "zookeeper").strip().lower()
+    if storage != "zookeeper":
+        raise _fail("offsets.storage must be zookeeper: the source commits the group's offsets "
+                    "to ZooKeeper, where the legacy tools read them")
+    # Offsets are committed once per micro-batch, never on a timer.
+    props["auto.commit.enable"] = "false"
+    try:
+        config = ConsumerConfig(props)
+    except ConfigError as e:
+        raise _fail(str(e).replace("\n", " ")) from None
+
+    bootstrap: tuple[str, ...] | None = None
+    raw_bs = source.get("kafka.bootstrap.servers") or config.bootstrap_servers
+    if raw_bs:
+        bootstrap = tuple(h.strip() for h in raw_bs.split(",") if h.strip())
+        if not bootstrap or not all(":" in h for h in bootstrap):
+            raise _fail(f"kafka.bootstrap.servers must be host:port[,host:port], got {raw_bs!r}")
+
+    starting = (_parse_offsets("startingOffsets", source["startingoffsets"])
+                if "startingoffsets" in source else None)
+    ending = (_parse_offsets("endingOffsets", source["endingoffsets"])
+              if "endingoffsets" in source else None)
+    for name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
+        if spec == "committed" and not group_given:
+            raise _fail(f"{name}=committed needs the group.id option")
+    max_per_trigger = (_parse_int("maxOffsetsPerTrigger", source["maxoffsetspertrigger"], 1)
+                       if "maxoffsetspertrigger" in source else None)
+    fail_on_data_loss = (_parse_bool("failOnDataLoss", source["failondataloss"])
+                         if "failondataloss" in source else True)
+    streams = _parse_int("streams", source["streams"], 1) if "streams" in source else 1
+    return SourceOptions(
+        props=tuple(sorted(props.items())), group_given=group_given, topics=topics,
+        topic_filter=topic_filter, starting=starting, ending=ending,
+        max_offsets_per_trigger=max_per_trigger, bootstrap=bootstrap,
+        fail_on_data_loss=fail_on_data_loss, streams=streams,
+    )
+
+
+def _check_batch_options(opts: SourceOptions) -> None:
+    if opts.max_offsets_per_trigger is not None:
+        raise _fail("maxOffsetsPerTrigger applies to streaming queries only (spark.readStream)")
+
+
+def _check_stream_options(opts: SourceOptions) -> None:
+    if not opts.group_given:
+        raise _fail("a streaming query joins a consumer group: the group.id option is required")
+    if opts.ending is not None:
+        raise _fail("endingOffsets applies to batch reads only (spark.read), not to streams")
+
+
+# -- ZooKeeper and brokers ---------------------------------------------------------------------
+
+
+def _zk_client(config: ConsumerConfig) -> KazooClient:
+    zk = KazooClient(
+        hosts=config.zookeeper_connect,
+        timeout=config.zookeeper_session_timeout_ms / 1000.0,
+        auth_data=config.zk_auth_data or None,
+        connection_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+    )
+    try:
+        zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+    except Exception as e:
+        zk.close()
+        raise ZkConsumerError(
+            f"zkconsumer source: cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"
+        ) from None
+    return zk
+
+
+def _close_zk(zk: KazooClient) -> None:
+    try:
+        zk.stop()
+    finally:
+        zk.close()
+
+
+def _topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
+    """The partitions of ``topic`` as registered in ZooKeeper; None when it is not there."""
+    path = zp.topic_path(topic)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    return zp.TopicAssignment.decode(data, path).partition_ids
+
+
+def _all_topics(zk: KazooClient) -> list[str]:
+    try:
+        return sorted(zk.get_children(zp.BROKER_TOPICS))
+    except NoNodeError:
+        return []
+
+
+def _subscribed_partitions(zk: KazooClient, opts: SourceOptions) -> dict[str, list[int]]:
+    """topic -> partitions of every subscribed topic that exists now."""
+    config = opts.config()
+    names = (list(opts.topics) if opts.topic_filter is None else
+             [t for t in _all_topics(zk) if opts.subscribes(t, config.exclude_internal_topics)])
+    out: dict[str, list[int]] = {}
+    for t in names:
+        parts = _topic_partitions(zk, t)
+        if parts is not None:
+            out[t] = parts
+    return out
+
+
+def _brokers_from_zk(zk: KazooClient, listener: str) -> tuple[str, ...]:
+    """``host:port`` of each broker registered under /brokers/ids."""
+    try:
+        ids = zk.get_children(zp.BROKER_IDS)
+    except NoNodeError:
+        ids = []
+    out = []
+    for bid in sorted((i for i in ids if i.isdigit()), key=int):
+        path = zp.broker_path(int(bid))
+        try:
+            data, _ = zk.get(path)
+            host, port = zp.BrokerRegistration.decode(data, path).endpoint(listener)
+        except (NoNodeError, ZkDataError) as e:
+            log.warning("skipping broker %s: %s", bid, e)
+            continue
+        out.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    if not out:
+        raise ZkConsumerError(
+            "zkconsumer source: no broker is registered in ZooKeeper under /brokers/ids "
+            "(or give the kafka.bootstrap.servers option)"
+        )
+    return tuple(out)
+
+
+def _bootstrap(zk: KazooClient, opts: SourceOptions, config: ConsumerConfig) -> tuple[str, ...]:
+    return opts.bootstrap or _brokers_from_zk(zk, config.security_protocol)
+
+
+def validate_against_zookeeper(opts: SourceOptions) -> None:
+    """Check what only ZooKeeper knows: the topics and the partitions in offset maps exist."""
+    config = opts.config()
+    zk = _zk_client(config)
+    try:
+        known: dict[str, list[int]] = {}
+        for t in opts.topics:
+            parts = _topic_partitions(zk, t)
+            if parts is None:
+                existing = _all_topics(zk)
+                hint = ", ".join(existing[:10]) + (", ..." if len(existing) > 10 else "")
+                raise _fail(f"unknown topic {t!r}: it is not registered in ZooKeeper under "
+                            f"{zp.BROKER_TOPICS} (known topics: {hint or 'none'})")
+            known[t] = parts
+        for name, spec in (("startingOffsets", opts.starting), ("endingOffsets", opts.ending)):
+            if not isinstance(spec, dict):
+                continue
+            for t, offsets in spec.items():
+                if not opts.subscribes(t, config.exclude_internal_topics):
+                    raise _fail(f"{name} names topic {t!r}, which the query does not subscribe to")
+                parts = known.get(t)
+                if parts is None:
+                    parts = _topic_partitions(zk, t)
+                    if parts is None:
+                        raise _fail(f"{name} names unknown topic {t!r}")
+                missing = sorted(set(offsets) - set(parts))
+                if missing:
+                    raise _fail(f"{name}: topic {t!r} has no partition {missing[0]} "
+                                f"(it has {len(parts)})")
+    finally:
+        _close_zk(zk)
+
+
+# -- offsets in the checkpoint -------------------------------------------------------------------
+
+
+Positions = dict[TopicPartition, int]
+
+
+def encode_offsets(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """``{"topic": {"0": 42}}``: the next offset of each partition, sorted."""
+    out: dict[str, dict[str, int]] = {}
+    for tp in sorted(positions):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = int(positions[tp])
+    return out
+
+
+def decode_offsets(obj: Mapping[str, Any]) -> Positions:
+    try:
+        return {
+            TopicPartition(str(t), int(p)): int(off)
+            for t, parts in obj.items()
+            for p, off in parts.items()
+        }
+    except (AttributeError, TypeError, ValueError) as e:
+        raise ZkConsumerError(f"zkconsumer source: unreadable offsets {obj!r}: {e}") from None
+
+
+def rate_limit(
+    start: Mapping[TopicPartition, int], available: Mapping[TopicPartition, int], max_rows: int
+) -> Positions:
+    """End offsets taking at most ``max_rows`` in all, shared in proportion to each lag.
+
+    ``available`` is each partition's log end (or cap). The split is deterministic: floors of
+    the proportional shares, then the remainder one offset at a time to the largest lags (ties
+    by partition); every partition with a lag gets its share, never more than its lag::
+
+        >>> a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+        >>> rate_limit({a: 0, b: 10}, {a: 30, b: 20}, 8) == {a: 6, b: 12}
+        True
+    """
+    lags = {tp: max(0, available[tp] - start[tp]) for tp in start}
+    total = sum(lags.values())
+    if total <= max_rows:
+        return {tp: start[tp] + lags[tp] for tp in start}
+    take = {tp: (max_rows * lag) // total for tp, lag in lags.items()}
+    left = max_rows - sum(take.values())
+    for tp in sorted(lags, key=lambda x: (-(lags[x] - take[x]), x)):
+        if left <= 0:
+            break
+        if take[tp] < lags[tp]:
+            take[tp] += 1
+            left -= 1
+    return {tp: start[tp] + take[tp] for tp in start}
+
+
+# -- what executors read ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    """One Spark task: offsets ``[start, end)`` of one Kafka partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    bootstrap: tuple[str, ...]
+    props: tuple[tuple[str, str], ...]
+    fail_on_data_loss: bool
+
+    def __repr__(self) -> str:
+        return f"OffsetRange({self.topic}:{self.partition} [{self.start}, {self.end}))"
+
+
+_CLIENTS_LOCK = threading.Lock()
+#: Executor-side clients, one per (backend, bootstrap, props), reused across the tasks a Python
+#: worker runs (Spark reuses workers); guarded by ``_CLIENTS_LOCK``.
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+
+
+def _arrow_schema() -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    # Exactly what Spark checks record batches against.
+    return to_arrow_schema(SCHEMA, timezone="UTC")
+
+
+def _to_batch(
+    schema: pa.Schema, rng: OffsetRange, keys: list[Any], values: list[Any],
+    offsets: list[int], timestamps: list[int | None],
+) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    n = len(offsets)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
+            pa.array([rng.topic] * n, pa.string()),
+            pa.array([rng.partition] * n, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+        ],
+        schema=schema,
+    )
+
+
+def _data_loss(rng: OffsetRange, at: int, earliest: int | None) -> ZkConsumerError:
+    where = f"earliest available is {earliest}" if earliest is not None else "out of range"
+    return ZkConsumerError(
+        f"zkconsumer source: offsets [{at}, {rng.end}) of {rng.topic}:{rng.partition} are no "
+        f"longer available ({where}); set failOnDataLoss=false to skip lost data"
+    )
+
+
+def read_range(rng: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """The records of ``rng`` as Arrow record batches (executor side)."""
+    if rng.end <= rng.start:
+        return iter(())
+    config = ConsumerConfig(dict(rng.props))
+    if config.fetch_backend == "confluent":
+        return _read_confluent(rng, config)
+    return _read_kafka_python(rng, config)
+
+
+def _client(key: tuple[Any, ...], make: Any) -> Any:
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = make()
+        return client
+
+
+def _drop_client(key: tuple[Any, ...]) -> None:
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.pop(key, None)
+    if client is not None:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - already failing; the first error matters
+            log.debug("closing a client failed", exc_info=True)
+
+
+def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+    from kafka.errors import OffsetOutOfRangeError
+
+    from ._fetcher import kafka_python_kwargs
+
+    key = ("kafka-python", rng.bootstrap, rng.props)
+    kwargs = kafka_python_kwargs(config, rng.bootstrap)
+    kwargs["max_poll_records"] = ARROW_BATCH_ROWS
+    consumer = _client(key, lambda: KafkaConsumer(**kwargs))
+    schema = _arrow_schema()
+    ktp = KTP(rng.topic, rng.partition)
+    ok = False
+    try:
+        consumer.assign([ktp])
+        consumer.seek(ktp, rng.start)
+        position = rng.start
+        last_progress = time.monotonic()
+        keys: list[Any] = []
+        values: list[Any] = []
+        offsets: list[int] = []
+        stamps: list[int | None] = []
+        while position < rng.end:
+            try:
+                fetched = consumer.poll(timeout_ms=500, max_records=ARROW_BATCH_ROWS)
+            except OffsetOutOfRangeError:
+                earliest = int(consumer.beginning_offsets([ktp])[ktp])
+                if rng.fail_on_data_loss or earliest <= position:
+                    raise _data_loss(rng, position, earliest) from None
+                log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
+                            rng.topic, rng.partition, position, earliest, earliest)
+                position = earliest
+                consumer.seek(ktp, position)
+                continue
+            records = fetched.get(ktp, ())
+            for r in records:
+                if r.offset >= rng.end:
+                    position = rng.end
+                    break
+                if r.offset < position:
+                    continue
+                keys.append(r.key)
+                values.append(r.value)
+                offsets.append(r.offset)
+                ts = r.timestamp
+                stamps.append(ts * 1000 if ts is not None and ts >= 0 else None)
+                position = r.offset + 1
+            else:
+                # Past control records and compacted gaps too.
+                position = max(position, min(rng.end, consumer.position(ktp)))
+            if records:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > READ_STALL_S:
+                raise ZkConsumerError(
+                    f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} at "
+                    f"offset {position} (range ends at {rng.end}) for {READ_STALL_S:.0f} s"
+                )
+            if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
+                yield _to_batch(schema, rng, keys, values, offsets, stamps)
+                keys, values, offsets, stamps = [], [], [], []
+        ok = True
+    finally:
+        if ok:
+            consumer.unsubscribe()
+        else:
+            _drop_client(key)
+
+
+def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
+    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka import TopicPartition as CTP
+
+    from ._fetcher import confluent_conf
+
+    key = ("confluent", rng.bootstrap, rng.props)
+    conf = confluent_conf(config, rng.bootstrap, f"spark-{os.getpid()}")
+    consumer = _client(key, lambda: Consumer(conf))
+    schema = _arrow_schema()
+    ok = False
+    try:
+        consumer.assign([CTP(rng.topic, rng.partition, rng.start)])
+        position = rng.start
+        last_progress = time.monotonic()
+        keys: list[Any] = []
+        values: list[Any] = []
+        offsets: list[int] = []
+        stamps: list[int | None] = []
+        while position < rng.end:
+            messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
+            for m in messages:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if err.code() in (KafkaError._AUTO_OFFSET_RESET,
+                                      KafkaError.OFFSET_OUT_OF_RANGE):
+                        low, _ = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
+                        if rng.fail_on_data_loss or low <= position:
+                            raise _data_loss(rng, position, int(low)) from None
+                        position = int(low)
+                        consumer.assign([CTP(rng.topic, rng.partition, position)])
+                        break
+                    raise ZkConsumerError(f"zkconsumer source: reading {rng.topic}:"
+                                          f"{rng.partition}: {err}")
+                off = m.offset()
+                if off >= rng.end:
+                    position = rng.end
+                    break
+                if off < position:
+                    continue
+                keys.append(m.key())
+                values.append(m.value())
+                offsets.append(off)
+                ts_type, ts = m.timestamp()
+                stamps.append(ts * 1000 if ts_type and ts >= 0 else None)
+                position = off + 1
+            if messages:
+                last_progress = time.monotonic()
+            else:
+                pos = consumer.position([CTP(rng.topic, rng.partition)])[0].offset
+                if pos is not None and pos > position:
+                    position = min(rng.end, pos)  # past control records and gaps
+                elif time.monotonic() - last_progress > READ_STALL_S:
+                    raise ZkConsumerError(
+                        f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
+                        f"at offset {position} (range ends at {rng.end}) for "
+                        f"{READ_STALL_S:.0f} s"
+                    )
+            if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
+                yield _to_batch(schema, rng, keys, values, offsets, stamps)
+                keys, values, offsets, stamps = [], [], [], []
+        ok = True
+    finally:
+        if ok:
+            consumer.unassign()
+        else:
+            _drop_client(key)
+
+
+# -- offsets from the brokers (driver side) --------------------------------------------------
+
+
+class _OffsetLookup:
+    """One kafka-python consumer (no group) for earliest and log-end offsets.
+
+    Used from one thread (Spark calls the reader's methods one at a time); not thread-safe.
+    """
+
+    def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str]) -> None:
+        self._config = config
+        self._bootstrap = tuple(bootstrap)
+        self._consumer: Any = None
+
+    def _get(self) -> Any:
+        from kafka import KafkaConsumer
+
+        from ._fetcher import kafka_python_kwargs
+
+        if self._consumer is None:
+            kwargs = kafka_python_kwargs(self._config, self._bootstrap)
+            # Log ends come from a fetch's high watermark: do not let the broker hold it.
+            kwargs["fetch_max_wait_ms"] = 10
+            self._consumer = KafkaConsumer(**kwargs)
+        return self._consumer
+
+    def _timeout_ms(self) -> int:
+        return max(self._config.socket_timeout_ms, 10_000)
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> Positions:
+        from kafka import TopicPartition as KTP
+
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        try:
+            found = self._get().beginning_offsets(
+                [KTP(t, p) for t, p in wanted], timeout_ms=self._timeout_ms())
+        except BaseException:
+            self.close()
+            raise
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
+
+    def latest(self, tps: Iterable[TopicPartition]) -> Positions:
+        from ._fetcher import log_end_offsets
+
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        try:
+            return log_end_offsets(wanted, consumer=self._get(), timeout_ms=self._timeout_ms())
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self, tps: Iterable[TopicPartition], policy: str) -> Positions:
+        """auto.offset.reset: smallest = log start, largest = log end."""
+        return self.earliest(tps) if policy == "smallest" else self.latest(tps)
+
+    def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                consumer.close(autocommit=False)
+            except Exception:  # noqa: BLE001 - closing; nothing left to do
+                log.debug("closing the offset consumer failed", exc_info=True)
+
+
+def _resolve_spec(
+    spec: OffsetSpec, tps: Sequence[TopicPartition], default: str,
+    committed: Mapping[TopicPartition, int | None] | None, lookup: _OffsetLookup,
+    reset_policy: str,
+) -> Positions:
+    """Offsets per ``spec`` for ``tps``; partitions a JSON map leaves out follow ``default``.
+
+    ``committed`` partitions without a committed offset follow ``reset_policy``.
+    """
+    kind: dict[TopicPartition, str] = {}
+    out: Positions = {}
+    for tp in tps:
+        if isinstance(spec, dict):
+            given = spec.get(tp.topic, {}).get(tp.partition)
+            if given is None:
+                kind[tp] = default
+            elif given == EARLIEST:
+                kind[tp] = "earliest"
+            elif given == LATEST:
+                kind[tp] = "latest"
+            else:
+                out[tp] = given
+        else:
+            kind[tp] = spec
+    if any(k == "committed" for k in kind.values()):
+        assert committed is not None
+        for tp, k in list(kind.items()):
+            if k == "committed":
+                off = committed.get(tp)
+                if off is not None and off >= 0:
+                    out[tp] = off
+                    del kind[tp]
+                else:
+                    kind[tp] = "earliest" if reset_policy == "smallest" else "latest"
+    early = [tp for tp, k in kind.items() if k == "earliest"]
+    late = [tp for tp, k in kind.items() if k == "latest"]
+    out.update(lookup.earliest(early))
+    out.update(lookup.latest(late))
+    return out
+
+
+# -- the group member (streaming driver) -------------------------------------------------------
+
+
+class _Membership(ConsumerRebalanceListener):
+    """The connector's fetch side and rebalance listener: ownership and the hand-over rule.
+
+    The fetch side fetches nothing; the rebalance's ``before_starting_fetchers`` tells which
+    partitions this member owns now. The hand-over rule: a rebalance releases this member's
+    partitions (``before_releasing_partitions``) only once no batch is being planned and the
+    batch in flight is done, after committing where it ended, so the next owner starts
+    exactly there (waiting at most ``release_wait_s``; past that, rows of the running batch
+    may be read twice, as with the legacy consumer).
+
+    ``cond`` (a Condition over an RLock) guards every attribute; Spark's thread plans batches,
+    the connector's rebalance (its watcher thread, or Spark's thread for the first one) calls
+    the hooks.
+    """
+
+    def __init__(self, release_wait_s: float) -> None:
+        self.cond = threading.Condition()
+        self.release_wait_s = release_wait_s
+        self.commit_fn: Any = None  # set by the member: Mapping[TopicPartition, int] -> int
+        self.generation = 0  # +1 per completed rebalance
+        self.assigned: frozenset[TopicPartition] = frozenset()
+        self.rebalancing = False
+        self.planning = False
+        self.in_flight: Positions | None = None  # end offsets of the batch being processed
+        self.done: Positions | None = None  # where the last completed batch ended
+        #: partition -> generation in which its position in the offsets was confirmed ours.
+        self.verified: dict[TopicPartition, int] = {}
+        self.closed = False
+
+    # -- fetch side ------------------------------------------------------------------------
+    def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        pass  # ownership comes from before_starting_fetchers (called even when owning none)
+
+    def stop_connections(self) -> None:
+        # A rebalance (or a session loss) starts: until it ends, this member owns nothing.
+        with self.cond:
+            self.rebalancing = True
+            self.assigned = frozenset()
+
+    def shutdown(self) -> None:
+        self.close()
+
+    # -- rebalance listener ----------------------------------------------------------------
+    def before_releasing_partitions(self, partition_ownership: Mapping[str, set[int]]) -> None:
+        owned = {TopicPartition(t, p) for t, ps in partition_ownership.items() for p in ps}
+        if not owned:
+            return
+        with self.cond:
+            deadline = time.monotonic() + self.release_wait_s
+            while (self.planning or self.in_flight is not None) and not self.closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.warning("releasing partitions while a micro-batch still reads them "
+                                "(waited %.1f s): its rows may be read again by their next "
+                                "owner", self.release_wait_s)
+                    break
+                self.cond.wait(min(remaining, 0.5))
+            done = {tp: off for tp, off in (self.done or {}).items()
+                    if tp in owned and self.verified.get(tp) == self.generation}
+        if done and self.commit_fn is not None:
+            try:
+                self.commit_fn(done)
+            except Exception:  # noqa: BLE001 - the rebalance goes on; the next batch commits
+                log.exception("committing offsets before releasing partitions failed")
+
+    def before_starting_fetchers(
+        self, consumer_id: str, global_partition_assignment: Mapping[str, Mapping[int, str]]
+    ) -> None:
+        mine = frozenset(
+            TopicPartition(t, p)
+            for t, parts in global_partition_assignment.items()
+            for p, thread in parts.items()
+            if zp.thread_consumer_id(thread) == consumer_id
+        )
+        with self.cond:
+            self.assigned = mine
+            self.generation += 1
+            self.rebalancing = False
+            for tp in [tp for tp in self.verified if tp not in mine]:
+                del self.verified[tp]
+            self.cond.notify_all()
+
+    # -- planning (Spark's thread) ---------------------------------------------------------
+    def batch_done(self, positions: Positions) -> None:
+        """Spark asks for the next batch: the one that ended at ``positions`` is complete."""
+        with self.cond:
+            self.done = dict(positions)
+            self.in_flight = None
+            self.cond.notify_all()
+
+    def begin_planning(self, wait_s: float) -> tuple[int, frozenset[TopicPartition]]:
+        """Wait out a running rebalance; (generation, owned partitions) until end_planning."""
+        with self.cond:
+            deadline = time.monotonic() + wait_s
+            while self.rebalancing and not self.closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break  # still rebalancing: plan with what we own now (nothing)
+                self.cond.wait(min(remaining, 0.5))
+            self.planning = True
+            return self.generation, self.assigned
+
+    def end_planning(self, in_flight: Positions | None) -> None:
+        with self.cond:
+            self.planning = False
+            if in_flight is not None:
+                self.in_flight = dict(in_flight)
+            self.cond.notify_all()
+
+    def running(self, in_flight: Positions) -> None:
+        """A batch ending at ``in_flight`` is about to run (also a replay after a restart)."""
+        with self.cond:
+            self.in_flight = dict(in_flight)
+
+    def snapshot(self) -> tuple[int, frozenset[TopicPartition], dict[TopicPartition, int]]:
+        with self.cond:
+            return self.generation, self.assigned, dict(self.verified)
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+class _GroupMember:
+    """This query's membership in the ZooKeeper group, plus the driver's clients.
+
+    Used from Spark's thread (and the SIGTERM handler, on the same thread); the connector's
+    own threads only call into :class:`_Membership`.
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        from ._connector import ZookeeperConsumerConnector
+        from ._offsets import ZkOffsetStore
+
+        self.opts = opts
+        self.config = opts.config()
+        self.zk: KazooClient | None = _zk_client(self.config)
+        self.connector: ZookeeperConsumerConnector | None = None
+        self.lookup: _OffsetLookup | None = None
+        try:
+            self.store = ZkOffsetStore(self.zk, self.config.group_id)
+            self.bootstrap = _bootstrap(self.zk, opts, self.config)
+            self.lookup = _OffsetLookup(self.config, self.bootstrap)
+            self.membership = _Membership(self.config.zookeeper_session_timeout_ms / 1000.0)
+            self.membership.commit_fn = self.commit
+            membership = self.membership
+            self.connector = ZookeeperConsumerConnector(
+                self.config, fetcher_factory=lambda _c: membership
+            )
+            self.connector.set_consumer_rebalance_listener(membership)
+            flt = opts.make_filter()
+            if flt is None:
+                self.connector.create_message_streams({t: opts.streams for t in opts.topics})
+            else:
+                self.connector.create_message_streams_by_filter(flt, opts.streams)
+        except BaseException:
+            self.close()
+            raise
+        self.consumer_id = self.connector.consumer_id
+        log.info("%s joined group %s", self.consumer_id, self.config.group_id)
+
+    def offsets(self) -> _OffsetLookup:
+        assert self.lookup is not None, "the group member is closed"
+        return self.lookup
+
+    def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets, read now from ZooKeeper."""
+        return self.store.read(sorted(set(tps)))
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
+        """Write these offsets to /consumers/G/offsets (only the ones that changed)."""
+        return self.store.commit(offsets) if offsets else 0
+
+    def subscribed_partitions(self) -> dict[str, list[int]]:
+        assert self.zk is not None, "the group member is closed"
+        return _subscribed_partitions(self.zk, self.opts)
+
+    def close(self) -> None:
+        membership: _Membership | None = getattr(self, "membership", None)
+        if membership is not None:
+            membership.close()
+        connector, self.connector = self.connector, None
+        try:
+            if connector is not None:
+                connector.shutdown()
+        finally:
+            lookup, self.lookup = self.lookup, None
+            if lookup is not None:
+                lookup.close()
+            zk, self.zk = self.zk, None
+            if zk is not None:
+                _close_zk(zk)
+
+
+# -- readers -----------------------------------------------------------------------------------
+
+
+def _check_schema(schema: StructType) -> None:
+    if schema != SCHEMA:
+        raise _fail(f"the schema is fixed: {SCHEMA.simpleString()}; got {schema.simpleString()}"
+                    " (select or cast columns after load() instead)")
+
+
+class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming side; see the module docstring for the offsets and ownership rules.
+
+    Spark calls the driver methods (``initialOffset``, ``latestOffset``, ``partitions``,
+    ``commit``, ``stop``) one at a time from one thread of one long-lived process; ``read``
+    runs on executors on an unpickled copy that never joined the group. Shared state with the
+    connector's threads lives in :class:`_Membership` (under its condition); the rest is
+    Spark's thread's alone.
+    """
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._member: _GroupMember | None = None
+        self._initial: dict[str, dict[str, int]] | None = None
+        #: Trigger.AvailableNow: the log ends when the run began.
+        self._target: Positions | None = None
+        self._closed = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Executors get the options only; the group member stays in the driver.
+        return {"opts": self.opts}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["opts"])  # type: ignore[misc]
+
+    # -- membership ----------------------------------------------------------------------------
+    def _join(self) -> _GroupMember:
+        if self._closed:
+            raise ZkConsumerError("zkconsumer source: the stream reader is stopped")
+        if self._member is None:
+            self._member = _GroupMember(self.opts)
+            self._install_exit_hooks()
+        return self._member
+
+    def _install_exit_hooks(self) -> None:
+        # Spark ends this process with SIGTERM when the query stops, without calling stop():
+        # leave the group at once (closing the ZooKeeper session deletes our ephemeral
+        # znodes), rather than leaving a dead member until its session times out.
+        atexit.register(self.stop)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            try:
+                self.stop()
+            finally:
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    signal.signal(signal.SIGTERM, previous or signal.SIG_DFL)
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _wait_s(self, member: _GroupMember) -> float:
+        # How long planning waits for a running rebalance: a claim waits about this long.
+        c = member.config
+        return (c.zookeeper_session_timeout_ms + c.rebalance_backoff_ms) / 1000.0
+
+    # -- Spark's API ---------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        # Spark calls this more than once for a new query: answer the same every time.
+        if self._initial is None:
+            member = self._join()
+            m = member.membership
+            generation, owned = m.begin_planning(self._wait_s(member))
+            try:
+                tps = sorted(owned)
+                spec: OffsetSpec = self.opts.starting or "committed"
+                committed = member.committed(tps)
+                positions = _resolve_spec(spec, tps, "committed", committed, member.offsets(),
+                                          member.config.auto_offset_reset)
+                for tp in tps:
+                    m.verified[tp] = generation
+            finally:
+                m.end_planning(None)
+            self._initial = encode_offsets(positions)
+            log.info("%s starts at %s", member.consumer_id, self._initial)
+        return self._initial
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        member = self._join()
+        subscribed = member.subscribed_partitions()
+        self._target = member.offsets().latest(
+            TopicPartition(t, p) for t, parts in subscribed.items() for p in parts)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        member = self._join()
+        m = member.membership
+        begin = decode_offsets(start)
+        # Spark plans the next batch only once the one that ended at `start` is complete in
+        # the sink: a rebalance waiting to release partitions may go on now.
+        m.batch_done(begin)
+        generation, owned = m.begin_planning(self._wait_s(member))
+        end: Positions | None = None
+        try:
+            end = self._plan(member, begin, generation, owned, limit)
+        finally:
+            m.end_planning(end if end is not None and end != begin else None)
+        return encode_offsets(end)
+
+    def _plan(self, member: _GroupMember, begin: Positions, generation: int,
+              owned: frozenset[TopicPartition], limit: ReadLimit) -> Positions:
+        # While planning, no rebalance releases our partitions (see _Membership); `verified`
+        # is only read by a rebalance when no batch is being planned.
+        m = member.membership
+        lookup = member.offsets()
+        # Partitions owned since an earlier rebalance or before a restart: is our position
+        # still the group's? Another member may have consumed and committed beyond it.
+        unsure = [tp for tp in begin if tp in owned and m.verified.get(tp) != generation]
+        newcomers = sorted(tp for tp in owned if tp not in begin)
+        committed = member.committed(unsure + newcomers) if unsure or newcomers else {}
+        reseat = set()
+        for tp in unsure:
+            z = committed.get(tp)
+            if z is not None and z > begin[tp]:
+                log.info("%s:%d: the group committed %d beyond our position %d; taking the "
+                         "group's offset", tp.topic, tp.partition, z, begin[tp])
+                reseat.add(tp)
+            else:
+                m.verified[tp] = generation
+
+        # The batch that ended at `start` is complete: record it in the group, for the
+        # partitions that are still ours.
+        member.commit({tp: off for tp, off in begin.items()
+                       if tp in owned and m.verified.get(tp) == generation})
+
+        # Newly owned partitions are positioned (no rows for them in this batch).
+        end: Positions = _resolve_spec("committed", newcomers, "committed", committed, lookup,
+                                       member.config.auto_offset_reset)
+        for tp in newcomers:
+            m.verified[tp] = generation
+
+        reading = sorted(tp for tp in begin if tp in owned and tp not in reseat)
+        available = lookup.latest(reading)
+        if self._target is not None:
+            # Trigger.AvailableNow: nothing newer than when the run began.
+            for tp in reading:
+                available[tp] = min(available[tp], self._target.get(tp, begin[tp]))
+        for tp in reading:
+            available[tp] = max(available[tp], begin[tp])
+        base = {tp: begin[tp] for tp in reading}
+        if isinstance(limit, ReadMaxRows):
+            end.update(rate_limit(base, available, limit.max_rows))
+        else:
+            end.update({tp: available[tp] for tp in reading})
+        return end
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        begin, finish = decode_offsets(start), decode_offsets(end)
+        ranges = [(tp, begin[tp], off) for tp, off in sorted(finish.items())
+                  if tp in begin and off > begin[tp]]
+        if not ranges:
+            return []
+        member = self._join()
+        member.membership.running(finish)
+        return [
+            OffsetRange(tp.topic, tp.partition, lo, hi, member.bootstrap, self.opts.props,
+                        self.opts.fail_on_data_loss)
+            for tp, lo, hi in ranges
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange), partition
+        return read_range(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        # Never waits for a rebalance: one may be waiting for the batch Spark runs next.
+        member = self._join()
+        generation, owned, verified = member.membership.snapshot()
+        member.commit({tp: off for tp, off in decode_offsets(end).items()
+                       if tp in owned and verified.get(tp) == generation})
+
+    def stop(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        member, self._member = self._member, None
+        if member is not None:
+            log.info("%s leaves group %s", member.consumer_id, member.config.group_id)
+            member.close()
+
+
+class ZkConsumerBatchReader(DataSourceReader):
+    """``spark.read``: the offsets are resolved when Spark plans the read."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        opts = self.opts
+        config = opts.config()
+        zk = _zk_client(config)
+        lookup: _OffsetLookup | None = None
+        try:
+            subscribed = _subscribed_partitions(zk, opts)
+            tps = [TopicPartition(t, p) for t, parts in sorted(subscribed.items()) for p in parts]
+            bootstrap = _bootstrap(zk, opts, config)
+            lookup = _OffsetLookup(config, bootstrap)
+            starting = opts.starting or "earliest"
+            ending = opts.ending or "latest"
+            committed: dict[TopicPartition, int | None] | None = None
+            if "committed" in (starting, ending):
+                from ._offsets import ZkOffsetStore
+
+                committed = ZkOffsetStore(zk, config.group_id).read(tps)
+            reset = config.auto_offset_reset
+            begin = _resolve_spec(starting, tps, "earliest", committed, lookup, reset)
+            finish = _resolve_spec(ending, tps, "latest", committed, lookup, reset)
+        finally:
+            if lookup is not None:
+                lookup.close()
+            _close_zk(zk)
+        backwards = [tp for tp in tps if finish[tp] < begin[tp]]
+        if backwards:
+            tp = backwards[0]
+            raise _fail(f"{tp.topic}:{tp.partition}: the ending offset {finish[tp]} is before "
+                        f"the starting offset {begin[tp]}")
+        return [
+            OffsetRange(tp.topic, tp.partition, begin[tp], finish[tp], bootstrap, opts.props,
+                        opts.fail_on_data_loss)
+            for tp in tps if finish[tp] > begin[tp]
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, OffsetRange):
+            return iter(())  # Spark's placeholder partition when there is nothing to read
+        return read_range(partition)
+
+
+class ZkConsumerDataSource(DataSource):
+    """``format("zkconsumer")``: Kafka topics as a member of a legacy ZooKeeper group.
+
+    Options are checked when the DataFrame is defined (``load()``): syntax, legacy keys, and
+    that the topics exist in ZooKeeper.
+    """
+
+    #: The parsed options, set by the first schema()/reader()/streamReader() call; it travels
+    #: with the pickled data source, so the topics are checked in ZooKeeper once.
+    _parsed: SourceOptions | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        return "zkconsumer"
+
+    def _options(self) -> SourceOptions:
+        parsed = self._parsed
+        if parsed is None:
+            parsed = parse_options(self.options)
+            validate_against_zookeeper(parsed)
+            self._parsed = parsed
+        return parsed
+
+    def schema(self) -> StructType:
+        self._options()
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _check_schema(schema)
+        opts = self._options()
+        _check_batch_options(opts)
+        return ZkConsumerBatchReader(opts)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        _check_schema(schema)
+        opts = self._options()
+        _check_stream_options(opts)
+        return ZkConsumerStreamReader(opts)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("zkconsumer")`` available in this Spark session."""
+    spark.dataSource.register(ZkConsumerDataSource)
