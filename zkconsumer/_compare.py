@@ -452,7 +452,7 @@ class _Member:
             "--session-timeout-ms", str(settings.session_timeout_ms),
             "--commit-interval-ms", str(settings.commit_interval_ms),
         ] + (["--go"] if go else [])
-        self._stderr: IO[bytes] = open(log_dir / f"{protocol}-{name}.log", "wb")  # noqa: SIM115
+        self._stderr: IO[bytes] = open(log_dir / f"{protocol}-{name}.log", "wb")
         # The member imports this very package, wherever it was imported from.
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parent.parent)

@@ -1,0 +1,135 @@
+"""``zkconsumer compare``: the short mode end to end on the real stack, and its report."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import StackInfo
+from zkconsumer import cli
+from zkconsumer._compare import (
+    LABELS,
+    ChangeResult,
+    CompareResult,
+    CompareSettings,
+    ProtocolResult,
+    expected_range,
+    render_markdown,
+)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height of a PNG, after checking its signature and every chunk's CRC."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG signature"
+    pos, kinds = 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"bad CRC in chunk {kind!r}"
+        kinds.append(kind)
+        pos += 12 + length
+    assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND" and b"IDAT" in kinds
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+ROW = re.compile(
+    r"^\| (?P<label>[^|]+) \| (?P<initial>[0-9.]+) \| (?P<join>[0-9.]+) \| (?P<leave>[0-9.]+) "
+    r"\| (?P<kill>[0-9.]+) \| (?P<tput>[0-9]+) \| (?P<produced>[0-9]+) \| (?P<delivered>[0-9]+) "
+    r"\| (?P<lost>[0-9]+) \| (?P<dup>[0-9]+) \|$",
+    re.MULTILINE,
+)
+
+
+def test_expected_range_matches_both_id_schemes() -> None:
+    assert expected_range(["m02", "m00", "m01"], 8) == {
+        "m00": [0, 1, 2], "m01": [3, 4, 5], "m02": [6, 7]}
+    assert expected_range(["m01", "m02"], 6) == {"m01": [0, 1, 2], "m02": [3, 4, 5]}
+
+
+def test_short_compare_end_to_end(
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any
+) -> None:
+    out_dir = tmp_path / "cmp"
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--output", str(out_dir),
+    ])
+    stdout, stderr = capsys.readouterr()
+    report = (out_dir / "report.md").read_text()
+    assert code == 0, report + stderr
+
+    rows = {m["label"]: m for m in ROW.finditer(report)}
+    assert set(rows) == {LABELS["zookeeper"], LABELS["kafka"]}, report
+    data = json.loads((out_dir / "compare.json").read_text())
+    results = {r["protocol"]: r for r in data["results"]}
+    for protocol, r in results.items():
+        row = rows[LABELS[protocol]]
+        assert r["errors"] == []
+        assert r["lost"] == 0 == int(row["lost"])
+        assert r["produced"] > 2000 and int(row["produced"]) == r["produced"]
+        assert r["delivered"] == r["produced"] + r["duplicated"] == int(row["delivered"])
+        assert int(row["dup"]) == r["duplicated"] == sum(r["duplicated_by_change"].values())
+        # Clean changes replay nothing: offsets are committed before partitions move. Only a
+        # kill may replay (what was consumed after the victim's last auto-commit).
+        by_change = r["duplicated_by_change"]
+        assert (by_change["initial"], by_change["join"], by_change["leave"]) == (0, 0, 0)
+        assert r["throughput"] > 0 and int(row["tput"]) == round(r["throughput"])
+        # Every change settled, on the range assignment both protocols should compute.
+        assert [c["change"] for c in r["changes"]] == ["initial", "join", "leave", "kill"]
+        assert all(c["reassignment_s"] is not None and c["as_expected"] for c in r["changes"])
+        assert r["changes"][1]["assignment"] == {"m00": [0, 1], "m01": [2, 3], "m02": [4, 5]}
+        assert r["changes"][3]["assignment"] == {"m02": [0, 1, 2, 3, 4, 5]}
+        # The killed member's session must time out first (3 s in the short mode).
+        assert r["changes"][3]["reassignment_s"] >= 2.5
+        assert float(row["kill"]) == pytest.approx(r["changes"][3]["reassignment_s"], abs=0.01)
+    assert report.count("| yes |") == 4  # both protocols agree after every change
+
+    width, height = png_size(out_dir / "compare.png")
+    assert width >= 600 and height >= 400
+    assert f"report: {out_dir / 'report.md'}" in stdout
+
+
+def _fake_result(lost: int) -> CompareResult:
+    settings = CompareSettings("b:9092", "zk:2181", "t", 2)
+    change = ChangeResult("initial", None, 0.0, 1.5, {"m00": [0], "m01": [1]},
+                          {"m00": [0], "m01": [1]})
+    results = [
+        ProtocolResult(p, f"g-{p}", 2, 2, [change], 100, 0.1, 0.5, 150, 152, 150 - lost,
+                       lost, 2, 10.0)
+        for p in ("zookeeper", "kafka")
+    ]
+    return CompareResult(settings, results, "2024-01-01 00:00:00")
+
+
+def test_markdown_rows_show_the_numbers() -> None:
+    text = render_markdown(_fake_result(lost=3))
+    rows = list(ROW.finditer(text.replace("timeout", "0")))
+    assert [r["label"] for r in rows] == [LABELS["zookeeper"], LABELS["kafka"]]
+    assert [(r["initial"], r["tput"], r["lost"], r["dup"]) for r in rows] == [
+        ("1.50", "200", "3", "2")] * 2
+    assert "| initial | m00: 0; m01: 1 | m00: 0; m01: 1 | m00: 0; m01: 1 | yes |" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--members", "1"], "--members must be at least 2 (one leaves, one is killed)"),
+    (["--members", "2", "--messages", "0"], "--messages must be at least 1"),
+    (["--members", "3", "--partitions", "3"], "--partitions must be at least --members + 1 = 4"),
+])
+def test_bad_arguments_are_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: Any
+) -> None:
+    code = cli.main(["compare", "--bootstrap-server", "127.0.0.1:1", "--zookeeper",
+                     "127.0.0.1:1", "--topic", "t", "--output", str(tmp_path), *argv])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == f"zkconsumer compare: {message}\n"

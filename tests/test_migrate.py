@@ -1,0 +1,561 @@
+"""Migration to the modern group protocol: status, copy, and both documented paths end to end.
+
+Everything runs against the real stack: real ZooKeeper, the real broker, real connectors and
+real kafka-python group members consuming real messages. The one stand-in is a log start
+above zero for ``below_log_start``: the test broker (Tansu) has no DeleteRecords, so that
+partition's log start is injected into the status; everything else about it is real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import NullFetcher, StackInfo, produce, wait_until
+from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector, cli
+from zkconsumer import _zkpaths as zp
+from zkconsumer._migrate import (
+    GroupActiveError,
+    classify,
+    copy_offsets,
+    migration_status,
+    modern_admin,
+    plan_copy,
+    read_kafka_offsets,
+    read_zk_offsets,
+    wait_until_idle,
+)
+from zkconsumer._types import TopicPartition as TP
+
+Taken = list[tuple[int, int, bytes]]  # (partition, offset, value)
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+
+
+def set_zk(zk: KazooClient, group: str, topic: str, offsets: dict[int, int]) -> None:
+    for p, off in offsets.items():
+        path = zp.offset_path(group, topic, p)
+        if zk.exists(path):
+            zk.set(path, zp.encode_offset(off))
+        else:
+            zk.create(path, zp.encode_offset(off), makepath=True)
+
+
+def set_kafka(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """Commit through kafka-python's admin client directly (not through _migrate)."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+    from kafka.errors import NoError
+    from kafka.structs import OffsetAndMetadata
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        result = admin.alter_group_offsets(
+            group, {KTP(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+        )
+    finally:
+        admin.close()
+    assert all(e is NoError for e in result.values()), result
+
+
+def kafka_offsets(bootstrap: str, group: str) -> dict[TP, int]:
+    admin = modern_admin(bootstrap)
+    try:
+        return read_kafka_offsets(admin, group)
+    finally:
+        admin.close()
+
+
+def legacy(stack: StackInfo, group: str, **props: str) -> ZookeeperConsumerConnector:
+    """A real connector (real fetchers) that commits only when told to."""
+    base = {
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        "auto.commit.enable": "false",
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": "20000",  # a missing message fails the test, never hangs it
+        "zookeeper.session.timeout.ms": "4000",
+    }
+    base.update({k.replace("_", "."): v for k, v in props.items()})
+    return ZookeeperConsumerConnector(ConsumerConfig(base))
+
+
+def legacy_take(stack: StackInfo, group: str, topic: str, k: int, **props: str) -> Taken:
+    """Consume exactly ``k`` messages with a legacy connector, commit them, shut down."""
+    connector = legacy(stack, group, **props)
+    try:
+        stream = connector.create_message_streams({topic: 1})[topic][0]
+        it = iter(stream)
+        taken = [(m.partition, m.offset, m.message) for m in (next(it) for _ in range(k))]
+        connector.commit_offsets()
+    finally:
+        connector.shutdown()
+    return taken
+
+
+def modern_consumer(stack: StackInfo, group: str, topic: str) -> Any:
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=stack.bootstrap,
+        group_id=group,
+        client_id="modern",
+        enable_auto_commit=False,
+        auto_offset_reset="none",  # no committed offset = an error, never a silent reset
+        partition_assignment_strategy=[RangePartitionAssignor],
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        max_poll_interval_ms=6000,
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def modern_take(stack: StackInfo, group: str, topic: str, k: int) -> Taken:
+    """Join the modern group, consume exactly ``k`` messages, commit them, leave."""
+    consumer = modern_consumer(stack, group, topic)
+    taken: Taken = []
+    try:
+        def more() -> bool:
+            batch = consumer.poll(timeout_ms=200, max_records=k - len(taken))
+            taken.extend((tp.partition, r.offset, r.value) for tp, rs in batch.items()
+                         for r in rs)
+            return len(taken) >= k
+
+        wait_until(more, timeout=90, what=f"{k} messages through the modern group", every=0)
+        consumer.commit()  # the positions: the next offset after each returned message
+    finally:
+        consumer.close()
+    return taken
+
+
+def next_offsets(topic: str, *phases: Taken) -> dict[TP, int]:
+    """The next offset per partition after consuming ``phases`` from offset 0."""
+    out: dict[int, int] = {}
+    for phase in phases:
+        for p, o, _ in phase:
+            out[p] = max(out.get(p, 0), o + 1)
+    return {TP(topic, p): o for p, o in out.items()}
+
+
+def firsts(taken: Taken) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for p, o, _ in taken:
+        out.setdefault(p, o)
+    return out
+
+
+def positive(d: dict[TP, int]) -> dict[TP, int]:
+    """Offsets with 0 dropped: an offset of 0 and no offset both mean "from the start" here."""
+    return {tp: o for tp, o in d.items() if o > 0}
+
+
+def assert_resumes_exactly(before: dict[TP, int], phase: Taken) -> None:
+    """Each partition's first message in ``phase`` is the next one after ``before``."""
+    assert phase, "the phase consumed nothing"
+    next_of = {tp.partition: o for tp, o in before.items()}
+    for p, first in firsts(phase).items():
+        assert first == next_of.get(p, 0), (p, first, before)
+
+
+@pytest.fixture
+def topic2(topic_factory: Any, names: Any) -> str:
+    return str(topic_factory(names.topic, 2))
+
+
+def produce_each(stack: StackInfo, topic: str, per_partition: int, start: int = 0) -> None:
+    produce(stack.bootstrap, topic, [
+        (p, None, f"{p}-{i}".encode()) for i in range(start, start + per_partition)
+        for p in (0, 1)
+    ])
+
+
+def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------------------
+# pure parts
+# --------------------------------------------------------------------------------------
+
+
+def test_classify_each_class_and_precedence() -> None:
+    assert classify(5, 5, 0, 10) == "equal"
+    assert classify(7, 4, 0, 10) == "zk_ahead"
+    assert classify(3, 6, 0, 10) == "kafka_ahead"
+    assert classify(None, 4, 0, 10) == "missing_in_zk"
+    assert classify(4, None, 0, 10) == "missing_in_kafka"
+    assert classify(4, -1, 0, 10) == "missing_in_kafka"  # Kafka's -1 is "no offset"
+    assert classify(None, None, 0, 10) == "no_offset"
+    # Out of range wins over everything else: the copy would move a dead position.
+    assert classify(2, 6, 5, 10) == "below_log_start"
+    assert classify(None, 2, 5, 10) == "below_log_start"
+    assert classify(12, 12, 0, 10) == "above_log_end"
+    assert classify(10, 10, 0, 10) == "equal"  # the log end itself is a valid position
+
+
+def test_plan_copy_keeps_values_and_newer_offsets() -> None:
+    t = "t"
+    src = {TP(t, 0): 5, TP(t, 1): 7, TP(t, 2): 3}
+    dst = {TP(t, 0): 5, TP(t, 1): 4, TP(t, 2): 6}
+    plan = plan_copy(src, dst, [*src, TP(t, 3)], force=False)
+    assert [(a.partition, a.source_offset, a.dest_offset, a.action) for a in plan] == [
+        (0, 5, 5, "skip_equal"), (1, 7, 4, "copy"), (2, 3, 6, "skip_newer"),
+        (3, None, None, "skip_missing"),
+    ]
+    forced = plan_copy(src, dst, src, force=True)
+    assert [a.action for a in forced] == ["skip_equal", "copy", "overwrite"]
+
+
+def test_wait_until_idle_needs_consecutive_empty_checks() -> None:
+    looks = iter([["owner t:0"], [], ["owner t:0"], [], [], []])
+    slept: list[float] = []
+    probes = wait_until_idle(lambda: next(looks), checks=3, interval_s=0.5, timeout_s=60,
+                             sleep=slept.append)
+    assert probes == 6  # one empty look between two live ones does not count
+    assert slept == [0.5] * 5
+
+
+def test_wait_until_idle_gives_up_naming_what_is_live() -> None:
+    with pytest.raises(GroupActiveError, match=r"owner t:3 = g_c-0"):
+        wait_until_idle(lambda: ["owner t:3 = g_c-0"], checks=3, interval_s=0.01,
+                        timeout_s=0.05)
+
+
+# --------------------------------------------------------------------------------------
+# migrate status
+# --------------------------------------------------------------------------------------
+
+
+def test_status_classes_each_produced_on_purpose(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any
+) -> None:
+    from zkconsumer._migrate import broker_log_range
+
+    topic = topic_factory(names.topic, 8)
+    group = names.group
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(7) for _ in range(10)])
+    zk_side = {0: 5, 1: 7, 2: 3, 4: 4, 5: 2, 6: 12}
+    kafka_side = {0: 5, 1: 4, 2: 6, 3: 4, 5: 6, 6: 12}
+    set_zk(zk, group, topic, zk_side)
+    set_kafka(stack.bootstrap, group, topic, kafka_side)
+
+    admin = modern_admin(stack.bootstrap)
+
+    def log_range(tps: Any) -> Any:
+        starts, ends, error = broker_log_range(admin, stack.bootstrap, tps)
+        starts[TP(topic, 5)] = 5  # Tansu cannot delete records; see the module docstring
+        return starts, ends, error
+
+    try:
+        status = migration_status(zk, group, stack.bootstrap, admin=admin, log_range=log_range)
+    finally:
+        admin.close()
+    rows = {p.partition: p for p in status.partitions}
+    assert {p: r.state for p, r in rows.items()} == {
+        0: "equal", 1: "zk_ahead", 2: "kafka_ahead", 3: "missing_in_zk",
+        4: "missing_in_kafka", 5: "below_log_start", 6: "above_log_end", 7: "no_offset",
+    }
+    assert [(r.zookeeper_offset, r.kafka_offset) for r in rows.values()] == [
+        (5, 5), (7, 4), (3, 6), (None, 4), (4, None), (2, 6), (12, 12), (None, None)
+    ]
+    assert [r.log_end for r in rows.values()] == [10] * 7 + [0]  # the true ends (fetched)
+    assert [r.log_start for r in rows.values()] == [0] * 5 + [5, 0, 0]
+    assert [(r.zookeeper_lag, r.kafka_lag) for r in rows.values()] == [
+        (5, 5), (3, 6), (7, 4), (None, 6), (6, None), (8, 4), (0, 0), (None, None)
+    ]
+    assert not status.safe
+    assert status.reason.startswith("ZooKeeper is ahead of Kafka on 1 partition(s) (")
+    assert len(status.blockers) == 4  # zk_ahead, missing_in_kafka, below start, above end
+    assert status.zookeeper_members == [] and status.zookeeper_owners == {}
+    assert status.modern_members == [] and status.modern_state == "Empty"
+
+
+def test_status_sees_live_consumers_of_both_protocols(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 5)
+    set_zk(zk, group, topic, {0: 3, 1: 4})
+    set_kafka(stack.bootstrap, group, topic, {0: 3, 1: 4})
+    args = ("migrate", "status", "--group", group, "--bootstrap-server", stack.bootstrap,
+            "--zookeeper", stack.zookeeper)
+
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0, out
+    assert "SAFE to switch: no consumer of either protocol is alive" in out
+
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
+                             "consumer.id": "old", "auto.commit.enable": "false"})
+    connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
+    modern = None
+    try:
+        connector.create_message_streams({topic: 1})
+        code, out, _ = run_cli(capsys, *args, "--json")
+        assert code == 1
+        data = json.loads(out)
+        assert data["safe"] is False
+        assert data["zookeeper"]["members"] == [f"{group}_old"]
+        assert data["zookeeper"]["owners"] == {f"{topic}:0": f"{group}_old-0",
+                                               f"{topic}:1": f"{group}_old-0"}
+        assert data["reason"].startswith("2 owner znode(s) are live")
+
+        # A modern member joining as well: the mixed group is called out.
+        modern = modern_consumer(stack, group, topic)
+        wait_until(lambda: modern.poll(timeout_ms=100) is not None and modern.assignment(),
+                   timeout=90, what="the modern member's assignment", every=0)
+        code, out, _ = run_cli(capsys, *args, "--json")
+        data = json.loads(out)
+        assert code == 1
+        members = data["kafka"]["members"]
+        # Member ids are "<client id>-<uuid>"; Tansu leaves client id and assignment empty.
+        assert len(members) == 1 and members[0]["member_id"].startswith("modern-")
+        assert data["kafka"]["state"] == "Stable"
+        assert any(b.startswith("1 modern member(s) are live at the same time")
+                   for b in data["blockers"])
+    finally:
+        if modern is not None:
+            modern.close()
+        connector.shutdown()
+
+
+# --------------------------------------------------------------------------------------
+# migrate copy
+# --------------------------------------------------------------------------------------
+
+
+def test_copy_refuses_while_owners_exist(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    group, topic = names.group, topic2
+    set_zk(zk, group, topic, {0: 6, 1: 2})
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
+                             "consumer.id": "alive", "auto.commit.enable": "false"})
+    connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
+    try:
+        connector.create_message_streams({topic: 1})
+        with pytest.raises(GroupActiveError, match=f"owner {topic}:0 = {group}_alive-0"):
+            copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=3,
+                         check_interval_s=0.1, wait_timeout_s=0.5)
+        code, out, err = run_cli(
+            capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to",
+            "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+            "--wait-timeout", "0.5", "--check-interval", "0.1",
+        )
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "still has live consumers" in err
+        # The dry run shows the plan and who is alive, and waits for nothing.
+        result = copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", dry_run=True)
+        assert [a.action for a in result.actions] == ["copy", "copy"]
+        assert result.written == 0
+        assert f"legacy consumer {group}_alive" in result.live_consumers
+    finally:
+        connector.shutdown()
+    assert kafka_offsets(stack.bootstrap, group) == {}  # nothing was written
+
+    # Once the consumer is gone the same copy goes through.
+    result = copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=3,
+                          check_interval_s=0.1, wait_timeout_s=10)
+    assert result.idle_checks == 3 and result.written == 2
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 6, TP(topic, 1): 2}
+
+
+def test_copy_respects_newer_offsets_and_round_trips(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, capsys: Any
+) -> None:
+    group = names.group
+    topic = topic_factory(names.topic, 3)
+    set_zk(zk, group, topic, {0: 5, 1: 7, 2: 3})
+    set_kafka(stack.bootstrap, group, topic, {0: 5, 1: 4, 2: 6})
+    base = ("migrate", "copy", "--group", group, "--bootstrap-server", stack.bootstrap,
+            "--zookeeper", stack.zookeeper, "--check-interval", "0.1", "--json")
+
+    code, out, _ = run_cli(capsys, *base, "--from", "zookeeper", "--to", "kafka", "--dry-run")
+    assert code == 0
+    plan = json.loads(out)
+    assert [(p["partition"], p["action"]) for p in plan["partitions"]] == [
+        (0, "skip_equal"), (1, "copy"), (2, "skip_newer")]
+    assert plan["written"] == 0 and plan["dry_run"] is True
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 5, TP(topic, 1): 4,
+                                                     TP(topic, 2): 6}
+
+    code, out, _ = run_cli(capsys, *base, "--from", "zookeeper", "--to", "kafka")
+    assert code == 0 and json.loads(out)["written"] == 1
+    # Copied as is (no plus or minus one); the newer Kafka offset of partition 2 stays.
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 5, TP(topic, 1): 7,
+                                                     TP(topic, 2): 6}
+
+    code, out, _ = run_cli(capsys, *base, "--from", "zookeeper", "--to", "kafka", "--force")
+    assert code == 0 and [p["action"] for p in json.loads(out)["partitions"]] == [
+        "skip_equal", "skip_equal", "overwrite"]
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 5, TP(topic, 1): 7,
+                                                     TP(topic, 2): 3}
+
+    # Round trip: the modern side moves on, the rollback copies it back unchanged.
+    set_kafka(stack.bootstrap, group, topic, {0: 9, 2: 8})
+    set_zk(zk, group, topic, {1: 11})  # newer in ZooKeeper: kept
+    code, out, _ = run_cli(capsys, *base, "--from", "kafka", "--to", "zookeeper")
+    assert code == 0
+    assert [p["action"] for p in json.loads(out)["partitions"]] == [
+        "copy", "skip_newer", "copy"]
+    assert read_zk_offsets(zk, group) == {TP(topic, 0): 9, TP(topic, 1): 11, TP(topic, 2): 8}
+    code, out, _ = run_cli(capsys, *base, "--from", "zookeeper", "--to", "kafka")
+    assert kafka_offsets(stack.bootstrap, group) == read_zk_offsets(zk, group)
+
+
+def test_copy_bad_input_is_one_line(stack: StackInfo, capsys: Any, names: Any) -> None:
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", names.group, "--from", "kafka", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper)
+    assert (code, out) == (2, "") and err.strip() == (
+        "zkconsumer migrate: --from and --to are both kafka")
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
+        "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--check-interval", "0")
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"zkconsumer migrate: group {names.group!r} has no committed "
+                           "offsets in ZooKeeper")
+
+
+# --------------------------------------------------------------------------------------
+# end to end: real connectors and a real modern group, no loss, no replay
+# --------------------------------------------------------------------------------------
+
+
+def test_dual_commit_path_and_rollback_end_to_end(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 10)
+    tp0, tp1 = TP(topic, 0), TP(topic, 1)
+
+    def status() -> Any:
+        return migration_status(zk, group, stack.bootstrap)
+
+    # 1. the legacy group as it was: ZooKeeper storage
+    a = legacy_take(stack, group, topic, 6)
+    assert positive(read_zk_offsets(zk, group)) == next_offsets(topic, a)
+    assert kafka_offsets(stack.bootstrap, group) == {}
+    before = status()
+    assert not before.safe and "Kafka has no offset" in before.reason
+
+    # 2. offsets.storage=kafka with dual commit: reads take the max, commits go to both
+    b = legacy_take(stack, group, topic, 6, offsets_storage="kafka",
+                    dual_commit_enabled="true")
+    assert_resumes_exactly(next_offsets(topic, a), b)
+    assert positive(read_zk_offsets(zk, group)) == next_offsets(topic, a, b)
+    assert positive(kafka_offsets(stack.bootstrap, group)) == next_offsets(topic, a, b)
+    s = status()
+    assert s.safe, s.reason
+    assert {p.state for p in s.partitions if p.kafka_offset} == {"equal"}
+
+    # 3. dual commit off: Kafka only; ZooKeeper falls behind and that is fine
+    c = legacy_take(stack, group, topic, 4, offsets_storage="kafka",
+                    dual_commit_enabled="false")
+    assert_resumes_exactly(next_offsets(topic, a, b), c)
+    assert positive(read_zk_offsets(zk, group)) == next_offsets(topic, a, b)
+    assert positive(kafka_offsets(stack.bootstrap, group)) == next_offsets(topic, a, b, c)
+    s = status()
+    assert s.safe, s.reason
+
+    # 4. the modern group takes over at exactly the next message
+    d = modern_take(stack, group, topic, 4)
+    assert_resumes_exactly(next_offsets(topic, a, b, c), d)
+    everything = Counter((p, o) for p, o, _ in a + b + c + d)
+    assert everything == Counter({(p, o): 1 for p in (0, 1) for o in range(10)})
+    assert kafka_offsets(stack.bootstrap, group) == {tp0: 10, tp1: 10}
+
+    # 5. rollback the same way: dual commit reads Kafka's newer offsets ...
+    produce_each(stack, topic, 3, start=10)
+    e = legacy_take(stack, group, topic, 3, offsets_storage="kafka",
+                    dual_commit_enabled="true")
+    assert_resumes_exactly({tp0: 10, tp1: 10}, e)
+    after_e = {tp0: 10, tp1: 10} | next_offsets(topic, a, b, c, d, e)
+    assert read_zk_offsets(zk, group) == kafka_offsets(stack.bootstrap, group) == after_e
+    # ... then ZooKeeper storage alone carries on from there
+    f = legacy_take(stack, group, topic, 3)
+    assert_resumes_exactly(after_e, f)
+    everything = Counter((p, o) for p, o, _ in a + b + c + d + e + f)
+    assert everything == Counter({(p, o): 1 for p in (0, 1) for o in range(13)})
+    assert read_zk_offsets(zk, group) == {tp0: 13, tp1: 13}
+
+
+def test_copy_path_end_to_end(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 6)
+    copy = ("migrate", "copy", "--group", group, "--bootstrap-server", stack.bootstrap,
+            "--zookeeper", stack.zookeeper, "--check-interval", "0.2")
+
+    a = legacy_take(stack, group, topic, 5)
+    code, out, _ = run_cli(capsys, *copy, "--from", "zookeeper", "--to", "kafka")
+    assert code == 0 and "wrote" in out
+    assert positive(kafka_offsets(stack.bootstrap, group)) == next_offsets(topic, a)
+
+    b = modern_take(stack, group, topic, 4)
+    assert_resumes_exactly(next_offsets(topic, a), b)
+
+    code, out, _ = run_cli(capsys, *copy, "--from", "kafka", "--to", "zookeeper")
+    assert code == 0
+    assert read_zk_offsets(zk, group) == kafka_offsets(stack.bootstrap, group)
+
+    c = legacy_take(stack, group, topic, 3)
+    assert_resumes_exactly(next_offsets(topic, a, b), c)
+    everything = Counter((p, o) for p, o, _ in a + b + c)
+    assert everything == Counter({(p, o): 1 for p in (0, 1) for o in range(6)})
+
+
+def test_copy_waits_for_a_consumer_to_leave(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    group, topic = names.group, topic2
+    set_zk(zk, group, topic, {0: 1, 1: 1})
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
+                             "consumer.id": "leaving", "auto.commit.enable": "false"})
+    connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
+    connector.create_message_streams({topic: 1})
+    admin = CountingAdmin(modern_admin(stack.bootstrap))  # counts the copy's looks
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(copy_offsets(
+        zk, group, stack.bootstrap, "zookeeper", "kafka", checks=3, check_interval_s=0.2,
+        wait_timeout_s=60, admin=admin)))
+    worker.start()
+    try:
+        wait_until(lambda: admin.looks >= 2, timeout=30, what="two looks by the copy")
+        # The copy is waiting: nothing reaches Kafka while the owner is there.
+        assert kafka_offsets(stack.bootstrap, group) == {}
+    finally:
+        connector.shutdown()
+        worker.join(timeout=60)
+        admin.close()
+    assert results and results[0].written == 2
+    assert results[0].idle_checks >= 5  # two looks saw the owner, then three empty ones
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 1, TP(topic, 1): 1}
+
+
+class CountingAdmin:
+    """Delegates to an admin client, counting DescribeGroups calls (one per look)."""
+
+    def __init__(self, admin: Any) -> None:
+        self._admin = admin
+        self.looks = 0
+
+    def describe_groups(self, *args: Any, **kwargs: Any) -> Any:
+        self.looks += 1
+        return self._admin.describe_groups(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._admin, name)
