@@ -128,3 +128,21 @@ def expected_owners(zk: Any, group: str, topic: str, strategy: str = "range") ->
 def owners_settled(zk: Any, group: str, topic: str, strategy: str = "range") -> bool:
     exp = expected_owners(zk, group, topic, strategy)
     return bool(exp) and group_owners(zk, group, topic) == exp
+
+
+def produce_bulk(bootstrap: str, topic: str, partition: int, payload: bytes, count: int) -> None:
+    """``count`` copies of ``payload`` to one partition, fast (librdkafka batches them)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "batch.size": 1_000_000, "queue.buffering.max.kbytes": 262144})
+    for _ in range(count):
+        while True:
+            try:
+                producer.produce(topic, value=payload, partition=partition)
+                break
+            except BufferError:
+                producer.poll(0.1)  # the local queue is full: let deliveries drain
+    remaining = producer.flush(60)
+    if remaining:
+        raise AssertionError(f"{remaining} messages not delivered to {topic}")

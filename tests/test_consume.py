@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, group_owners, produce, wait_until
+from tests.support import StackInfo, group_owners, produce, produce_bulk, wait_until
 from zkconsumer import (
     ConsumerConfig,
     ConsumerTimeoutException,
@@ -315,7 +315,7 @@ def test_slow_consumer_memory_stays_bounded(stack, names, topic_factory) -> None
     empty = topic_factory(names("empty"), 1)
     full = topic_factory(names.topic, 1)
     payload = b"x" * 10_000
-    produce(stack.bootstrap, full, ((0, None, payload) for _ in range(10_000)))  # 100 MB
+    produce_bulk(stack.bootstrap, full, 0, payload, 10_000)  # 100 MB
     baseline = _slow_member(stack, names("g0"), empty)
     slow = _slow_member(stack, names.group, full)
     try:

@@ -109,8 +109,10 @@ def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dic
         "fetch_max_wait_ms": config.fetch_wait_max_ms,
         "fetch_min_bytes": config.fetch_min_bytes,
         "max_partition_fetch_bytes": config.fetch_message_max_bytes,
-        # One fetch response (the client's own buffer) holds at most this much record data.
-        "fetch_max_bytes": 4 * config.fetch_message_max_bytes,
+        # One fetch response (the client's own buffer) holds at most this much record data:
+        # one partition's worth, because some brokers (Tansu) ignore the per-partition limit
+        # and a larger response is what the chunk queue's memory bound would not cover.
+        "fetch_max_bytes": config.fetch_message_max_bytes,
         "receive_buffer_bytes": config.socket_receive_buffer_bytes,
         "request_timeout_ms": request_timeout,
         "connections_max_idle_ms": max(540_000, request_timeout + 1000),
