@@ -42,6 +42,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from . import _zkpaths as zp
 from ._errors import ZkConsumerError, ZkDataError
 from ._types import TopicPartition
+from ._zkread import broker_addresses, topic_partitions
 
 __all__ = [
     "MAX_TRANSACTION_OPS",
@@ -463,16 +464,6 @@ def _require_group(zk: KazooClient, group: str) -> None:
         )
 
 
-def _topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
-    """The topic's partitions from ``/brokers/topics/T``; None when the topic is unknown."""
-    path = zp.topic_path(topic)
-    try:
-        data, _ = zk.get(path)
-    except NoNodeError:
-        return None
-    return zp.TopicAssignment.decode(data, path).partition_ids
-
-
 def list_groups(zk: KazooClient) -> list[GroupSummary]:
     """Every group under ``/consumers`` with its number of registered members, by name."""
     groups = sorted(_children(zk, zp.CONSUMERS))
@@ -569,20 +560,7 @@ def find_bootstrap(zk: KazooClient, bootstrap: str | None = None) -> str:
     """
     if bootstrap:
         return bootstrap
-    ids = sorted((b for b in _children(zk, zp.BROKER_IDS) if b.isdigit()), key=int)
-    data = _get_many(zk, [zp.broker_path(int(b)) for b in ids])
-    addresses = []
-    for bid in ids:
-        path = zp.broker_path(int(bid))
-        raw = data[path]
-        if raw is None:
-            continue
-        try:
-            host, port = zp.BrokerRegistration.decode(raw, path).endpoint()
-        except ZkDataError as e:
-            log.warning("skipping broker %s: %s", bid, e)
-            continue
-        addresses.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    addresses = broker_addresses(zk)
     if not addresses:
         raise AdminError(
             f"no broker is registered in ZooKeeper ({zp.BROKER_IDS}); pass --bootstrap-server"
@@ -695,7 +673,7 @@ def describe_group(
     tps: set[TopicPartition] = set(offsets) | set(owners)
     known: list[TopicPartition] = []  # partitions the broker registry knows
     for topic in topics:
-        partitions = _topic_partitions(zk, topic)
+        partitions = topic_partitions(zk, topic)
         if partitions is None:
             continue
         for p in partitions:
@@ -1067,7 +1045,7 @@ def reset_offsets(
     """
     _require_group(zk, group)
     _check_name(topic, "topic")
-    partitions = _topic_partitions(zk, topic)
+    partitions = topic_partitions(zk, topic)
     if partitions is None:
         raise UnknownTopicError(
             f"topic {topic!r} not found in ZooKeeper (no {zp.topic_path(topic)})"
@@ -1145,7 +1123,7 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     owners = _read_owners(zk, group)
     checks: list[OwnershipCheck] = []
     for topic in sorted(subscribed):
-        partitions = _topic_partitions(zk, topic)
+        partitions = topic_partitions(zk, topic)
         if partitions is None:
             continue  # subscribed to a topic that does not exist (yet): nothing to own
         live = set(subscribed[topic])

@@ -53,6 +53,7 @@ from ._filters import TopicFilter, filter_from_registration
 from ._offsets import OffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
 from ._types import TopicPartition
+from ._zkread import broker_addresses
 
 if TYPE_CHECKING:
     from ._stream import KafkaStream
@@ -783,21 +784,7 @@ class ZookeeperConsumerConnector:
     # -- brokers, for the fetchers ---------------------------------------------------------
     def broker_addresses(self) -> list[str]:
         """``host:port`` of every broker registered in ZooKeeper."""
-        out = []
-        try:
-            ids = self._zk.get_children(zp.BROKER_IDS)
-        except NoNodeError:
-            return []
-        for bid in sorted(i for i in ids if i.isdigit()):
-            path = zp.broker_path(int(bid))
-            try:
-                data, _ = self._zk.get(path)
-                host, port = zp.BrokerRegistration.decode(data, path).endpoint()
-            except (NoNodeError, ZkDataError) as e:
-                self.log.warning("skipping broker %s: %s", bid, e)
-                continue
-            out.append(f"{host}:{port}")
-        return out
+        return broker_addresses(self._zk)
 
 
 def _fmt_owned(owned: Mapping[TopicPartition, str]) -> str:
