@@ -32,7 +32,7 @@ setup(
             "matplotlib>=3.7",
         ],
         "compare": ["matplotlib>=3.7"],
-        "spark": ["pyspark>=4.0,<5", "pyarrow>=15"],
+        "spark": ["pyspark>=4.2,<5", "pyarrow>=15"],
         "fast": ["confluent-kafka>=2.3"],
     },
     entry_points={"console_scripts": ["zkconsumer = zkconsumer.cli:main"]},

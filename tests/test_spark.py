@@ -1,0 +1,432 @@
+"""The PySpark data source (``format("zkconsumer")``) against the real stack, Spark local[2].
+
+One SparkSession for the module (starting Spark takes seconds). Streaming queries write to the
+memory sink, or, across a restart from a checkpoint (which Spark's memory sink refuses in
+append mode), to a foreachBatch that collects into a list; they run with
+``trigger(availableNow=True)`` or until ``processAllAvailable()``. Every query is stopped by
+the test that started it, and the group's ids znodes are checked to be gone, so a query that
+leaves a member behind fails here rather than in a later test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from tests.support import StackInfo, group_owners, owners_settled, produce, wait_until
+from zkconsumer import ConsumerTimeoutException, create_consumer_connector
+from zkconsumer import _zkpaths as zp
+from zkconsumer._offsets import ZkOffsetStore
+from zkconsumer._types import TopicPartition
+from zkconsumer.spark import (
+    ZkConsumerSourceError,
+    parse_options,
+    rate_limit,
+    register,
+)
+
+Row4 = tuple[int, int, bytes, bytes]  # partition, offset, key, value
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    # Executors and the data source's Python workers must run this interpreter (the venv).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("zkconsumer-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def _produce(stack: StackInfo, topic: str, partitions: int, per_partition: int,
+             first: int = 0) -> list[Row4]:
+    """``per_partition`` records to each partition; the rows a reader must return."""
+    records = []
+    expected = []
+    for p in range(partitions):
+        for i in range(first, first + per_partition):
+            key, value = f"k{p}-{i}".encode(), json.dumps({"p": p, "i": i}).encode()
+            records.append((p, key, value))
+            expected.append((p, i, key, value))
+    produce(stack.bootstrap, topic, records)
+    return expected
+
+
+def _rows(df: DataFrame) -> list[Row4]:
+    return sorted((r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect())
+
+
+def _stream(spark: SparkSession, stack: StackInfo, group: str, topic: str | None,
+            **options: str) -> DataFrame:
+    """A stream over ``topic``, or over what a ``whitelist`` option matches."""
+    reader = (spark.readStream.format("zkconsumer")
+              .option("zookeeper.connect", stack.zookeeper)
+              .option("group.id", group)
+              .option("auto.offset.reset", "smallest")
+              .option("zookeeper.session.timeout.ms", "4000"))
+    if topic is not None:
+        reader = reader.option("topics", topic)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def _zk_offsets(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, int]:
+    out = {}
+    for p in range(partitions):
+        path = zp.offset_path(group, topic, p)
+        if zk.exists(path):
+            out[p] = zp.decode_offset(zk.get(path)[0])
+    return out
+
+
+def _members(zk: KazooClient, group: str) -> list[str]:
+    path = zp.ids_dir(group)
+    return zk.get_children(path) if zk.exists(path) else []
+
+
+# Polling a memory sink runs a Spark job: poll it every half second, not every 50 ms, or the
+# polls take the two cores from the queries they wait for.
+
+
+def _query_name() -> str:
+    return f"q_{uuid.uuid4().hex[:12]}"
+
+
+def _data_rows(progress: list[dict[str, Any]]) -> list[int]:
+    return [p["numInputRows"] for p in progress if p["numInputRows"]]
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def test_stream_reads_each_message_once_across_triggers_and_a_restart(
+    spark, stack, zk, names, topic_factory, tmp_path
+) -> None:
+    topic = topic_factory(names.topic, 3)
+    group = names.group
+    checkpoint = str(tmp_path / "checkpoint")
+    first = _produce(stack, topic, 3, 20)
+    # Spark's format("memory") refuses to recover from a checkpoint in append mode, so the
+    # in-memory sink here is a foreachBatch collecting into a list (it runs in this process).
+    sink: list[Row4] = []
+
+    def collect(batch: DataFrame, batch_id: int) -> None:
+        sink.extend(_rows(batch))
+
+    def run() -> list[int]:
+        q = (_stream(spark, stack, group, topic, maxOffsetsPerTrigger="25").writeStream
+             .foreachBatch(collect).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+        q.awaitTermination(180)
+        assert q.exception() is None
+        # The query left the group when it stopped (no member left behind to time out).
+        wait_until(lambda: _members(zk, group) == [], 20, "the query to leave the group")
+        return _data_rows(q.recentProgress)
+
+    # maxOffsetsPerTrigger: 60 messages in batches of at most 25.
+    assert run() == [25, 25, 10]
+    assert sorted(sink) == sorted(first)
+    assert _zk_offsets(zk, group, topic, 3) == {0: 20, 1: 20, 2: 20}
+
+    second = _produce(stack, topic, 3, 10, first=20)
+    assert run() == [25, 5]
+    # Resumed exactly where the checkpoint says: only the new messages, each once.
+    assert sorted(sink) == sorted(first + second)
+    assert _zk_offsets(zk, group, topic, 3) == {0: 30, 1: 30, 2: 30}
+
+
+def test_zookeeper_offsets_follow_the_batches(spark, stack, zk, names, topic_factory,
+                                              tmp_path) -> None:
+    topic = topic_factory(names.topic, 1)
+    group = names.group
+    _produce(stack, topic, 1, 30)
+    seen: list[tuple[int, int, int, dict[int, int]]] = []
+
+    def record(batch: DataFrame, batch_id: int) -> None:
+        offsets = [r.offset for r in batch.select("offset").collect()]
+        if offsets:
+            # What the legacy lag tools see while this batch runs.
+            seen.append((min(offsets), max(offsets), len(offsets),
+                         _zk_offsets(zk, group, topic, 1)))
+
+    # A wildcard subscription this time (the legacy whitelist, matching this topic only).
+    q = (_stream(spark, stack, group, None, whitelist=f" '{topic}' ", maxOffsetsPerTrigger="10")
+         .writeStream.foreachBatch(record)
+         .option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(180)
+    assert q.exception() is None
+    # Each batch starts where ZooKeeper says the group is; the last one is committed at the end.
+    assert seen == [(0, 9, 10, {0: 0}), (10, 19, 10, {0: 10}), (20, 29, 10, {0: 20})]
+    assert _zk_offsets(zk, group, topic, 1) == {0: 30}
+    wait_until(lambda: _members(zk, group) == [], 20, "the query to leave the group")
+
+
+def test_two_queries_and_a_legacy_consumer_split_a_group(spark, stack, zk, names,
+                                                         topic_factory, tmp_path) -> None:
+    topic = topic_factory(names.topic, 6)
+    group = names.group
+    queries = []
+    sinks = []
+    legacy_rows: list[Row4] = []
+    stop = threading.Event()
+    legacy = None
+    drainer = None
+    try:
+        for i in range(2):
+            name = _query_name()
+            q = (_stream(spark, stack, group, topic).writeStream.format("memory")
+                 .queryName(name).option("checkpointLocation", str(tmp_path / f"ck{i}"))
+                 .trigger(processingTime="300 milliseconds").start())
+            queries.append(q)
+            sinks.append(name)
+            wait_until(lambda n=i + 1: len(_members(zk, group)) == n, 60,
+                       f"query {i} to join the group")
+        # A legacy member of the same group, fetching for real.
+        legacy = create_consumer_connector({
+            "zookeeper.connect": stack.zookeeper, "group.id": group,
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
+            "auto.commit.interval.ms": 300, "zookeeper.session.timeout.ms": 4000})
+        stream = legacy.create_message_streams({topic: 1})[topic][0]
+
+        def drain() -> None:
+            while not stop.is_set():
+                try:
+                    for m in stream:
+                        legacy_rows.append((m.partition, m.offset, m.key, m.message))
+                except ConsumerTimeoutException:
+                    continue
+
+        drainer = threading.Thread(target=drain, daemon=True)
+        drainer.start()
+        wait_until(lambda: owners_settled(zk, group, topic), 60, "the partitions to be split")
+        by_member: dict[str, set[int]] = {}
+        for p, thread in group_owners(zk, group, topic).items():
+            by_member.setdefault(zp.thread_consumer_id(thread), set()).add(p)
+        assert sorted(len(ps) for ps in by_member.values()) == [2, 2, 2]
+
+        expected = _produce(stack, topic, 6, 10)
+        wait_until(lambda: sum(spark.table(n).count() for n in sinks) + len(legacy_rows)
+                   >= len(expected), 120, "the group to read everything", every=0.5)
+        for q in queries:
+            q.processAllAvailable()
+        got = [_rows(spark.table(n)) for n in sinks] + [sorted(legacy_rows)]
+        parts = [frozenset(r[0] for r in rows) for rows in got]
+        # Each member read exactly the partitions it owns; together, everything once.
+        assert sorted(parts, key=min) == sorted(map(frozenset, by_member.values()), key=min)
+        assert sorted(got[0] + got[1] + got[2]) == sorted(expected)
+        wait_until(lambda: _zk_offsets(zk, group, topic, 6) == dict.fromkeys(range(6), 10), 30,
+                   "every member to commit its offsets")
+    finally:
+        stop.set()
+        if legacy is not None:
+            legacy.shutdown()
+        if drainer is not None:
+            drainer.join(10)
+        for q in queries:
+            q.stop()
+    wait_until(lambda: _members(zk, group) == [], 30, "every member to leave the group")
+
+
+def test_partitions_handed_over_mid_stream_are_read_once(spark, stack, zk, names,
+                                                        topic_factory, tmp_path) -> None:
+    topic = topic_factory(names.topic, 4)
+    group = names.group
+    expected = _produce(stack, topic, 4, 100)
+    queries = []
+    sinks = []
+
+    def start(i: int) -> None:
+        name = _query_name()
+        # A small maxOffsetsPerTrigger keeps the first query busy with its backlog while the
+        # second one joins: two of its partitions move mid-stream.
+        q = (_stream(spark, stack, group, topic, maxOffsetsPerTrigger="20")
+             .writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / f"ck{i}"))
+             .trigger(processingTime="0 seconds").start())
+        queries.append(q)
+        sinks.append(name)
+
+    try:
+        start(0)
+        wait_until(lambda: spark.table(sinks[0]).count() >= 40, 60, "the first query to read",
+                   every=0.5)
+        start(1)
+        wait_until(lambda: sum(spark.table(n).count() for n in sinks) >= len(expected), 120,
+                   "both queries to read everything", every=0.5)
+        for q in queries:
+            q.processAllAvailable()
+        first, second = (_rows(spark.table(n)) for n in sinks)
+        assert sorted(first + second) == sorted(expected)  # nothing lost, nothing twice
+        moved = {r[0] for r in second}
+        assert len(moved) == 2 and second, "no partition moved while the first query read"
+        for p in moved:
+            # The hand-over point: the first query read a prefix, the second the rest.
+            before = [r[1] for r in first if r[0] == p]
+            after = [r[1] for r in second if r[0] == p]
+            assert before == list(range(len(before)))
+            assert after == list(range(len(before), 100))
+    finally:
+        for q in queries:
+            q.stop()
+    wait_until(lambda: _members(zk, group) == [], 30, "both queries to leave the group")
+
+
+# -- batch --------------------------------------------------------------------------------------
+
+
+def _batch(spark: SparkSession, stack: StackInfo, topic: str, **options: str) -> DataFrame:
+    reader = (spark.read.format("zkconsumer").option("zookeeper.connect", stack.zookeeper)
+              .option("topics", topic))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def test_batch_read_returns_exactly_the_offset_range(spark, stack, zk, names,
+                                                     topic_factory) -> None:
+    topic = topic_factory(names.topic, 3)
+    produced = _produce(stack, topic, 3, 10)
+    start = {topic: {"0": 2, "1": -2, "2": 5}}
+    end = {topic: {"0": 7, "1": 4, "2": 5}}
+    df = _batch(spark, stack, topic, startingOffsets=json.dumps(start),
+                endingOffsets=json.dumps(end))
+    assert df.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp>")
+    rows = df.collect()
+    assert {r.topic for r in rows} == {topic}
+    assert all(r.timestamp is not None for r in rows)
+    got = sorted((r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in rows)
+    assert got == [r for r in produced if (r[0] == 0 and 2 <= r[1] < 7)
+                   or (r[0] == 1 and r[1] < 4)]
+
+    # Everything by default (earliest to latest).
+    assert _rows(_batch(spark, stack, topic)) == sorted(produced)
+
+    # committed: the group's ZooKeeper offsets; none committed -> auto.offset.reset.
+    store = ZkOffsetStore(zk, names.group)
+    store.commit({TopicPartition(topic, 0): 8, TopicPartition(topic, 2): 3})
+    df = _batch(spark, stack, topic, startingOffsets="committed", **{
+        "group.id": names.group, "auto.offset.reset": "largest"})
+    assert _rows(df) == [r for r in produced if (r[0] == 0 and r[1] >= 8)
+                         or (r[0] == 2 and r[1] >= 3)]
+
+
+# -- bad options --------------------------------------------------------------------------------
+
+BAD = [
+    ({"zookeeper.connect": None}, "the zookeeper.connect option is required"),
+    ({"topics": "no-such-topic"}, "unknown topic 'no-such-topic'"),
+    ({"startingOffsets": "{oops"}, "startingOffsets is malformed JSON"),
+    ({"whitelist": "t-.*"},
+     "give exactly one of topics, whitelist or blacklist (got topics and whitelist)"),
+    ({"fetch.mesage.max.bytes": "1"},
+     "unknown configuration key 'fetch.mesage.max.bytes' (did you mean "
+     "'fetch.message.max.bytes'?)"),
+    ({"auto.offset.reset": "earliest"}, "auto.offset.reset='earliest' is not one of"),
+    ({"endingOffsets": '{"TOPIC": {"7": 1}}'}, "has no partition 7"),
+    ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["read", "readStream"])
+def test_bad_options_fail_when_the_dataframe_is_defined(spark, stack, names, topic_factory,
+                                                        streaming) -> None:
+    topic = topic_factory(names.topic, 2)
+    for change, message in BAD:
+        options: dict[str, str | None] = {"zookeeper.connect": stack.zookeeper,
+                                          "group.id": names.group, "topics": topic}
+        options.update({k: v.replace("TOPIC", topic) if v else v for k, v in change.items()})
+        reader = spark.readStream if streaming else spark.read
+        reader = reader.format("zkconsumer")
+        for k, v in options.items():
+            if v is not None:
+                reader = reader.option(k, v)
+        with pytest.raises(AnalysisException) as info:
+            reader.load()
+        text = str(info.value)
+        assert "ZkConsumerSourceError: zkconsumer source: " in text, text
+        assert message in text, (change, text)
+
+
+def test_stream_only_and_batch_only_options_fail_when_used_the_other_way(
+    spark, stack, zk, names, topic_factory, tmp_path
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    df = _stream(spark, stack, names.group, topic, endingOffsets="latest")
+    q = (df.writeStream.format("memory").queryName(_query_name())
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    with pytest.raises(StreamingQueryException) as info:
+        q.awaitTermination(120)
+    assert "endingOffsets applies to batch reads only" in str(info.value)
+    assert _members(zk, names.group) == []
+
+    with pytest.raises(AnalysisException, match="maxOffsetsPerTrigger applies to streaming"):
+        _batch(spark, stack, topic, maxOffsetsPerTrigger="5").collect()
+
+
+# -- pure helpers -------------------------------------------------------------------------------
+
+
+def test_rate_limit_shares_in_proportion_to_lag_and_never_exceeds_it() -> None:
+    a, b, c = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
+    assert rate_limit({a: 0, b: 10}, {a: 30, b: 20}, 8) == {a: 6, b: 12}
+    assert rate_limit({a: 0, b: 0, c: 5}, {a: 1, b: 1, c: 5}, 100) == {a: 1, b: 1, c: 5}
+    # The remainder goes to the largest lags; the total is exactly the limit.
+    end = rate_limit({a: 0, b: 0, c: 0}, {a: 10, b: 10, c: 10}, 10)
+    assert sum(end.values()) == 10 and end == {a: 4, b: 3, c: 3}
+    assert rate_limit({a: 0, b: 0}, {a: 1, b: 100}, 2) == {a: 0, b: 2}
+
+
+def test_parse_options_keeps_legacy_keys_and_forces_per_batch_commits() -> None:
+    opts = parse_options({"zookeeper.connect": "zk:2181/kafka", "group.id": "g",
+                          "topics": "a, b,a", "auto.commit.enable": "true",
+                          "rebalance.max.retries": "7", "maxoffsetspertrigger": "100",
+                          "startingoffsets": '{"a": {"0": 5, "1": -2}}'})
+    config = opts.config()
+    assert opts.topics == ("a", "b")
+    assert config.rebalance_max_retries == 7 and config.zk_chroot == "/kafka"
+    assert config.auto_commit_enable is False
+    assert opts.max_offsets_per_trigger == 100
+    assert opts.starting == {"a": {0: 5, 1: -2}}
+    for bad, message in [
+        ({"topics": "a", "startingoffsets": '{"a": {"x": 1}}'}, "partition 'x' of topic 'a'"),
+        ({"topics": "a", "startingoffsets": '{"a": {"0": -3}}'}, "must be an integer >= 0"),
+        ({"whitelist": "a", "blacklist": "b"}, "got whitelist and blacklist"),
+        ({}, "got none"),
+        ({"topics": "a", "offsets.storage": "kafka"}, "offsets.storage must be zookeeper"),
+        ({"topics": "a", "endingoffsets": "committed", "group.id": None},
+         "endingOffsets=committed needs the group.id option"),
+    ]:
+        props: dict[str, str] = {"zookeeper.connect": "zk:2181", "group.id": "g"}
+        props.update({k: v for k, v in bad.items() if v is not None})
+        for k, v in bad.items():
+            if v is None:
+                props.pop(k)
+        with pytest.raises(ZkConsumerSourceError, match="^zkconsumer source: ") as info:
+            parse_options(props)
+        assert message in str(info.value)
