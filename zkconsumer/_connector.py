@@ -615,11 +615,12 @@ class ZookeeperConsumerConnector:
         self._zk_ops += 1
         children, stat = zk.get_children(ids_dir, watch=self._on_watch, include_data=True)
         members: dict[str, zp.ConsumerRegistration] = {}
-        for cid in sorted(children):
+        pending = [(cid, zk.get_async(zp.id_path(self.group, cid))) for cid in sorted(children)]
+        self._zk_ops += len(pending)
+        for cid, result in pending:
             path = zp.id_path(self.group, cid)
             try:
-                self._zk_ops += 1
-                data, _ = zk.get(path)
+                data, _ = result.get()
                 reg = zp.ConsumerRegistration.decode(data, path)
                 if reg.is_wildcard:
                     filter_from_registration(reg.pattern, next(iter(reg.subscription)))
@@ -681,9 +682,24 @@ class ZookeeperConsumerConnector:
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
-        for tp, thread in sorted(mine.items()):
-            if self._owned.get(tp) == thread:
-                continue
+        todo = sorted((tp, th) for tp, th in mine.items() if self._owned.get(tp) != th)
+        # First every create at once (pipelined: one round trip, not one per partition);
+        # only the conflicts go through the one-by-one wait below.
+        self._zk_ops += len(todo)
+        pending = [
+            (tp, th, self._zk.create_async(
+                zp.owner_path(self.group, tp.topic, tp.partition), zp.encode_owner(th),
+                ephemeral=True, makepath=True))
+            for tp, th in todo
+        ]
+        conflicts = []
+        for tp, thread, result in pending:
+            try:
+                result.get()
+                self._owned[tp] = thread
+            except NodeExistsError:
+                conflicts.append((tp, thread))
+        for tp, thread in conflicts:
             path = zp.owner_path(self.group, tp.topic, tp.partition)
             data = zp.encode_owner(thread)
             while True:
@@ -721,15 +737,18 @@ class ZookeeperConsumerConnector:
                     gone.wait(0.05)
 
     def _release(self, tps: set[TopicPartition]) -> None:
-        for tp in sorted(tps):
-            path = zp.owner_path(self.group, tp.topic, tp.partition)
+        # Every tp here is in _owned: an ephemeral this session created and nobody else can
+        # replace while the session lives (a lost session clears _owned first), so it is
+        # deleted without reading it back; the deletes are pipelined.
+        pending = [
+            (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+            for tp in sorted(tps)
+            if tp in self._owned
+        ]
+        self._zk_ops += len(pending)
+        for tp, result in pending:
             try:
-                self._zk_ops += 1
-                data, stat = self._zk.get(path)
-                # Only delete a znode this session created (it may be another member's now).
-                if stat.ephemeralOwner == self._zk.client_id[0]:
-                    self._zk_ops += 1
-                    self._zk.delete(path, version=stat.version)
+                result.get()
             except NoNodeError:
                 pass
             self._owned.pop(tp, None)

@@ -62,10 +62,15 @@ class ZkOffsetStore:
 
     def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         out: dict[TopicPartition, int | None] = {}
-        for tp in tps:
-            path = zp.offset_path(self._group, tp.topic, tp.partition)
+        # Pipelined: every get is sent before the first answer is awaited.
+        pending = [
+            (tp, path, self._zk.get_async(path))
+            for tp in tps
+            for path in [zp.offset_path(self._group, tp.topic, tp.partition)]
+        ]
+        for tp, path, result in pending:
             try:
-                data, _ = self._zk.get(path)
+                data, _ = result.get()
             except NoNodeError:
                 out[tp] = None
                 continue
