@@ -106,8 +106,8 @@ def test_fetches_every_message_once_in_order(
     m = make_manager(backend, num_consumer_fetchers=2)
     q0, q1 = ChunkQueue(2), ChunkQueue(2)
     infos = [_info(q0, topic, 0, 0), _info(q1, topic, 1, 0), _info(q1, topic, 2, 40)]
-    s0: KafkaStream[bytes, bytes] = KafkaStream(q0, 3000)
-    s1: KafkaStream[bytes, bytes] = KafkaStream(q1, 3000)
+    s0: KafkaStream[bytes, bytes] = KafkaStream(q0, 20_000)
+    s1: KafkaStream[bytes, bytes] = KafkaStream(q1, 20_000)
     m.start_connections(infos)
 
     got0 = _take(s0, 100)
@@ -151,7 +151,7 @@ def test_no_committed_offset_starts_at_the_log_start_with_smallest(
     q = ChunkQueue(2)
     info = _info(q, topic, 0, INVALID_OFFSET)
     m.start_connections([info])
-    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 5000)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
     assert [x.offset for x in _take(stream, 20)] == list(range(20))
     assert (info.fetched_offset, info.consumed_offset) == (20, 20)
     assert m.stats().offset_resets == 0  # a missing offset is not "out of range"
@@ -177,7 +177,7 @@ def test_no_committed_offset_starts_at_the_true_log_end_with_largest(
     assert info.consumed_offset == 500
     _assert_no_more(q)
     produce(stack.bootstrap, topic, [(0, b"k", b"first new")])
-    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 10_000)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
     assert [(x.offset, x.message) for x in _take(stream, 1)] == [(500, b"first new")]
 
 
@@ -207,7 +207,7 @@ def test_out_of_range_resets_both_offsets_per_policy(
         wait_until(lambda: info.fetched_offset == 30, 20, "fetched from the log start")
     else:
         assert info.fetched_offset == 30
-    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 10_000)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
     if expected == 0:
         assert [x.offset for x in _take(stream, 30)] == list(range(30))
     produce(stack.bootstrap, topic, [(0, None, b"new")])
@@ -278,7 +278,7 @@ def test_a_full_queue_stops_fetching(
     wait_until(lambda: m.stats().chunks == 3, 20, "the waiting chunk enqueued")
     assert q.qsize() == 2
     # Drain everything: all 400 messages arrive, each once.
-    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 5000)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
     seen = [(first.topic_info.partition, r.offset) for r in first.records]
     seen += [(x.partition, x.offset) for x in _take(stream, 400 - len(seen))]
     assert sorted(seen) == sorted((p, o) for p in range(4) for o in range(100))

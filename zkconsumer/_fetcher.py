@@ -76,6 +76,8 @@ MAX_POLL_RECORDS = 1_000_000
 CONFLUENT_BATCH = 10_000
 #: Longest shutdown() waits for background threads to finish closing their clients.
 SHUTDOWN_JOIN_S = 10.0
+# Stopped fetchers' clients kept for the next rebalance (per FetcherManager).
+MAX_IDLE_BACKENDS = 4
 
 _tuple_new = tuple.__new__
 
@@ -308,6 +310,10 @@ class FetchBackend(Protocol):
         """The high watermark in the last fetch response for ``tp``, if any."""
         ...
 
+    def reset(self) -> None:
+        """Stop fetching every partition (the client is kept for another fetcher)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -331,6 +337,9 @@ class KafkaPythonBackend:
             self._consumer.assign([KTP(t, p) for t, p in sorted(self._assigned)])
         for (t, p), offset in positions.items():
             self._consumer.seek(KTP(t, p), offset)
+
+    def reset(self) -> None:
+        self.remove(set(self._assigned))
 
     def remove(self, tps: Collection[TopicPartition]) -> None:
         from kafka import TopicPartition as KTP
@@ -434,6 +443,9 @@ class ConfluentBackend:
             self._consumer.incremental_unassign(again)
         self._consumer.incremental_assign([CTP(t, p, off) for (t, p), off in positions.items()])
         self._assigned.update(positions)
+
+    def reset(self) -> None:
+        self.remove(set(self._assigned))
 
     def remove(self, tps: Collection[TopicPartition]) -> None:
         from confluent_kafka import TopicPartition as CTP
@@ -764,14 +776,18 @@ class _FetcherThread(threading.Thread):
     # -- the thread --
     def run(self) -> None:
         backend: FetchBackend | None = None
+        clean = False
         try:
             backend = self._connect()
             if backend is not None:
                 self._loop(backend)
+            clean = True
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
             self.manager._thread_failed(self, e)
         finally:
-            if backend is not None:
+            # A client that ended cleanly goes back to the manager for the next rebalance's
+            # fetchers: making a new one costs more than the rest of a rebalance.
+            if backend is not None and not (clean and self.manager._keep_backend(backend)):
                 try:
                     backend.close()
                 except Exception:  # noqa: BLE001 - closing; nothing depends on it
@@ -1052,7 +1068,8 @@ class FetcherManager:
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
     current :meth:`start_connections`), ``_no_leader`` (partitions waiting for a leader),
     ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads,
-    joined by :meth:`shutdown`), ``_leader_finder`` and ``_closed``; it is never held during
+    joined by :meth:`shutdown`), ``_idle_backends`` (clients of stopped fetchers, reused by
+    the next ones), ``_leader_finder`` and ``_closed``; it is never held during
     network calls, nor while waiting for a fetcher thread. ``_error_lock`` guards ``_error``.
     The shared clients and the statistics have their own locks.
     """
@@ -1074,6 +1091,7 @@ class FetcherManager:
         self._no_leader: set[TopicPartition] = set()
         self._fetchers: dict[tuple[int, int], _FetcherThread] = {}
         self._retired: list[threading.Thread] = []
+        self._idle_backends: list[FetchBackend] = []
         self._leader_finder: _LeaderFinder | None = None
         self._closed = False
         self._error_lock = threading.Lock()
@@ -1142,6 +1160,14 @@ class FetcherManager:
                 t.join(max(0.0, deadline - time.monotonic()))
                 if t.is_alive():
                     log.warning("%s: %s did not stop in time", self.consumer_id, t.name)
+        with self._lock:
+            idle, self._idle_backends = self._idle_backends, []
+        for backend in idle:
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - closing; nothing depends on it
+                log.debug("%s: closing an idle fetch client failed", self.consumer_id,
+                          exc_info=True)
         self._offsets.close(max(0.1, deadline - time.monotonic()))
         self._metadata.close(max(0.1, deadline - time.monotonic()))
         log.info("%s: fetcher shut down", self.consumer_id)
@@ -1184,7 +1210,25 @@ class FetcherManager:
             raise KafkaConnectionError("no broker is registered in ZooKeeper")
         return brokers
 
+    def _keep_backend(self, backend: FetchBackend) -> bool:
+        """Keep a stopped fetcher's client for reuse; False when it should be closed."""
+        with self._lock:
+            if self._closed or len(self._idle_backends) >= MAX_IDLE_BACKENDS:
+                return False
+        try:
+            backend.reset()
+        except Exception:  # noqa: BLE001 - an unusable client is closed instead
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            self._idle_backends.append(backend)
+            return True
+
     def _make_backend(self) -> FetchBackend:
+        with self._lock:
+            if self._idle_backends:
+                return self._idle_backends.pop()
         if self.config.fetch_backend == "confluent":
             return ConfluentBackend(self.config, self._bootstrap(), self.consumer_id)
         return KafkaPythonBackend(self.config, self._bootstrap())
