@@ -351,22 +351,23 @@ class ZookeeperConsumerConnector:
         with self._rebalance_lock:
             try:
                 self._fetcher.stop_connections()
+                for q in self._all_queues():
+                    q.clear()
+                for s in self._streams:
+                    s.clear()
+                if self.config.auto_commit_enable and self._zk.connected:
+                    try:
+                        self._commit(retry_on_failure=True)
+                    except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
+                        self.log.exception("final commit failed")
+                for q in self._all_queues():
+                    q.put_shutdown()
+                self._topic_registry.clear()
+                # Leave the group now, before the slow part (closing the fetch clients): the
+                # others rebalance as soon as the registration and owners are gone.
+                self._leave_group()
             finally:
                 self._fetcher.shutdown()
-            for q in self._all_queues():
-                q.clear()
-            for s in self._streams:
-                s.clear()
-            if self.config.auto_commit_enable and self._zk.connected:
-                try:
-                    self._commit(retry_on_failure=True)
-                except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
-                    self.log.exception("final commit failed")
-            for q in self._all_queues():
-                q.put_shutdown()
-            self._topic_registry.clear()
-            self._owned.clear()
-            self.metrics.set_owned_partitions(self._owned)
         try:
             self._offsets.close()
         finally:
@@ -374,6 +375,23 @@ class ZookeeperConsumerConnector:
             self._zk.close()
             self.metrics.close()
         self.log.info("shut down")
+
+    def _leave_group(self) -> None:
+        """Release every owner znode, then delete the registration (ids znode)."""
+        if not self._zk.connected:
+            self._owned.clear()
+            return
+        try:
+            self._release(set(self._owned))
+            if self._registration is not None:
+                self._zk.delete(zp.id_path(self.group, self.consumer_id))
+        except NoNodeError:
+            pass
+        except Exception as e:  # noqa: BLE001 - closing the session removes them anyway
+            self.log.warning("leaving the group explicitly failed (%r); the session close "
+                             "will remove the znodes", e)
+        self._owned.clear()
+        self.metrics.set_owned_partitions(self._owned)
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:
