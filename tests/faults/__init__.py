@@ -1,0 +1,1 @@
+"""Fault-injection suite: the group under crashes, ZooKeeper/broker/bridge faults, bad input."""

@@ -1,0 +1,304 @@
+"""A bounded soak run: a group of member processes under random faults, invariants checked.
+
+    tools/soak [--seconds 300] [--members 4] [--partitions 8] [--rate 200] [--seed N]
+               [--faults kill,kill2,expire,join] [--output bench-results/soak.json]
+
+A topic of ``--partitions`` partitions gets ``--rate`` messages a second while ``--members``
+member processes (``python -m tests.faults.harness member``) consume it. Every few seconds
+one fault, picked at random (seeded): a member SIGKILLed and restarted, two members
+SIGKILLed at once and restarted, a member's ZooKeeper session expired, or a fifth member
+joining (and, next time, leaving). The first two faults are always an expiry and a kill, so
+even a short run has both.
+
+At the end production stops, the group must consume everything, every member shuts down
+cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
+
+- every acknowledged message consumed at least once;
+- duplicates only from uncommitted windows (no message delivered again after a commit had
+  covered it);
+- committed offsets never go back, and after the clean shutdown they equal the log ends;
+- at most one owner per partition at any moment (the sampler's view of ZooKeeper, the
+  members' claims and releases, and their deliveries);
+- every member that is asked to leave (SIGTERM) shuts down within 60 s (otherwise its thread
+  stacks are in the summary).
+
+The summary is printed as JSON and written to ``--output``: messages, deliveries, duplicates,
+rebalances (summed over every member process), faults done, ``longest_pause_s`` (longest time
+the whole group delivered nothing) and ``longest_partition_pause_s`` (longest time one
+partition did, e.g. while a killed member's session had not yet expired), the invariants and
+the problems found. The exit status is 1 when an invariant fails. Uses its own local stack,
+or ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP when both are set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.faults.harness import (  # noqa: E402
+    TP,
+    FaultRun,
+    ProcessMember,
+    committed_offsets,
+    expire_session,
+    log_ends,
+    make_topic,
+    now_ns,
+    zk_client,
+)
+from zkconsumer._stack import LocalStack  # noqa: E402
+
+RESULTS = ROOT / "bench-results"
+#: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
+#: once, a session expired, a fifth member joining or leaving.
+FAULT_WEIGHTS = {"kill": 35, "kill2": 15, "expire": 30, "join": 20}
+
+
+def progress(msg: str) -> None:
+    print(f"[soak] {msg}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def stack() -> Iterator[tuple[str, str]]:
+    zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    if zk and bs:
+        yield zk, bs
+        return
+    with tempfile.TemporaryDirectory(prefix="zkc-soak-") as d:
+        s = LocalStack(d)
+        try:
+            s.up()
+            yield s.zookeeper, s.bootstrap
+        finally:
+            s.down()
+
+
+class Soak:
+    """The run's state: the FaultRun, the faults done, the joiner (if any)."""
+
+    def __init__(self, run: FaultRun, members: int, rng: random.Random) -> None:
+        self.run = run
+        self.rng = rng
+        self.members = members
+        self.faults: Counter[str] = Counter()
+        self.timeline: list[dict[str, Any]] = []
+        self.joiner: ProcessMember | None = None
+        self.hung: list[ProcessMember] = []  # members whose clean shutdown did not end
+        self.start = time.monotonic()
+        self._n = 0
+
+    def _name(self) -> str:
+        self._n += 1
+        return f"m{self._n}"
+
+    def _log(self, action: str, *who: str) -> None:
+        t = round(time.monotonic() - self.start, 1)
+        self.timeline.append({"t": t, "action": action, "members": list(who)})
+        progress(f"{t:6.1f}s {action} {' '.join(who)}")
+
+    def alive(self) -> list[ProcessMember]:
+        return [p for p in self.run.processes if p.alive and p is not self.joiner]
+
+    def add(self) -> ProcessMember:
+        return self.run.add_process(self._name())
+
+    def kill(self, n: int = 1) -> None:
+        victims = self.rng.sample(self.alive(), min(n, len(self.alive())))
+        for v in victims:  # the signals first, so they die together
+            assert v.proc is not None
+            v.proc.send_signal(signal.SIGKILL)
+        for v in victims:
+            v.kill()
+        self.faults["kills"] += len(victims)
+        self._log(f"SIGKILL x{len(victims)}", *(v.name for v in victims))
+        for _ in victims:
+            self.add()  # restarted (a new process joins in its place)
+
+    def expire(self) -> None:
+        candidates = [p for p in self.alive() if p.session is not None]
+        if not candidates:
+            return
+        v = self.rng.choice(candidates)
+        assert v.session is not None
+        expire_session(self.run.zookeeper, v.session)
+        self.faults["expiries"] += 1
+        self._log("session expired", v.name)
+
+    def join_or_leave(self) -> None:
+        if self.joiner is None:
+            self.joiner = self.add()
+            self.faults["joins"] += 1
+            self._log("joined", self.joiner.name)
+        else:
+            if not self.joiner.stop():
+                self.hung.append(self.joiner)
+            self.faults["leaves"] += 1
+            self._log("left", self.joiner.name)
+            self.joiner = None
+
+    def step(self, first: list[str], kinds: dict[str, int]) -> None:
+        action = first.pop(0) if first else self.rng.choices(
+            list(kinds), weights=list(kinds.values()))[0]
+        if action == "kill":
+            self.kill(1)
+        elif action == "kill2":
+            self.kill(2)
+        elif action == "expire":
+            self.expire()
+        else:
+            self.join_or_leave()
+
+
+def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
+         log_dir: Path) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    zk = zk_client(zookeeper)
+    suffix = f"{int(time.time())}-{rng.randrange(1 << 16):04x}"
+    topic = make_topic(bootstrap, zk, f"soak-{suffix}", args.partitions)
+    run = FaultRun("soak", zookeeper, bootstrap, f"soak-{suffix}", topic, args.partitions,
+                   log_dir)
+    s = Soak(run, args.members, rng)
+    checks: dict[str, bool] = {}
+    problems: list[str] = []
+    try:
+        run.workload.produce(args.partitions * 50)
+        run.workload.start(rate_per_s=args.rate)
+        for _ in range(args.members):
+            s.add()
+        progress(f"{args.members} members consuming {topic}; faults for {args.seconds} s")
+        deadline = time.monotonic() + args.seconds
+        load_from_ns = now_ns()
+        kinds = {k: w for k, w in FAULT_WEIGHTS.items() if k in args.faults}
+        first: list[str] = [k for k in ("expire", "kill") if k in kinds]
+        while kinds:
+            pause = rng.uniform(3.0, 6.0)
+            if time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
+            s.step(first, kinds)
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        run.workload.stop()
+        produced_until = time.monotonic()
+        load_until_ns = now_ns()
+        progress(f"{len(run.workload.expected())} messages produced; draining")
+        try:
+            run.wait_consumed(180)
+        except AssertionError as e:
+            problems.append(str(e))
+        drained_s = time.monotonic() - produced_until
+        report = run.verify(while_down=True, load_from_ns=load_from_ns,
+                            load_until_ns=load_until_ns)
+        rebalances = 0
+        for p in run.processes:
+            if p.alive and not p.stop():
+                s.hung.append(p)
+            rebalances += p.rebalances
+        run.sampler.wait_rounds(2)
+        ends = {TP(topic, p): off for p, off in log_ends(bootstrap, topic,
+                                                          args.partitions).items()}
+        final = {TP(topic, p): off for p, off in committed_offsets(zk, run.group,
+                                                                   topic).items()}
+        regressions = [v for v in report.violations if "committed offset went back" in v]
+        ownership = [v for v in report.violations if v not in regressions] + report.overlaps
+        checks = {
+            "every_message_consumed": not report.missing,
+            "duplicates_only_from_uncommitted_windows": not report.replays,
+            "committed_offsets_never_go_back": not regressions,
+            "final_commit_at_log_end": final == ends,
+            "at_most_one_owner": not ownership,
+            "no_consumer_errors": not report.errors,
+            "clean_shutdowns": not s.hung,
+        }
+        for p in s.hung:
+            problems.append(f"{p.name} did not exit within 60 s of SIGTERM; its stderr ends "
+                            f"with:\n{p.hang}")
+        problems += report.problems()
+        if final != ends:
+            behind = {f"{tp.topic}:{tp.partition}": (final.get(tp), off)
+                      for tp, off in ends.items() if final.get(tp) != off}
+            problems.append(f"committed (got, log end) differ after the clean shutdown: "
+                            f"{behind}")
+        return {
+            "seconds": args.seconds,
+            "members": args.members,
+            "partitions": args.partitions,
+            "rate_per_s": args.rate,
+            "seed": args.seed,
+            "fault_kinds": args.faults,
+            "faults": dict(sorted(s.faults.items())),
+            "messages": report.expected,
+            "deliveries": report.delivered,
+            "duplicates": report.duplicates,
+            "missing": len(report.missing),
+            "rebalances": rebalances,
+            "member_processes": len(run.processes),
+            "longest_pause_s": round(report.longest_pause_s, 3),
+            "longest_partition_pause_s": round(report.longest_partition_pause_s, 3),
+            "drain_after_load_s": round(drained_s, 2),
+            "sampler_rounds": report.sampler_rounds,
+            "invariants": checks,
+            "ok": all(checks.values()) and not problems,
+            "problems": problems[:30],
+            "timeline": s.timeline,
+        }
+    finally:
+        run.close()
+        zk.stop()
+        zk.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="tools/soak", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=300.0, help="length of the faulty phase")
+    ap.add_argument("--members", type=int, default=4)
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--rate", type=float, default=200.0, help="messages produced per second")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    ap.add_argument("--output", type=Path, default=RESULTS / "soak.json")
+    ap.add_argument("--faults", default=",".join(FAULT_WEIGHTS),
+                    help=f"comma-separated fault kinds (default: all of {','.join(FAULT_WEIGHTS)})")
+    args = ap.parse_args(argv)
+    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = sorted(set(args.faults) - set(FAULT_WEIGHTS))
+    if unknown:
+        ap.error(f"unknown fault kind(s) {', '.join(unknown)}; known: {', '.join(FAULT_WEIGHTS)}")
+    if args.seconds <= 0 or args.members < 1 or args.partitions < 1 or args.rate <= 0:
+        ap.error("--seconds, --members, --partitions and --rate must be positive")
+    if args.seed is None:
+        args.seed = random.randrange(1 << 30)
+    with tempfile.TemporaryDirectory(prefix="zkc-soak-logs-") as logs, stack() as (zk, bs):
+        result = soak(zk, bs, args, Path(logs))
+    data = {
+        "benchmark": "soak",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+        **result,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(data, indent=2))
+    if not data["ok"]:
+        progress("INVARIANT FAILED: " + "; ".join(data["problems"][:5]))
+        return 1
+    progress(f"ok; summary in {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
