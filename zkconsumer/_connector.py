@@ -572,10 +572,10 @@ class ZookeeperConsumerConnector:
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
         if not view.brokers:
-            # Stop here; the watch on /brokers/ids wakes us when a broker registers.
+            # Stop here, as the original did: keep the current assignment and fetchers (the
+            # brokers may well be up, only their registration gone); the watch on
+            # /brokers/ids wakes us when a broker registers.
             self.log.warning("no broker is registered in ZooKeeper; waiting for one")
-            self._stop_fetching(commit=True)
-            self._release(set(self._owned))
             return
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import time
 
-import pytest
-
 from tests.faults.harness import (
     FAULT_PROPS,
     TP,
@@ -138,12 +136,6 @@ def test_bridge_down_and_back(private_stack, pzk, names, fault_run, report, capl
     assert r.duplicates == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a rebalance that finds no broker registered stops the fetchers and releases every "
-    "partition (_rebalance_attempt), where the original only watched /brokers/ids and kept "
-    "its assignment (REFERENCE.md section 3, step 1: 'stop here'): one member joining while "
-    "the bridge is down halts the whole group although the broker is up; it also releases "
-    "without calling before_releasing_partitions; see the report"))
 def test_member_joins_while_the_bridge_is_down(
         private_stack, pzk, names, fault_run, report, caplog) -> None:
     caplog.set_level(logging.INFO, logger="zkconsumer")
