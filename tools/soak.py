@@ -42,8 +42,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +59,7 @@ from tests.faults.harness import (  # noqa: E402
     now_ns,
     zk_client,
 )
-from zkconsumer._stack import LocalStack  # noqa: E402
+from tools.bench import stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
@@ -71,21 +69,6 @@ FAULT_WEIGHTS = {"kill": 35, "kill2": 15, "expire": 30, "join": 20}
 
 def progress(msg: str) -> None:
     print(f"[soak] {msg}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def stack() -> Iterator[tuple[str, str]]:
-    zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
-    if zk and bs:
-        yield zk, bs
-        return
-    with tempfile.TemporaryDirectory(prefix="zkc-soak-") as d:
-        s = LocalStack(d)
-        try:
-            s.up()
-            yield s.zookeeper, s.bootstrap
-        finally:
-            s.down()
 
 
 class Soak:

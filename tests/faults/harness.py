@@ -43,6 +43,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
+from tests.support import wait_until
 from zkconsumer import (
     ConsumerConfig,
     ConsumerRebalanceListener,
@@ -92,28 +93,7 @@ def member_props(zookeeper: str, group: str, **extra: object) -> dict[str, objec
     return props
 
 
-# -- waiting, topics, ZooKeeper ----------------------------------------------------------------
-
-
-def wait_until(
-    cond: Callable[[], Any], timeout: float = 30.0, what: str = "condition", every: float = 0.05
-) -> Any:
-    """Poll ``cond`` until it returns something truthy; AssertionError after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last_exc: BaseException | None = None
-    while True:
-        try:
-            value = cond()
-            if value:
-                return value
-        except Exception as e:  # noqa: BLE001 - reported if the wait times out
-            last_exc = e
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {timeout}s waiting for {what}"
-                + (f" (last error: {last_exc!r})" if last_exc else "")
-            )
-        time.sleep(every)
+# -- waiting (tests.support.wait_until), topics, ZooKeeper ---------------------------------
 
 
 def zk_client(hosts: str, timeout: float = 10.0) -> KazooClient:
