@@ -26,6 +26,7 @@ from ._errors import (
     MessageStreamsExistException,
     OffsetCommitError,
     StackError,
+    ZkConnectionLostError,
     ZkConsumerError,
     ZkDataError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "MessageDecodeError",
     "MessageStreamsExistException",
     "OffsetCommitError",
+    "ZkConnectionLostError",
     "StackError",
     "TopicFilter",
     "TopicPartition",

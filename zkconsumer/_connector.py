@@ -13,16 +13,36 @@ JVM member can share a group, with these differences where the original failed i
   with a stale view cannot grab them in the gap; everything is released after a failed attempt
   (all-or-nothing), and a failed rebalance in the watcher thread is retried after the backoff
   instead of waiting for the next ZooKeeper event, so partitions do not stay unowned.
-- On session loss fetching stops at once (another member may own the partitions now); on the
-  new session the member re-registers and rebalances.
+- The moment the ZooKeeper connection drops, the streams stop handing out messages (the
+  :class:`~zkconsumer._gate.DeliveryGate` closes, in kazoo's thread): the member cannot know
+  whether its session, and so its ownership, still exists, and another member may own its
+  partitions milliseconds later. With the same session back, delivery goes on where it
+  stopped; after a lost session the member stops fetching, forgets its owner znodes (without
+  deleting anything: under a new session that would delete other members' claims),
+  re-registers, rebalances, and only then delivers again. Commits are skipped while the gate is
+  closed (a late commit could move another owner's offset back).
+- No thread waits on ZooKeeper while holding ``_rebalance_lock`` for longer than the outage
+  lasts, and :meth:`shutdown` does not need the lock when ZooKeeper is unreachable: it stops
+  the kazoo client, which fails the calls that wait for the connection.
 
 Threads and locks:
 
-- ``_rebalance_lock`` (RLock) guards ``_owned``, ``_topic_registry`` and the fetchers' start
-  and stop; held for a whole rebalance, by the watcher thread or the first caller.
+- ``_rebalance_lock`` (RLock) guards changes to ``_owned``, ``_topic_registry`` and the
+  fetchers' start and stop; held for a whole rebalance, by the watcher thread or the first
+  caller. Readers (:meth:`owned_partitions`, :meth:`partition_infos`, commits) do not take it:
+  ``dict(d)`` of a plain dict is one C call under the GIL, so a copy is consistent, and the
+  registry is replaced wholesale, never mutated.
+- ``_session_guard`` (Lock) makes "the session is not lost" and "send this write" one step:
+  the LOST listener sets ``_session_lost`` under it, and owner znode creates and deletes are
+  sent (asynchronously, never awaited under it) only after checking the flag under it. Kazoo
+  fails every request still queued when it learns of the expiry, so no owner write of the old
+  session can run under the new one.
 - ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user).
 - ``_state_lock`` guards ``_streams_created`` and ``_closed``.
 - ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
+- ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
+  ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
+  rebalance that started after the loss succeeds (``_session_gen`` counts losses).
 """
 
 from __future__ import annotations
@@ -35,7 +55,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _zkpaths as zp
@@ -46,10 +72,12 @@ from ._errors import (
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
     MessageStreamsExistException,
+    ZkConnectionLostError,
     ZkConsumerError,
     ZkDataError,
 )
 from ._filters import TopicFilter, filter_from_registration
+from ._gate import DeliveryGate
 from ._offsets import OffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
 from ._types import TopicPartition
@@ -59,6 +87,9 @@ if TYPE_CHECKING:
     from ._stream import KafkaStream
 
 log = logging.getLogger("zkconsumer.connector")
+
+#: Longest shutdown() waits for a background thread or a rebalance while ZooKeeper answers.
+SHUTDOWN_WAIT_S = 30.0
 
 Decoder = Callable[[bytes], Any]
 
@@ -157,6 +188,15 @@ class _Conflict(Exception):
     """A claim stayed held by another member for the whole wait."""
 
 
+class _Disconnected(Exception):
+    """ZooKeeper is unreachable or the session was lost: the rebalance waits for the
+    (re)connection, which wakes the watcher thread."""
+
+
+#: Errors of a ZooKeeper call that mean "the connection or the session is gone".
+_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
+
+
 class ZookeeperConsumerConnector:
     """The legacy high-level consumer: create streams once, iterate them, shut down.
 
@@ -186,6 +226,10 @@ class ZookeeperConsumerConnector:
         self._wakeup = threading.Event()
         self._shutdown_event = threading.Event()
         self._session_lost = threading.Event()
+        self._session_guard = threading.Lock()
+        self._session_gen = 0  # sessions lost so far (written in kazoo's thread)
+        self._rebalance_owed = False  # a rebalance was cut short by a disconnection
+        self._gate = DeliveryGate()
         self._closed = False
         self._streams_created = False
         self._bg_error: BaseException | None = None
@@ -274,7 +318,7 @@ class ZookeeperConsumerConnector:
                 self.metrics.watch_queue(topic, thread_id, q)
                 s: KafkaStream[Any, Any] = KafkaStream(
                     q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                    self.config.client_id, self.metrics,
+                    self.config.client_id, self.metrics, self._gate,
                 )
                 self._streams.append(s)
                 result[topic].append(s)
@@ -306,7 +350,7 @@ class ZookeeperConsumerConnector:
             )
             s: KafkaStream[Any, Any] = KafkaStream(
                 q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                self.config.client_id, self.metrics,
+                self.config.client_id, self.metrics, self._gate,
             )
             self._streams.append(s)
             streams.append(s)
@@ -318,25 +362,50 @@ class ZookeeperConsumerConnector:
         return streams
 
     def commit_offsets(self, retry_on_failure: bool = True) -> None:
-        """Commit each owned partition's consumed offset (the next offset to consume)."""
+        """Commit each owned partition's consumed offset (the next offset to consume).
+
+        Raises :class:`ZkConnectionLostError` while :attr:`paused` (the member may no longer own
+        the partitions; the offsets stay and the next commit after the pause stores them).
+        """
         self._check()
+        if self._gate.closed:
+            raise ZkConnectionLostError(
+                f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
+                "or the session was lost (the partitions may belong to another member now)"
+            )
         self._commit(retry_on_failure)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
-        """Partitions this member owns now, with the owning thread id."""
-        with self._rebalance_lock:
-            return dict(self._owned)
+        """Partitions this member owns now, with the owning thread id.
+
+        Empty while :attr:`paused`: then the member cannot know that it owns anything. Never
+        waits for a rebalance under way (it shows the rebalance's progress instead).
+        """
+        if self._gate.closed:
+            return {}
+        return dict(self._owned)  # one C call under the GIL: a consistent copy
 
     def partition_infos(self) -> dict[TopicPartition, PartitionTopicInfo]:
-        with self._rebalance_lock:
-            return dict(self._topic_registry)
+        """The partitions being fetched (as of the last rebalance step) and their offsets."""
+        return dict(self._topic_registry)
+
+    @property
+    def paused(self) -> bool:
+        """True while the streams hand out nothing: the ZooKeeper connection is down, or the
+        session was lost and the member has not rebalanced since."""
+        return self._gate.closed
 
     def rebalance_now(self) -> None:
         """Ask the watcher thread for a rebalance (as a ZooKeeper event would)."""
         self._wakeup.set()
 
     def shutdown(self) -> None:
-        """Stop everything; idempotent. Commits first when auto-commit is on."""
+        """Stop everything; idempotent. Commits first when auto-commit is on.
+
+        Returns within a few seconds even while ZooKeeper is unreachable: then it neither
+        commits nor waits for a rebalance stuck in a ZooKeeper call (stopping the kazoo
+        client fails that call); the session's end removes the member's znodes.
+        """
         with self._state_lock:
             if self._closed:
                 return
@@ -344,37 +413,78 @@ class ZookeeperConsumerConnector:
         self.log.info("shutting down")
         self._shutdown_event.set()
         self._wakeup.set()
-        me = threading.current_thread()
         for t in (self._watcher, self._autocommit):
-            if t is not None and t.is_alive() and t is not me:
-                t.join(timeout=30)
-        with self._rebalance_lock:
-            try:
-                self._fetcher.stop_connections()
-                for q in self._all_queues():
-                    q.clear()
-                for s in self._streams:
-                    s.clear()
-                if self.config.auto_commit_enable and self._zk.connected:
-                    try:
-                        self._commit(retry_on_failure=True)
-                    except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
-                        self.log.exception("final commit failed")
-                for q in self._all_queues():
-                    q.put_shutdown()
-                self._topic_registry.clear()
-                # Leave the group now, before the slow part (closing the fetch clients): the
-                # others rebalance as soon as the registration and owners are gone.
-                self._leave_group()
-            finally:
-                self._fetcher.shutdown()
+            if t is not None:
+                self._join_unless_disconnected(t)
+        locked = self._acquire_unless_disconnected(self._rebalance_lock)
+        if not locked:
+            self.log.warning("ZooKeeper is unreachable and a rebalance is waiting for it; "
+                             "shutting down without committing or leaving the group "
+                             "explicitly (the session's end releases everything)")
         try:
-            self._offsets.close()
+            self._fetcher.stop_connections()
+            for q in self._all_queues():
+                q.clear()
+            for s in self._streams:
+                s.clear()
+            if locked and self.config.auto_commit_enable and self._zk.connected:
+                try:
+                    self._commit(retry_on_failure=True)
+                except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
+                    self.log.exception("final commit failed")
+            for q in self._all_queues():
+                q.put_shutdown()
+            self._topic_registry = {}
+            # Leave the group now, before the slow part (closing the fetch clients): the
+            # others rebalance as soon as the registration and owners are gone.
+            if locked:
+                self._leave_group()
         finally:
-            self._zk.stop()
-            self._zk.close()
-            self.metrics.close()
+            if locked:
+                self._rebalance_lock.release()
+            # Iterators waiting at the gate go on to the shutdown sentinel.
+            self._gate.open()
+            try:
+                self._fetcher.shutdown()
+            finally:
+                try:
+                    self._offsets.close()
+                finally:
+                    self._zk.stop()  # fails any call still waiting for the connection
+                    self._zk.close()
+                    self.metrics.close()
         self.log.info("shut down")
+
+    def _join_unless_disconnected(self, t: threading.Thread) -> None:
+        """Join ``t``, but stop waiting after a second without a ZooKeeper connection (then
+        ``t`` may wait for it in a kazoo call, which only the client's stop() ends)."""
+        if t is threading.current_thread() or not t.is_alive():
+            return
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        disconnected_since: float | None = None
+        while t.is_alive() and time.monotonic() < deadline:
+            t.join(0.05)
+            if self._zk.connected:
+                disconnected_since = None
+            elif disconnected_since is None:
+                disconnected_since = time.monotonic()
+            elif time.monotonic() - disconnected_since > 1.0:
+                return
+
+    def _acquire_unless_disconnected(self, lock: threading.RLock) -> bool:
+        """Like :meth:`_join_unless_disconnected`, for a lock; True when acquired."""
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        disconnected_since: float | None = None
+        while time.monotonic() < deadline:
+            if lock.acquire(timeout=0.05):
+                return True
+            if self._zk.connected:
+                disconnected_since = None
+            elif disconnected_since is None:
+                disconnected_since = time.monotonic()
+            elif time.monotonic() - disconnected_since > 1.0:
+                return False
+        return False
 
     def _leave_group(self) -> None:
         """Release every owner znode, then delete the registration (ids znode)."""
@@ -420,8 +530,27 @@ class ZookeeperConsumerConnector:
     def _register_and_rebalance(self) -> None:
         self._register()
         self._watcher.start()
-        # The first rebalance runs here so its failure reaches the caller.
-        self._synced_rebalance()
+        # The first rebalance runs here so its failure reaches the caller; a connection that
+        # drops meanwhile is waited for (zookeeper.connection.timeout.ms) like at start.
+        deadline = time.monotonic() + self.config.zookeeper_connection_timeout_ms / 1000.0
+        while True:
+            try:
+                self._synced_rebalance()
+                return
+            except _Disconnected:
+                pass
+            while not self._zk.connected or self._session_lost.is_set():
+                if time.monotonic() > deadline:
+                    raise ConsumerRebalanceFailedException(
+                        f"{self.consumer_id} can't rebalance: no ZooKeeper connection within "
+                        f"zookeeper.connection.timeout.ms "
+                        f"({self.config.zookeeper_connection_timeout_ms} ms)"
+                    )
+                if self._session_lost.is_set() and self._zk.connected:
+                    self._handle_session_loss()
+                    continue
+                if self._shutdown_event.wait(0.05):
+                    raise ConsumerShutdownError("the connector is shut down")
 
     def _register(self) -> None:
         reg = self._registration
@@ -449,42 +578,69 @@ class ZookeeperConsumerConnector:
         self._wakeup.set()
 
     def _on_zk_state(self, state: str) -> None:
-        # Runs in kazoo's thread: only set flags.
-        if state == KazooState.LOST:
-            self._session_lost.set()
+        # Runs in kazoo's thread: only flags, and locks held for microseconds.
+        if state == KazooState.SUSPENDED:
+            self._gate.close("connection")
+            self.log.warning("ZooKeeper connection lost: handing out nothing until it is back")
+        elif state == KazooState.LOST:
+            self._gate.close("connection")
+            self._gate.close("session")
+            with self._session_guard:
+                self._session_gen += 1
+                self._session_lost.set()
             self._wakeup.set()
-        elif state == KazooState.CONNECTED and self._session_lost.is_set():
-            self._wakeup.set()
+        elif state == KazooState.CONNECTED:
+            self._gate.open("connection")
+            if self._session_lost.is_set() or self._rebalance_owed:
+                self._wakeup.set()
 
     def _watcher_loop(self) -> None:
+        backoff_s = self.config.rebalance_backoff_ms / 1000.0
+        retry_at: float | None = None  # a failed rebalance is retried then (or on an event)
         try:
             while not self._shutdown_event.is_set():
-                woken = self._wakeup.wait(1.0)
+                wait_s = 1.0 if retry_at is None else min(1.0, retry_at - time.monotonic())
+                woken = self._wakeup.wait(max(0.0, wait_s))
                 self._check_fetcher()
-                if not woken:
-                    continue
                 if self._shutdown_event.is_set():
                     break
-                if self._session_lost.is_set():
-                    self._handle_session_loss()
-                    if self._session_lost.is_set():
-                        continue  # not connected yet; the CONNECTED state wakes us
+                if retry_at is not None and time.monotonic() >= retry_at:
+                    woken = True
+                if not woken:
+                    continue
+                retry_at = None
+                # Cleared before acting: an event from now on means another pass.
+                self._wakeup.clear()
                 try:
+                    if self._session_lost.is_set():
+                        self._handle_session_loss()
+                    if not self._zk.connected or self._session_lost.is_set():
+                        self._owe_rebalance()  # the CONNECTED state wakes us
+                        continue
                     self._synced_rebalance()
+                except _Disconnected:
+                    self._owe_rebalance()
                 except ConsumerRebalanceFailedException as e:
                     self.log.error("%s; retrying in %d ms", e, self.config.rebalance_backoff_ms)
-                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+                    retry_at = time.monotonic() + backoff_s
                 except ZkConsumerError as e:
                     self.log.error("rebalance failed: %s; retrying", e)
-                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+                    retry_at = time.monotonic() + backoff_s
                 except Exception as e:  # noqa: BLE001 - ZooKeeper connection errors and such
                     if self._shutdown_event.is_set():
                         break
                     self.log.warning("rebalance interrupted (%r); retrying", e)
-                    self._retry_later(self.config.rebalance_backoff_ms / 1000.0)
+                    retry_at = time.monotonic() + backoff_s
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
             self._bg_error = e
             self.log.exception("watcher thread died")
+
+    def _owe_rebalance(self) -> None:
+        """Rebalance once connected again (the CONNECTED listener reads the flag; checking
+        the state after setting it closes the race with a reconnection in between)."""
+        self._rebalance_owed = True
+        if self._zk.connected:
+            self._wakeup.set()
 
     def _check_fetcher(self) -> None:
         """A fetch side that died is re-raised to the application, never swallowed."""
@@ -496,38 +652,49 @@ class ZookeeperConsumerConnector:
         for q in self._all_queues():
             q.put_shutdown(FetcherFailed(error))
 
-    def _retry_later(self, delay_s: float) -> None:
-        if self._shutdown_event.wait(delay_s):
-            return
-        self._wakeup.set()
-
     def _handle_session_loss(self) -> None:
-        """The session expired: our ephemerals are gone. Stop fetching; re-register."""
+        """The session expired: our ephemerals are gone. Stop fetching, forget the owner
+        znodes (deleting nothing), and re-register once connected."""
         with self._rebalance_lock:
-            if self._topic_registry:
+            gen = self._session_gen
+            if self._topic_registry or self._owned:
                 self.log.warning("ZooKeeper session lost: stopping fetchers, forgetting "
                                  "%d owned partitions", len(self._owned))
                 self._stop_fetching(commit=False)
-            self._owned.clear()
+            self._owned = {}
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
                 return
-            self._session_lost.clear()
             self.log.info("new ZooKeeper session: re-registering")
-            self._wakeup.set()
             self._register()
+            with self._session_guard:
+                if self._session_gen == gen:  # not lost again meanwhile
+                    self._session_lost.clear()
+            self._wakeup.set()
 
     # -- the rebalance ---------------------------------------------------------------------
     def _synced_rebalance(self) -> None:
+        """Rebalance until it succeeds (``rebalance.max.retries`` failures at most).
+
+        Raises :class:`_Disconnected` when ZooKeeper is unreachable or the session was lost:
+        the caller waits for the connection, and after a lost session re-registers first.
+        What this member fetches and owns then stays as it is (the gate is closed, so nothing
+        is handed out): with the same session back, the next rebalance commits what was
+        consumed and releases what moves; a lost session stops and forgets everything.
+        """
         start = time.monotonic()
         with self._rebalance_lock:
             self._zk_ops = 0
+            self._rebalance_owed = False
+            session_gen = self._session_gen
             failures = 0
             max_retries = self.config.rebalance_max_retries
             while True:
                 if self._shutdown_event.is_set():
                     return
                 self._wakeup.clear()  # events from now on mean another rebalance
+                if self._session_lost.is_set() or not self._zk.connected:
+                    raise _Disconnected()
                 self.stats.attempts += 1
                 try:
                     self._rebalance_attempt()
@@ -544,8 +711,19 @@ class ZookeeperConsumerConnector:
                         return
                     failures += 1
                     self.stats.failures += 1
+                    if (isinstance(e, _CONNECTION_ERRORS) or self._session_lost.is_set()
+                            or not self._zk.connected):
+                        # Keep _owned as it is: what this session holds is released by the
+                        # next attempt once connected (or forgotten if the session is lost).
+                        self.log.warning("rebalance attempt %d cut short: ZooKeeper %s (%r)",
+                                         failures, "session lost" if self._session_lost.is_set()
+                                         else "connection lost", e)
+                        raise _Disconnected() from e
                     self.log.warning("rebalance attempt %d failed: %r", failures, e)
                 else:
+                    if self._session_gen == session_gen:
+                        # Every claim was made under the session current now.
+                        self._gate.open("session")
                     duration = time.monotonic() - start
                     self.stats.rebalances += 1
                     self.stats.last_duration_s = duration
@@ -560,7 +738,10 @@ class ZookeeperConsumerConnector:
                     return
                 # All-or-nothing: a failed attempt leaves this member owning nothing.
                 self._stop_fetching(commit=False)
-                self._release(set(self._owned))
+                try:
+                    self._release(set(self._owned))
+                except _CONNECTION_ERRORS as e:
+                    raise _Disconnected() from e
                 if failures >= max_retries:
                     raise ConsumerRebalanceFailedException(
                         f"{self.consumer_id} can't rebalance after {max_retries} retries"
@@ -704,19 +885,28 @@ class ZookeeperConsumerConnector:
         # First every create at once (pipelined: one round trip, not one per partition);
         # only the conflicts go through the one-by-one wait below.
         self._zk_ops += len(todo)
-        pending = [
-            (tp, th, self._zk.create_async(
-                zp.owner_path(self.group, tp.topic, tp.partition), zp.encode_owner(th),
-                ephemeral=True, makepath=True))
-            for tp, th in todo
-        ]
+        with self._session_guard:
+            self._check_session()
+            pending = [
+                (tp, th, self._zk.create_async(
+                    zp.owner_path(self.group, tp.topic, tp.partition), zp.encode_owner(th),
+                    ephemeral=True, makepath=True))
+                for tp, th in todo
+            ]
         conflicts = []
+        lost: BaseException | None = None
         for tp, thread, result in pending:
             try:
                 result.get()
                 self._owned[tp] = thread
             except NodeExistsError:
                 conflicts.append((tp, thread))
+            except _CONNECTION_ERRORS as e:
+                # Maybe created: count it as ours, so that it is released if it moves away.
+                self._owned[tp] = thread
+                lost = lost or e
+        if lost is not None:
+            raise lost
         for tp, thread in conflicts:
             path = zp.owner_path(self.group, tp.topic, tp.partition)
             data = zp.encode_owner(thread)
@@ -725,13 +915,19 @@ class ZookeeperConsumerConnector:
                     raise _Restart()
                 if self._shutdown_event.is_set():
                     raise _Conflict("shutting down")
+                self._zk_ops += 1
+                with self._session_guard:
+                    self._check_session()
+                    created = self._zk.create_async(path, data, ephemeral=True, makepath=True)
                 try:
-                    self._zk_ops += 1
-                    self._zk.create(path, data, ephemeral=True, makepath=True)
+                    created.get()
                     self._owned[tp] = thread
                     break
                 except NodeExistsError:
                     pass
+                except _CONNECTION_ERRORS:
+                    self._owned[tp] = thread  # maybe created, as above
+                    raise
                 gone = threading.Event()
                 try:
                     self._zk_ops += 1
@@ -756,21 +952,37 @@ class ZookeeperConsumerConnector:
 
     def _release(self, tps: set[TopicPartition]) -> None:
         # Every tp here is in _owned: an ephemeral this session created and nobody else can
-        # replace while the session lives (a lost session clears _owned first), so it is
-        # deleted without reading it back; the deletes are pipelined.
-        pending = [
-            (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
-            for tp in sorted(tps)
-            if tp in self._owned
-        ]
+        # replace while the session lives, so it is deleted without reading it back; the
+        # deletes are pipelined. They are sent only while the session is known to live (see
+        # _session_guard): after a loss, the same path may already be another member's claim.
+        with self._session_guard:
+            self._check_session()
+            pending = [
+                (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+                for tp in sorted(tps)
+                if tp in self._owned
+            ]
         self._zk_ops += len(pending)
-        for tp, result in pending:
-            try:
-                result.get()
-            except NoNodeError:
-                pass
-            self._owned.pop(tp, None)
-        self.metrics.set_owned_partitions(self._owned)
+        lost: BaseException | None = None
+        try:
+            for tp, result in pending:
+                try:
+                    result.get()
+                except NoNodeError:
+                    pass
+                except _CONNECTION_ERRORS as e:
+                    lost = lost or e  # maybe not deleted: stays in _owned, released later
+                    continue
+                self._owned.pop(tp, None)
+        finally:
+            self.metrics.set_owned_partitions(self._owned)
+        if lost is not None:
+            raise lost
+
+    def _check_session(self) -> None:
+        """Call with ``_session_guard`` held, before sending owner writes."""
+        if self._session_lost.is_set():
+            raise SessionExpiredError()
 
     def _stop_fetching(self, commit: bool) -> None:
         """Step 2: stop fetchers, clear queues and streams, commit consumed offsets."""
@@ -788,12 +1000,16 @@ class ZookeeperConsumerConnector:
 
     # -- commits ---------------------------------------------------------------------------
     def _commit(self, retry_on_failure: bool) -> None:
-        with self._rebalance_lock:
-            offsets = {
-                tp: info.consumed_offset
-                for tp, info in self._topic_registry.items()
-                if info.consumed_offset >= 0
-            }
+        if self._gate.closed:
+            # The partitions may be another member's by now: a late commit could move its
+            # offsets back. What was consumed stays in the registry for the next commit.
+            self.log.debug("not committing while paused (%s)", ", ".join(self._gate.reasons()))
+            return
+        offsets = {
+            tp: info.consumed_offset
+            for tp, info in self._topic_registry.items()
+            if info.consumed_offset >= 0
+        }
         if not offsets:
             return
         retries = self.config.offsets_commit_max_retries if retry_on_failure else 0

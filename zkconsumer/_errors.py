@@ -11,6 +11,7 @@ The hierarchy::
     ├── ConsumerTimeoutException                 consumer.timeout.ms passed with no message
     ├── MessageDecodeError                       a decoder raised (topic, partition, offset)
     ├── OffsetCommitError                        Kafka refused some offsets of a commit
+    ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
     └── BackgroundThreadError                    a background thread died; carries its cause
 
@@ -76,6 +77,11 @@ class MessageDecodeError(ZkConsumerError):
         self.partition = partition
         self.offset = offset
         self.part = part  # "key" or "value"
+
+
+class ZkConnectionLostError(ZkConsumerError):
+    """The ZooKeeper connection is down or the session was lost (the member cannot know what
+    it owns); retry once the connector is no longer ``paused``."""
 
 
 class OffsetCommitError(ZkConsumerError):

@@ -15,7 +15,10 @@ iterator
   :class:`MessageDecodeError` naming the topic, partition and offset, with the decoder's
   exception as ``__cause__``; the consumed offset stays *at* that message until the
   application calls ``next()`` again, which skips it (logged);
-- ends (``StopIteration``, now and on every later call) at the shutdown sentinel.
+- ends (``StopIteration``, now and on every later call) at the shutdown sentinel;
+- waits, before handing out each message, while the connector's
+  :class:`~zkconsumer._gate.DeliveryGate` is closed (its ZooKeeper connection is down: it may
+  no longer own the partition), with ``consumer.timeout.ms`` applying to that wait too.
 
 :meth:`KafkaStream.clear` (called by the rebalance from another thread) drops the current
 chunk; afterwards the iterator hands out nothing from it, nor from any chunk it had taken off
@@ -35,6 +38,7 @@ from ._errors import (
     ConsumerTimeoutException,
     MessageDecodeError,
 )
+from ._gate import DeliveryGate
 from ._partition import (
     SHUTDOWN,
     ChunkQueue,
@@ -110,8 +114,10 @@ class ConsumerIterator(Generic[K, V]):
         value_decoder: Decoder | None = None,
         client_id: str = "",
         metrics: Any = None,
+        gate: DeliveryGate | None = None,
     ) -> None:
         self._queue = chunk_queue
+        self._gate = gate if gate is not None else DeliveryGate()
         self._metrics = metrics  # a ConsumerMetrics, or None
         self._timeout_s = consumer_timeout_ms / 1000.0 if consumer_timeout_ms >= 0 else None
         self._key_decoder = key_decoder
@@ -135,6 +141,8 @@ class ConsumerIterator(Generic[K, V]):
         return self
 
     def __next__(self) -> MessageAndMetadata[K, V]:
+        if self._gate.closed:
+            self._wait_gate()
         if self._plain:
             # Fast path: the next record of the current chunk, no decoding.
             with self._chunk_lock:
@@ -168,6 +176,14 @@ class ConsumerIterator(Generic[K, V]):
             self._pending_skip = None
 
     # -- internals ---------------------------------------------------------------------------
+    def _wait_gate(self) -> None:
+        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
+        if not self._gate.wait(deadline):
+            raise ConsumerTimeoutException(
+                f"{self.client_id}: no message within consumer.timeout.ms "
+                f"({self._timeout_s * 1000 if self._timeout_s else 0:.0f} ms): delivery paused"
+            )
+
     def _drop_chunk(self) -> None:
         self._records = None
         self._info = None
@@ -359,11 +375,13 @@ class KafkaStream(Generic[K, V]):
         value_decoder: Decoder | None = None,
         client_id: str = "",
         metrics: Any = None,
+        gate: DeliveryGate | None = None,
     ) -> None:
         self.chunk_queue = chunk_queue
         self.client_id = client_id
         self._iter: ConsumerIterator[K, V] = ConsumerIterator(
-            chunk_queue, consumer_timeout_ms, key_decoder, value_decoder, client_id, metrics
+            chunk_queue, consumer_timeout_ms, key_decoder, value_decoder, client_id, metrics,
+            gate,
         )
 
     def __iter__(self) -> Iterator[MessageAndMetadata[K, V]]:

@@ -849,13 +849,14 @@ class OwnershipSampler(threading.Thread):
             members = dict(self._members)
         out = {}
         for name, c in members.items():
-            # Not owned_partitions(): that waits for a whole rebalance (the rebalance lock),
-            # and a sampler that blocks would miss exactly the moments that matter. A dict
-            # copy is atomic under the GIL; the registry is replaced wholesale, never mutated.
+            # A paused member (ZooKeeper connection down, or session lost and not rebalanced
+            # since) hands out nothing and claims nothing: owned_partitions() is empty then.
+            # Neither call waits for a rebalance under way.
             client_id = c._zk.client_id
             out[name] = _Belief(
                 c.consumer_id, None if client_id is None else int(client_id[0]),
-                dict(c._owned), frozenset(c._topic_registry),
+                c.owned_partitions(),
+                frozenset() if c.paused else frozenset(c.partition_infos()),
             )
         return out
 

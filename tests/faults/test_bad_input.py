@@ -81,10 +81,16 @@ def test_owner_znode_holding_a_non_thread_id(stack, zk, names, topic_factory, fa
         assert logged, "nothing logged names the znode"
         shown = repr(JUNK_OWNER.decode(errors="replace"))
         assert any(shown in m for m in logged), (shown, logged)
-        # The member neither took the znode over nor died. (Not owned_partitions(): it waits
-        # for the rebalance lock, held for the whole first rebalance.)
+        # The member neither took the znode over nor died, and answers what it owns while its
+        # first rebalance is still waiting for the znode (a monitoring thread must not hang).
         assert zk.get(junk)[0] == JUNK_OWNER
-        assert TP(topic, 3) not in dict(c._owned)
+        answer: list[dict[TP, str]] = []
+        asking = threading.Thread(target=lambda: answer.append(c.owned_partitions()),
+                                  daemon=True)
+        asking.start()
+        asking.join(2.0)
+        assert answer, "owned_partitions() blocked while the rebalance waited"
+        assert TP(topic, 3) not in answer[0]
         assert _threads_alive(c) and joined.is_alive()
     finally:
         holder.stop()

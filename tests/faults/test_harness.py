@@ -21,8 +21,9 @@ from zkconsumer import _zkpaths as zp
 
 def _fake_member(name: str, consumer_id: str, session: int, owned: dict[TP, str]) -> Any:
     """What the sampler reads of an in-process member."""
-    connector = SimpleNamespace(consumer_id=consumer_id, _zk=SimpleNamespace(
-        client_id=(session, b"")), _owned=owned, _topic_registry=dict(owned))
+    connector = SimpleNamespace(
+        consumer_id=consumer_id, _zk=SimpleNamespace(client_id=(session, b"")), paused=False,
+        owned_partitions=lambda: dict(owned), partition_infos=lambda: dict(owned))
     return SimpleNamespace(name=name, connector=connector)
 
 

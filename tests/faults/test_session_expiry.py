@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from tests.faults.harness import FaultRun, InProcessMember, wait_until
 from tests.support import group_owners, owners_settled
 from zkconsumer import _zkpaths as zp
@@ -37,16 +35,8 @@ def _back(zk, run: FaultRun, m: InProcessMember, old_session: int) -> bool:
             and stat.ephemeralOwner == m.session[0])
 
 
-EXPIRED_MEMBER_GOES_ON = (
-    "a member whose ZooKeeper connection dropped goes on fetching and handing out messages "
-    "until kazoo reports its session LOST (60-140 ms later: kazoo's reconnect backoff), "
-    "while after a forced expiry the other members claim its partitions within ~40 ms: one "
-    "partition consumed by two members at once; owned_partitions() also goes on listing them "
-    "(after LOST, a rebalance attempt failing with SessionExpiredError escapes into "
-    "_retry_later, which sleeps rebalance.backoff.ms before the loss is handled); see the report")
 
 
-@pytest.mark.xfail(strict=True, reason=EXPIRED_MEMBER_GOES_ON)
 def test_one_member_expired(stack, zk, names, topic_factory, fault_run, report) -> None:
     topic = topic_factory(names.topic, 6)
     run = fault_run(stack, topic, 6)
@@ -66,7 +56,6 @@ def test_one_member_expired(stack, zk, names, topic_factory, fault_run, report) 
     assert r.unique == r.expected
 
 
-@pytest.mark.xfail(strict=True, reason=EXPIRED_MEMBER_GOES_ON)
 def test_every_member_expired_at_once(stack, zk, names, topic_factory, fault_run,
                                       report) -> None:
     topic = topic_factory(names.topic, 6)

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from tests.faults.harness import ROOT
-from tests.faults.test_session_expiry import EXPIRED_MEMBER_GOES_ON
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +52,6 @@ def test_soak_consumes_everything_and_keeps_committed_progress(
     assert soak["deliveries"] == soak["messages"] + soak["duplicates"]
 
 
-@pytest.mark.xfail(strict=True, reason=EXPIRED_MEMBER_GOES_ON)
 def test_soak_never_two_owners(soak: dict[str, Any]) -> None:
     assert soak["invariants"]["at_most_one_owner"], soak["problems"]
     assert soak["ok"] and soak["exit_status"] == 0, soak["stderr_tail"]

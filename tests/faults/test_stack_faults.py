@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from typing import Any
 
 from tests.faults.harness import (
     FAULT_PROPS,
@@ -17,6 +19,7 @@ from tests.faults.harness import (
     wait_until,
 )
 from tests.support import owners_settled
+from zkconsumer import ConsumerConfig, ConsumerRebalanceListener, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
 
 SESSION_S = int(FAULT_PROPS["zookeeper.session.timeout.ms"]) / 1000  # type: ignore[call-overload]
@@ -164,3 +167,45 @@ def test_member_joins_while_the_bridge_is_down(
     run.workload.stop()
     run.wait_consumed(60)
     report(run.verify())
+
+
+def test_shutdown_while_zookeeper_is_down_during_a_rebalance(private_stack, pzk, names) -> None:
+    """kazoo queues a call made while disconnected until the connection is back: a rebalance
+    that reaches ZooKeeper during an outage waits, holding the rebalance lock. shutdown() must
+    not wait for it (nor for the outage to end)."""
+    local = private_stack.local
+    topic = make_topic(private_stack.bootstrap, pzk, names.topic, 2)
+    entered, proceed = threading.Event(), threading.Event()
+
+    class Blocking(ConsumerRebalanceListener):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            self.calls += 1
+            if self.calls >= 2:  # the first rebalance runs in create_message_streams
+                entered.set()
+                proceed.wait(60)
+
+    c = ZookeeperConsumerConnector(ConsumerConfig({
+        "zookeeper.connect": private_stack.zookeeper, "group.id": names.group,
+        "zookeeper.session.timeout.ms": 10000, "auto.offset.reset": "smallest"}))
+    finished = threading.Event()
+    try:
+        c.set_consumer_rebalance_listener(Blocking())
+        c.create_message_streams({topic: 1})
+        c.rebalance_now()
+        wait_until(entered.is_set, 30, "the second rebalance under way")
+        local.stop("zookeeper")
+        wait_until(lambda: not c._zk.connected, 15, "the member disconnected")
+        assert c.paused
+        proceed.set()  # the rebalance goes on into ZooKeeper calls that wait for the connection
+        closer = threading.Thread(target=lambda: (c.shutdown(), finished.set()), daemon=True)
+        closer.start()
+        wait_until(finished.is_set, 20, "shutdown() returning while ZooKeeper is down")
+        wait_until(lambda: not c._watcher.is_alive(), 15, "the watcher thread ending")
+    finally:
+        proceed.set()
+        if not finished.is_set():
+            local.start("zookeeper")  # let a hung shutdown finish before the next test
+            c.shutdown()
