@@ -275,6 +275,13 @@ def test_shutdown_ends_an_iterator_blocked_in_another_thread(
     assert done.wait(10)
     assert got == []
     c.shutdown()  # idempotent
+    # Iterating again after the shutdown ends at once too (the client's stop reports the
+    # session LOST afterwards: that must not pause the streams again).
+    late: list[Any] = []
+    again = threading.Thread(target=lambda: late.append(next(iter(stream), "end")), daemon=True)
+    again.start()
+    again.join(10)
+    assert late == ["end"], "next() after shutdown() blocked"
 
 
 def test_commit_before_release_on_rebalance(stack, zk, names, topic_factory) -> None:

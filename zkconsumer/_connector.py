@@ -579,6 +579,8 @@ class ZookeeperConsumerConnector:
 
     def _on_zk_state(self, state: str) -> None:
         # Runs in kazoo's thread: only flags, and locks held for microseconds.
+        if self._shutdown_event.is_set():
+            return  # shutdown() stops the client (LOST) after opening the gate for good
         if state == KazooState.SUSPENDED:
             self._gate.close("connection")
             self.log.warning("ZooKeeper connection lost: handing out nothing until it is back")
