@@ -231,7 +231,7 @@ def test_stop_connections_returns_promptly_while_a_queue_is_full(
     q = ChunkQueue(1)
     infos = [_info(q, topic, p, 0) for p in range(3)]
     m.start_connections(infos)
-    wait_until(lambda: m.stats().full_queue_waits >= 3, 20, "a fetcher blocked on the full queue")
+    wait_until(lambda: m.stats().full_queue_waits >= 3, 20, "chunks held back by the full queue")
     start = time.monotonic()
     m.stop_connections()
     assert time.monotonic() - start < 1.0
@@ -251,38 +251,85 @@ def test_a_full_queue_stops_fetching(
     backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
 ) -> None:
     """Memory bound: with queued.max.message.chunks=2 and nobody consuming, the fetcher
-    holds at most one fetch's chunks besides the queue, and does not fetch more."""
+    holds at most one chunk per partition besides the queue, and does not fetch more."""
     topic = topic_factory(names.topic, 4)
     produce(stack.bootstrap, topic, _values(400, 4))
     m = make_manager(backend, queued_max_message_chunks=2)
     q = ChunkQueue(2)
     infos = [_info(q, topic, p, 0) for p in range(4)]
+
+    def held() -> dict[TopicPartition, tuple[int, int]]:
+        """Partition -> (first offset, records) of the chunk its fetcher holds back."""
+        return {tp: (h.records[0].offset, len(h.records)) for t in list(m._fetchers.values())
+                for tp, h in list(t._held.items())}
+
     m.start_connections(infos)
-    wait_until(lambda: m.stats().full_queue_waits >= 2, 20, "the fetcher blocked")
-    blocked = m.stats()
+    wait_until(lambda: m.stats().full_queue_waits >= 2, 20, "a chunk held back")
+    first = m.stats()
     assert q.qsize() == 2
-    assert blocked.chunks == 2  # in the queue; a third one waits in the fetcher's hands
+    assert first.chunks == 2
     # Fetched offsets advance once a chunk is enqueued, not before.
+    assert sum(i.fetched_offset for i in infos) == first.records
+    # More for every partition: those whose chunk is queued fetch one more chunk and hold it;
+    # those holding one fetch nothing more.
+    produce(stack.bootstrap, topic, _values(400, 4))
+    wait_until(lambda: len(held()) == 4, 20, "one chunk held back per partition")
+    blocked = m.stats()
+    assert blocked.chunks == 2 and q.qsize() == 2
     assert sum(i.fetched_offset for i in infos) == blocked.records
-    # Still blocked half a second later: no poll, no chunk, nothing fetched meanwhile.
+    in_hands = held()
+    # Each held chunk starts where its partition's fetched offset is.
+    assert {info.tp: info.fetched_offset for info in infos} == {
+        tp: first for tp, (first, _) in in_hands.items()
+    }
+    # Still so half a second later: every partition paused, so no poll, no chunk, nothing
+    # fetched meanwhile.
     wait_until(
-        lambda: m.stats().full_queue_waits >= blocked.full_queue_waits + 5, 20, "still blocked"
+        lambda: m.stats().full_queue_waits >= blocked.full_queue_waits + 4 * 5, 20, "waits"
     )
     later = m.stats()
     assert (later.polls, later.chunks, later.records) == (
         blocked.polls, blocked.chunks, blocked.records
     )
+    assert held() == in_hands
     assert q.qsize() == 2
-    # Take one chunk: exactly one more goes in, then it blocks again.
-    first = q.get_nowait()
-    wait_until(lambda: m.stats().chunks == 3, 20, "the waiting chunk enqueued")
+    # Take one chunk: exactly one more goes in, then the queue is full again.
+    taken = q.get_nowait()
+    wait_until(lambda: m.stats().chunks == 3, 20, "a held chunk enqueued")
     assert q.qsize() == 2
-    # Drain everything: all 400 messages arrive, each once.
+    mark = m.stats().full_queue_waits
+    wait_until(lambda: m.stats().full_queue_waits >= mark + 5, 20, "waits")
+    assert m.stats().chunks == 3
+    # Drain everything: all 800 messages arrive, each once.
     stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
-    seen = [(first.topic_info.partition, r.offset) for r in first.records]
-    seen += [(x.partition, x.offset) for x in _take(stream, 400 - len(seen))]
-    assert sorted(seen) == sorted((p, o) for p in range(4) for o in range(100))
+    seen = [(taken.topic_info.partition, r.offset) for r in taken.records]
+    seen += [(x.partition, x.offset) for x in _take(stream, 800 - len(seen))]
+    assert sorted(seen) == sorted((p, o) for p in range(4) for o in range(200))
     _assert_no_more(q)
+    assert held() == {}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partition_paused_by_a_full_queue_is_fetched_after_a_restart(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    """Stopped while its chunk was held back (partition paused in the client), a partition is
+    fetched again by the next start_connections, which reuses that client."""
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(10, 1))
+    m = make_manager(backend)
+    q = ChunkQueue(1)
+    info = _info(q, topic, 0, 0)
+    m.start_connections([info])
+    wait_until(lambda: q.qsize() == 1, 20, "the first chunk")
+    produce(stack.bootstrap, topic, _values(10, 1))
+    wait_until(lambda: m.stats().full_queue_waits >= 1, 20, "the second chunk held back")
+    m.stop_connections()
+    q.clear()
+    assert info.fetched_offset == 10
+    m.start_connections([info])
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
+    assert [x.offset for x in _take(stream, 10)] == list(range(10, 20))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -301,6 +348,49 @@ def test_partitions_wait_for_a_leader(
     stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
     assert [(x.offset, x.message) for x in _take(stream, 1)] == [(0, b"hello")]
     assert m.partitions_without_leader() == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_partition_is_kept_while_its_offset_lookup_is_slow(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
+) -> None:
+    """While a fetcher thread looks up where a partition starts, it is not idle: the leader
+    finder's sweep of idle fetchers must not stop it and lose the partition."""
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(20, 1))
+    m = make_manager(backend, auto_offset_reset="smallest", refresh_leader_backoff_ms=20)
+    entered, release = threading.Event(), threading.Event()
+    resolve = m._offsets.resolve
+
+    def slow_resolve(tps: Any) -> dict[TopicPartition, int]:
+        entered.set()
+        release.wait(30)
+        return resolve(tps)
+
+    sweeps = [0]
+    sweep = m._shutdown_idle_fetchers
+
+    def counted_sweep() -> None:
+        sweep()
+        sweeps[0] += 1
+
+    m._offsets.resolve = slow_resolve  # type: ignore[method-assign]
+    m._shutdown_idle_fetchers = counted_sweep  # type: ignore[method-assign]
+    q = ChunkQueue(2)
+    info = _info(q, topic, 0, INVALID_OFFSET)
+    # A partition of a topic that does not exist keeps the leader finder looking (and
+    # sweeping idle fetchers) every refresh.leader.backoff.ms.
+    m.start_connections([info, _info(ChunkQueue(2), names("missing"), 0, 0)])
+    try:
+        wait_until(entered.is_set, 20, "the offset lookup under way")
+        # Several sweeps of idle fetchers while the lookup is under way.
+        mark = sweeps[0]
+        wait_until(lambda: sweeps[0] >= mark + 3, 20, "idle sweeps during the lookup")
+    finally:
+        release.set()
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 20_000)
+    assert [x.offset for x in _take(stream, 20)] == list(range(20))
+    assert (info.fetched_offset, info.consumed_offset) == (20, 20)
 
 
 def test_a_dead_fetcher_thread_is_reported_not_swallowed(

@@ -10,8 +10,11 @@ The legacy design (``ConsumerFetcherManager``), kept:
   Kafka's ``AbstractFetcherManager``. Fetcher threads with nothing left to fetch are shut down.
 - A fetcher thread (``ConsumerFetcherThread-<consumer id>-<fetcher id>-<broker id>``) fetches
   from each partition's ``fetched_offset`` and puts one chunk per partition per fetch on the
-  partition's stream queue (:meth:`PartitionTopicInfo.enqueue`); the put blocks while the queue
-  is full, so memory stays bounded by about streams x ``queued.max.message.chunks`` x
+  partition's stream queue. Unlike the legacy put, which blocked while the queue was full (so
+  one slow stream held back every partition of its fetcher thread), the put never blocks
+  (:meth:`PartitionTopicInfo.try_enqueue`): a chunk that finds its queue full is held, at most
+  one per partition, and its partition paused in the client until the chunk is put. Memory
+  stays bounded by about (streams x ``queued.max.message.chunks`` + partitions) x
   ``fetch.message.max.bytes``, plus what each client buffers (one fetch response per partition
   for kafka-python, ``queued.max.messages.kbytes`` for librdkafka). That assumes the broker
   honours the per-partition fetch size; Tansu fills a response up to the whole-request limit
@@ -21,6 +24,12 @@ The legacy design (``ConsumerFetcherManager``), kept:
   per ``auto.offset.reset`` (WARNING naming the partition, the old and the new offset); so does
   a fetched offset of :data:`INVALID_OFFSET` (no committed offset; logged at INFO). An offset
   below -1 is out of range (below every log start) without asking the broker.
+- Corrupt data (a record batch failing its CRC check, with kafka-python): a logged skip. The
+  fetcher seeks past it, logs an ERROR naming the partition and the offset, and fetches on;
+  the corrupt message is never delivered, and the consumed (committed) offset passes it once
+  the next message is handed out. Retrying could never succeed (the broker stores the bytes
+  as they are) and would stall the partition for good. librdkafka (``fetch.backend=confluent``)
+  checks no CRC by default (``check.crcs=false``): it hands such a record out as it is.
 
 What differs: fetching goes through a client library's public API, never hand-written protocol.
 Two backends implement :class:`FetchBackend`, so the thread code is shared:
@@ -44,6 +53,7 @@ swallowed.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -66,6 +76,12 @@ log = logging.getLogger("zkconsumer.fetcher")
 #: How long one fetch poll waits for data; also how quickly a fetcher thread notices new
 #: partitions or a stop while idle.
 POLL_TIMEOUT_MS = 100
+#: The poll's wait while some chunk is held back by a full queue: its put is tried again
+#: after each poll.
+HELD_POLL_TIMEOUT_MS = 10
+#: Longest wait of a fetcher thread whose partitions are all held back by full queues (a
+#: queue with room wakes it at once); also the unit of ``FetchStats.full_queue_waits``.
+FULL_QUEUE_WAIT_S = 0.1
 #: A position above the cached high watermark must persist this long before it is checked
 #: against a fresh log end (a cached high watermark may predate a seek).
 BEYOND_END_CONFIRM_S = 1.0
@@ -159,6 +175,9 @@ def confluent_conf(
         "fetch.min.bytes": max(1, config.fetch_min_bytes),
         "max.partition.fetch.bytes": config.fetch_message_max_bytes,
         "fetch.max.bytes": fetch_max,
+        # librdkafka refuses fetch.max.bytes below message.max.bytes (default 1000000); a
+        # consumer sends no messages, so only its (small) requests are bounded by it.
+        "message.max.bytes": min(1_000_000, fetch_max),
         # Some brokers (Tansu) answer more than fetch.max.bytes: accept what kafka-python does.
         "receive.message.max.bytes": max(fetch_max + 512, 100_000_000),
         "socket.receive.buffer.bytes": config.socket_receive_buffer_bytes,
@@ -267,12 +286,15 @@ class PollResult:
     ``batches``: (partition, records in offset order) pairs, one per partition with data;
     ``out_of_range``: partition -> offset the broker called out of range;
     ``partition_errors``: partition -> error (the partition goes back to the leader finder);
+    ``corrupt``: partition -> (offset, next offset, error): corrupt data at ``offset`` that the
+    backend skipped (it fetches from ``next offset`` on);
     ``error``: the fetch failed as a whole (every partition goes back to the leader finder).
     """
 
     batches: list[tuple[TopicPartition, Sequence[Any]]] = field(default_factory=list)
     out_of_range: dict[TopicPartition, int] = field(default_factory=dict)
     partition_errors: dict[TopicPartition, BaseException] = field(default_factory=dict)
+    corrupt: dict[TopicPartition, tuple[int, int, BaseException]] = field(default_factory=dict)
     error: BaseException | None = None
 
 
@@ -295,11 +317,22 @@ class FetchBackend(Protocol):
     """
 
     def add(self, positions: Mapping[TopicPartition, int]) -> None:
-        """Fetch these partitions (too) from these offsets; re-seeks ones already fetched."""
+        """Fetch these partitions (too) from these offsets; re-seeks (and resumes) ones
+        already fetched."""
         ...
 
     def remove(self, tps: Collection[TopicPartition]) -> None:
         """Stop fetching these partitions."""
+        ...
+
+    def pause(self, tps: Collection[TopicPartition]) -> None:
+        """Fetch nothing more of these (assigned) partitions until :meth:`resume`; the next
+        polls return none of their data. :meth:`add` ends a pause, so does :meth:`remove`
+        (a partition added later is fetched)."""
+        ...
+
+    def resume(self, tps: Collection[TopicPartition]) -> None:
+        """Fetch these paused partitions again, from after the last data returned."""
         ...
 
     def poll(self, timeout_ms: int) -> PollResult:
@@ -332,11 +365,14 @@ class KafkaPythonBackend:
 
         if not positions:
             return
+        again = [KTP(t, p) for t, p in positions if (t, p) in self._assigned]
         if not set(positions) <= self._assigned:
             self._assigned.update(positions)
             self._consumer.assign([KTP(t, p) for t, p in sorted(self._assigned)])
         for (t, p), offset in positions.items():
             self._consumer.seek(KTP(t, p), offset)
+        if again:
+            self._consumer.resume(*again)  # a seek keeps a pause; a new assignment has none
 
     def reset(self) -> None:
         self.remove(set(self._assigned))
@@ -353,8 +389,20 @@ class KafkaPythonBackend:
         else:
             self._consumer.unsubscribe()
 
+    def pause(self, tps: Collection[TopicPartition]) -> None:
+        from kafka import TopicPartition as KTP
+
+        # Buffered data of a paused partition stays parked in kafka-python (one fetch
+        # response at most) and is returned after resume, in order.
+        self._consumer.pause(*[KTP(t, p) for t, p in tps if (t, p) in self._assigned])
+
+    def resume(self, tps: Collection[TopicPartition]) -> None:
+        from kafka import TopicPartition as KTP
+
+        self._consumer.resume(*[KTP(t, p) for t, p in tps if (t, p) in self._assigned])
+
     def poll(self, timeout_ms: int) -> PollResult:
-        from kafka.errors import KafkaError, OffsetOutOfRangeError
+        from kafka.errors import CorruptRecordError, KafkaError, OffsetOutOfRangeError
 
         try:
             fetched = self._consumer.poll(timeout_ms=timeout_ms, max_records=MAX_POLL_RECORDS)
@@ -363,10 +411,46 @@ class KafkaPythonBackend:
             return PollResult(
                 out_of_range={TopicPartition(k.topic, k.partition): v for k, v in detail.items()}
             )
+        except CorruptRecordError as e:
+            return self._skip_corrupt(e)
         except KafkaError as e:
             return PollResult(error=e)
         return PollResult(
             batches=[(TopicPartition(k.topic, k.partition), recs) for k, recs in fetched.items()]
+        )
+
+    def _skip_corrupt(self, error: BaseException) -> PollResult:
+        """Seek past the corrupt data ``poll`` raised ``error`` about.
+
+        kafka-python (3.0.x) raises CorruptRecordError while parsing a partition's records and
+        keeps that partition's half-read records as the next ones to hand out; every later
+        poll then loops over them without end. Seeking makes it drop them (their offset no
+        longer matches the position). The partition is the one whose records were being
+        parsed (or, failing that, the one the message names); the offset is the one the
+        message names ("... at offset N ..."), or the position if that is further on (a
+        corrupt batch fetched again from inside it). A corrupt batch's last offset is not to
+        be trusted, so the seek goes one offset further and the broker answers from there:
+        a corrupt batch of several records takes one round per record, each logged.
+        """
+        from kafka import TopicPartition as KTP
+
+        text = str(error)
+        part = getattr(getattr(self._consumer, "_fetcher", None), "_next_partition_records", None)
+        ktp: Any = getattr(part, "topic_partition", None) if part else None
+        if ktp is None:
+            named = re.search(r"topic='([^']*)', partition=(\d+)", text)
+            if named is not None:
+                ktp = KTP(named.group(1), int(named.group(2)))
+        if ktp is None or TopicPartition(ktp.topic, ktp.partition) not in self._assigned:
+            return PollResult(error=error)  # which partition is unknown: all start over
+        at = re.search(r"at offset (\d+)", text)
+        position = self._consumer.position(ktp, timeout_ms=0)
+        offset = max(int(at.group(1)) if at else -1, -1 if position is None else int(position))
+        if offset < 0:
+            return PollResult(error=error)
+        self._consumer.seek(ktp, offset + 1)
+        return PollResult(
+            corrupt={TopicPartition(ktp.topic, ktp.partition): (offset, offset + 1, error)}
         )
 
     def highwater(self, tp: TopicPartition) -> int | None:
@@ -443,6 +527,9 @@ class ConfluentBackend:
             self._consumer.incremental_unassign(again)
         self._consumer.incremental_assign([CTP(t, p, off) for (t, p), off in positions.items()])
         self._assigned.update(positions)
+        # librdkafka keeps a partition's pause across unassign and assign (a re-seek, a
+        # partition removed while paused, a client reused after reset()): end it.
+        self._consumer.resume([CTP(t, p) for t, p in positions])
 
     def reset(self) -> None:
         self.remove(set(self._assigned))
@@ -455,6 +542,22 @@ class ConfluentBackend:
             return
         self._consumer.incremental_unassign([CTP(t, p) for t, p in sorted(gone)])
         self._assigned -= gone
+
+    def pause(self, tps: Collection[TopicPartition]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        # librdkafka drops what it prefetched of a paused partition and, on resume, fetches
+        # again from after the last message it returned.
+        wanted = [CTP(t, p) for t, p in tps if (t, p) in self._assigned]
+        if wanted:
+            self._consumer.pause(wanted)
+
+    def resume(self, tps: Collection[TopicPartition]) -> None:
+        from confluent_kafka import TopicPartition as CTP
+
+        wanted = [CTP(t, p) for t, p in tps if (t, p) in self._assigned]
+        if wanted:
+            self._consumer.resume(wanted)
 
     def poll(self, timeout_ms: int) -> PollResult:
         c = self._consumer
@@ -659,7 +762,8 @@ class _MetadataClient:
 class FetchStats:
     """Totals over every fetcher thread of a manager since it was made.
 
-    ``full_queue_waits`` counts the 100 ms waits of fetcher threads blocked on a full queue.
+    ``full_queue_waits`` counts, for each chunk held back by its stream's full queue, every
+    100 ms (:data:`FULL_QUEUE_WAIT_S`) it waited to be put.
     """
 
     polls: int = 0
@@ -688,35 +792,15 @@ class _Stats:
             return FetchStats(**self._values)
 
 
-class _CountingEvent(threading.Event):
-    """A fetcher thread's stop Event that also counts the waits of a blocked put.
+@dataclass
+class _Held:
+    """A chunk that found its stream's queue full, held (its partition paused) until it fits."""
 
-    :meth:`PartitionTopicInfo.enqueue` checks its stop Event before each 100 ms attempt to put
-    into a full queue; between :meth:`arm` and :meth:`disarm` every check but the first counts
-    as one wait (reported to ``on_wait`` at once, so a blocked thread shows in the stats).
-    Only the owning fetcher thread arms it and calls ``is_set``.
-    """
-
-    def __init__(self, on_wait: Callable[[], None]) -> None:
-        super().__init__()
-        self._on_wait = on_wait
-        self._armed = False
-        self._first = True
-
-    def arm(self) -> None:
-        self._armed = True
-        self._first = True
-
-    def disarm(self) -> None:
-        self._armed = False
-
-    def is_set(self) -> bool:
-        if self._armed:
-            if self._first:
-                self._first = False
-            else:
-                self._on_wait()
-        return super().is_set()
+    info: PartitionTopicInfo
+    records: Sequence[Any]
+    next_offset: int
+    since: float  # time.monotonic() when first refused
+    waits: int = 0  # FULL_QUEUE_WAIT_S periods counted so far
 
 
 # -- threads -------------------------------------------------------------------------------------
@@ -725,12 +809,22 @@ class _CountingEvent(threading.Event):
 class _FetcherThread(threading.Thread):
     """Fetches the partitions led by one broker (and of one fetcher id) with one client.
 
+    A chunk whose stream queue is full is not waited for: it is held (one per partition at
+    most, in ``_held``), its partition paused in the client, and the put is tried again each
+    round of the loop; once it fits, the partition is resumed. The other partitions are
+    fetched meanwhile. When every partition is held, the thread waits on ``_wake``, which a
+    queue sets as soon as it has room (:meth:`ChunkQueue.offer`), as do new partitions and
+    :meth:`begin_stop`.
+
     Locks: ``_lock`` (condition ``_cond``) guards ``_partitions`` (partition -> info being
-    fetched) and ``_pending`` (added by the leader finder, not yet applied); it is held only
-    briefly and never during network calls. ``_gate`` is held while the thread changes an
-    info's offsets or enqueues a chunk, each time after checking ``_stop``; :meth:`quiesce`
-    takes it after :meth:`begin_stop`, so once it returns the thread changes and enqueues
-    nothing more. The backend client and ``_beyond_end`` belong to this thread alone.
+    fetched), ``_pending`` (added by the leader finder, not yet applied) and ``_inflight``
+    (taken out of either for an offset lookup or on their way back to the leader finder; they
+    keep the thread from counting as idle, so the leader finder's sweep never stops it with
+    partitions in its hands); it is held only briefly and never during network calls.
+    ``_gate`` is held while the thread changes an info's offsets or enqueues a chunk, each time
+    after checking ``_stop_event``; :meth:`quiesce` takes it after :meth:`begin_stop`, so once
+    it returns the thread changes and enqueues nothing more. The backend client, ``_held``
+    and ``_beyond_end`` belong to this thread alone; ``_stop_event`` and ``_wake`` are Events.
     """
 
     def __init__(self, manager: FetcherManager, broker_id: int, fid: int) -> None:
@@ -743,9 +837,12 @@ class _FetcherThread(threading.Thread):
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._gate = threading.Lock()
-        self._stop_event = _CountingEvent(lambda: manager._stats.add(full_queue_waits=1))
+        self._stop_event = threading.Event()
+        self._wake = threading.Event()
         self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
         self._pending: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._inflight: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._held: dict[TopicPartition, _Held] = {}
         self._beyond_end: dict[TopicPartition, float] = {}
 
     # -- called by the manager (under the manager's lock) --
@@ -754,19 +851,21 @@ class _FetcherThread(threading.Thread):
             for info in infos:
                 self._pending[info.tp] = info
             self._cond.notify_all()
+        self._wake.set()
 
     def idle(self) -> bool:
         with self._lock:
-            return not self._partitions and not self._pending
+            return not self._partitions and not self._pending and not self._inflight
 
     def begin_stop(self) -> None:
         self._stop_event.set()
+        self._wake.set()
         with self._lock:
             self._cond.notify_all()
 
     @property
     def stopping(self) -> bool:
-        return threading.Event.is_set(self._stop_event)
+        return self._stop_event.is_set()
 
     def quiesce(self) -> None:
         """After :meth:`begin_stop`: wait until no info change or enqueue is under way."""
@@ -809,56 +908,132 @@ class _FetcherThread(threading.Thread):
     def _loop(self, backend: FetchBackend) -> None:
         stats = self.manager._stats
         metrics = self.manager.metrics
-        stop = self._stop_event
         while not self.stopping:
+            # Cleared before the puts are tried: room made after a refused put sets it again.
+            self._wake.clear()
             self._apply_pending(backend)
+            self._put_held(backend)
             with self._lock:
                 if not self._partitions:
                     if not self._pending and not self.stopping:
                         self._cond.wait(1.0)
                     continue
                 infos = dict(self._partitions)
-            result = backend.poll(POLL_TIMEOUT_MS)
+            if self.stopping:
+                return
+            if self._held and all(tp in self._held for tp in infos):
+                self._wake.wait(FULL_QUEUE_WAIT_S)  # every partition paused: nothing to poll
+                continue
+            result = backend.poll(HELD_POLL_TIMEOUT_MS if self._held else POLL_TIMEOUT_MS)
             stats.add(polls=1)
             if metrics is not None:
                 metrics.record_fetch_request(self.name)
             got: set[TopicPartition] = set()
+            refused: list[TopicPartition] = []
+            again: dict[TopicPartition, int] = {}
+            now = time.monotonic()
             for tp, batch in result.batches:
                 info = infos.get(tp)
                 if info is None or not batch:
                     continue
                 got.add(tp)
+                held = self._held.get(tp)
+                if held is not None:
+                    # Data of a paused partition (the client had it already): it must not
+                    # overtake the held chunk, so it is fetched again after that one.
+                    again[tp] = held.next_offset
+                    continue
+                next_offset = batch[-1].offset + 1
                 with self._gate:
                     if self.stopping:
-                        break
-                    stop.arm()
-                    try:
-                        if not info.enqueue(batch, batch[-1].offset + 1, stop):
-                            break
-                    finally:
-                        stop.disarm()
+                        return
+                    put = info.try_enqueue(batch, next_offset, self._wake)
+                if put:
                     stats.add(chunks=1, records=len(batch))
-                if metrics is not None:
-                    metrics.update_lag(
-                        tp.topic, tp.partition, info.consumed_offset, backend.highwater(tp)
-                    )
-            if self.stopping:
-                return
+                    if metrics is not None:
+                        metrics.update_lag(
+                            tp.topic, tp.partition, info.consumed_offset, backend.highwater(tp)
+                        )
+                else:
+                    self._held[tp] = _Held(info, batch, next_offset, now)
+                    refused.append(tp)
+            if again:
+                backend.add(again)
+                refused.extend(again)
+            if refused:
+                backend.pause(refused)
             if result.error is not None:
                 self._fetch_failed(backend, result.error)
                 continue
             if result.partition_errors:
                 self._partitions_failed(backend, result.partition_errors)
+            for tp, (offset, next_offset, error) in result.corrupt.items():
+                # Skipped, not retried for ever: the consumed offset will pass it (see the
+                # module docstring), so this line is all that tells of the lost message(s).
+                log.error(
+                    "%s: corrupt data in %s:%d at offset %d (%s); skipped, never delivered: "
+                    "fetching on from offset %d",
+                    self.name, tp.topic, tp.partition, offset, error, next_offset,
+                )
             out_of_range = dict(result.out_of_range)
             out_of_range.update(self._beyond_log_end(backend, infos, got))
             if out_of_range:
                 self._reset_out_of_range(backend, out_of_range)
 
+    def _put_held(self, backend: FetchBackend) -> None:
+        """Try again to put the held chunks; resume the partitions of those that went in."""
+        if not self._held:
+            return
+        stats = self.manager._stats
+        metrics = self.manager.metrics
+        now = time.monotonic()
+        put: list[tuple[TopicPartition, _Held]] = []
+        waits = 0
+        with self._gate:
+            if self.stopping:
+                return
+            for tp, held in list(self._held.items()):
+                if held.info.try_enqueue(held.records, held.next_offset, self._wake):
+                    del self._held[tp]
+                    put.append((tp, held))
+                    continue
+                # One wait per FULL_QUEUE_WAIT_S a chunk is refused, whatever the loop's pace.
+                periods = int((now - held.since) / FULL_QUEUE_WAIT_S)
+                waits += periods - held.waits
+                held.waits = periods
+        if waits:
+            stats.add(full_queue_waits=waits)
+        if not put:
+            return
+        stats.add(chunks=len(put), records=sum(len(h.records) for _, h in put))
+        backend.resume([tp for tp, _ in put])
+        if metrics is not None:
+            for tp, held in put:
+                metrics.update_lag(
+                    tp.topic, tp.partition, held.info.consumed_offset, backend.highwater(tp)
+                )
+
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
+            self._inflight.update(pending)
         if not pending:
             return
+        try:
+            self._start_fetching(backend, pending)
+        finally:
+            self._land(pending)
+
+    def _land(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:
+        """These partitions are no longer in flight (fetched, given back or dropped)."""
+        with self._lock:
+            for tp, info in infos.items():
+                if self._inflight.get(tp) is info:
+                    del self._inflight[tp]
+
+    def _start_fetching(
+        self, backend: FetchBackend, pending: Mapping[TopicPartition, PartitionTopicInfo]
+    ) -> None:
         positions: dict[TopicPartition, int] = {}
         unresolved: dict[TopicPartition, PartitionTopicInfo] = {}
         for tp, info in pending.items():
@@ -927,21 +1102,35 @@ class _FetcherThread(threading.Thread):
     def _reset_out_of_range(
         self, backend: FetchBackend, offsets: Mapping[TopicPartition, int]
     ) -> None:
-        with self._lock:
-            infos = {tp: self._partitions[tp] for tp in offsets if tp in self._partitions}
+        infos = self._take_off(offsets)
         if not infos:
             return
+        try:
+            backend.remove(list(infos))
+            resolved = self._resolve(infos, "out of range")
+            if resolved and not self.stopping:
+                backend.add(resolved)
+                with self._lock:
+                    for tp in resolved:
+                        self._partitions[tp] = infos[tp]
+                        self._beyond_end.pop(tp, None)
+        finally:
+            self._land(infos)
+
+    def _take_off(
+        self, tps: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, PartitionTopicInfo]:
+        """Stop fetching these partitions (None: all); in flight until :meth:`_land`."""
         with self._lock:
-            for tp in infos:
-                del self._partitions[tp]
-        backend.remove(list(infos))
-        resolved = self._resolve(infos, "out of range")
-        if resolved and not self.stopping:
-            backend.add(resolved)
-            with self._lock:
-                for tp in resolved:
-                    self._partitions[tp] = infos[tp]
-                    self._beyond_end.pop(tp, None)
+            if tps is None:
+                infos, self._partitions = self._partitions, {}
+            else:
+                infos = {tp: self._partitions.pop(tp) for tp in tps if tp in self._partitions}
+            self._inflight.update(infos)
+        for tp in infos:
+            # Never enqueued, so the fetched offset is still where the held chunk starts.
+            self._held.pop(tp, None)
+        return infos
 
     def _beyond_log_end(
         self,
@@ -978,27 +1167,31 @@ class _FetcherThread(threading.Thread):
     def _partitions_failed(
         self, backend: FetchBackend, errors: Mapping[TopicPartition, BaseException]
     ) -> None:
-        with self._lock:
-            infos = {tp: self._partitions.pop(tp) for tp in errors if tp in self._partitions}
+        infos = self._take_off(errors)
         if not infos:
             return
-        for tp in infos:
-            log.warning(
-                "%s: fetching %s:%d failed (%s); looking up its leader again",
-                self.name, tp.topic, tp.partition, errors[tp],
-            )
-        backend.remove(list(infos))
-        self._give_back(infos)
+        try:
+            for tp in infos:
+                log.warning(
+                    "%s: fetching %s:%d failed (%s); looking up its leader again",
+                    self.name, tp.topic, tp.partition, errors[tp],
+                )
+            backend.remove(list(infos))
+            self._give_back(infos)
+        finally:
+            self._land(infos)
 
     def _fetch_failed(self, backend: FetchBackend, error: BaseException) -> None:
-        with self._lock:
-            infos, self._partitions = self._partitions, {}
-        log.warning(
-            "%s: fetch from broker %d failed (%r); looking up the leaders of %s again",
-            self.name, self.broker_id, error, _fmt_tps(infos),
-        )
-        backend.remove(list(infos))
-        self._give_back(infos)
+        infos = self._take_off(None)
+        try:
+            log.warning(
+                "%s: fetch from broker %d failed (%r); looking up the leaders of %s again",
+                self.name, self.broker_id, error, _fmt_tps(infos),
+            )
+            backend.remove(list(infos))
+            self._give_back(infos)
+        finally:
+            self._land(infos)
         self._stop_event.wait(self.manager.config.refresh_leader_backoff_ms / 1000.0)
 
     def _give_back(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:

@@ -8,9 +8,11 @@ offsets (both meaning "the next offset"):
   commit stores, so a commit never covers a message the application did not get.
 
 Fetchers put :class:`FetchedDataChunk` objects on the owning stream's bounded
-:class:`ChunkQueue` (``queued.max.message.chunks``); the put blocks while the queue is full,
-which bounds memory however slow the application is. :data:`SHUTDOWN` on a queue ends the
-stream's iteration.
+:class:`ChunkQueue` (``queued.max.message.chunks``), which bounds memory however slow the
+application is. Unlike the original, a fetcher never blocks on a full queue (that held back
+every other partition of its thread): it holds the chunk, pauses that partition and tries
+again (:meth:`PartitionTopicInfo.try_enqueue`, :meth:`ChunkQueue.offer`). :data:`SHUTDOWN` on
+a queue ends the stream's iteration.
 
 Locking: ``PartitionTopicInfo._lock`` guards the two offsets; everything else is immutable
 after construction.
@@ -101,6 +103,24 @@ class PartitionTopicInfo:
             return True
         return False
 
+    def try_enqueue(
+        self, records: Sequence[Any], next_fetch_offset: int, wake: threading.Event
+    ) -> bool:
+        """Put one chunk on the stream's queue if it has room, then advance the fetched offset.
+
+        Never blocks: when the queue is full this puts nothing, returns False and has ``wake``
+        set once the queue has room again (see :meth:`ChunkQueue.offer`).
+        """
+        if not records:
+            return True
+        with self._lock:
+            fetch_offset = self._fetched
+        if not self.chunk_queue.offer(FetchedDataChunk(records, self, fetch_offset), wake):
+            return False
+        with self._lock:
+            self._fetched = next_fetch_offset
+        return True
+
     def __repr__(self) -> str:
         return (
             f"PartitionTopicInfo({self.topic}:{self.partition}, fetched={self.fetched_offset}, "
@@ -142,7 +162,41 @@ class FetcherFailed:
 
 
 class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
-    """A bounded queue of chunks; :meth:`clear` drops everything queued (rebalance)."""
+    """A bounded queue of chunks; :meth:`clear` drops everything queued (rebalance).
+
+    Besides the blocking ``put``, :meth:`offer` puts without blocking and, when the queue is
+    full, registers an Event that is set as soon as an item is taken or the queue cleared.
+    ``_wake_on_room`` (those Events) is guarded by ``mutex``, like the queue itself.
+    """
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        self._wake_on_room: list[threading.Event] = []
+
+    def offer(self, item: Any, wake: threading.Event) -> bool:
+        """Put ``item`` if the queue has room and return True; else put nothing, arrange for
+        ``wake`` to be set when there is room, and return False. Never blocks."""
+        with self.mutex:
+            if 0 < self.maxsize <= self._qsize():
+                if wake not in self._wake_on_room:
+                    self._wake_on_room.append(wake)
+                return False
+            self._put(item)
+            self.unfinished_tasks += 1
+            self.not_empty.notify()
+            return True
+
+    def _get(self) -> Any:
+        # Every taker (get(), the stream iterator's own loop) goes through here, mutex held.
+        item = super()._get()
+        self._room_made()
+        return item
+
+    def _room_made(self) -> None:
+        if self._wake_on_room:
+            for wake in self._wake_on_room:
+                wake.set()
+            self._wake_on_room.clear()
 
     def clear(self) -> int:
         dropped = 0
@@ -150,6 +204,7 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
             dropped = len(self.queue)
             self.queue.clear()
             self.not_full.notify_all()
+            self._room_made()
         return dropped
 
     def put_shutdown(self, item: Any = SHUTDOWN) -> None:

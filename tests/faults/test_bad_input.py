@@ -199,12 +199,6 @@ def _produce_with_bad_crc(bootstrap: str, topic: str) -> None:
         producer.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a batch that fails its CRC check stalls the whole fetcher thread: kafka-python 3.0.12 "
-    "busy-loops in poll() after raising CorruptRecordError (its parsed-records cursor for the "
-    "partition is never drained), so neither that partition nor the others of the fetcher "
-    "progress, nothing reaches the application, and the thread spins at 100% CPU for ever "
-    "(shutdown gives up on it); see the report"))
 def test_record_with_a_bad_crc(stack, names, topic_factory, fault_run, report) -> None:
     topic = topic_factory(names.topic, 2)
     run = fault_run(stack, topic, 2)
