@@ -15,7 +15,7 @@ setup(
     packages=find_packages(include=["zkconsumer", "zkconsumer.*"]),
     package_data={"zkconsumer": ["py.typed"]},
     install_requires=[
-        "kazoo>=2.10,<3",
+        "kazoo[sasl]>=2.10,<3",  # sasl: pure-sasl, for zookeeper.auth=sasl:user:password
         "kafka-python>=3.0,<4",
         "rich>=13",
         "prometheus-client>=0.20",

@@ -15,6 +15,7 @@ from zkconsumer._config import (
     CONFIG_KEYS,
     ConsumerConfig,
     ZkAcl,
+    ZkSaslLogin,
     config_table_markdown,
     read_properties,
 )
@@ -636,14 +637,14 @@ SECRETS: dict[str, object] = {
     "ssl.password": "key-pass-1",
     "sasl.plain.password": "sasl-pass-2",
     "sasl.plain.username": "alice",
-    "zookeeper.auth": "digest:bob:zk-pass-3,sasl:zk-pass-4",
+    "zookeeper.auth": "digest:bob:zk-pass-3,sasl:carol:zk-pass-4",
 }
 
 
 def test_secrets_are_redacted_in_repr_and_str() -> None:
     c = ConsumerConfig(SECRETS)
     for text in (repr(c), str(c)):
-        for secret in ("key-pass-1", "sasl-pass-2", "zk-pass-3", "zk-pass-4", "bob"):
+        for secret in ("key-pass-1", "sasl-pass-2", "zk-pass-3", "zk-pass-4", "bob", "carol"):
             assert secret not in text
         assert "******" in text
         assert "alice" in text
@@ -662,10 +663,11 @@ def test_as_properties_redacts_by_default() -> None:
     assert redacted["sasl.plain.username"] == "alice"
     clear = c.as_properties(redact=False)
     assert clear["ssl.password"] == "key-pass-1"
-    assert clear["zookeeper.auth"] == "digest:bob:zk-pass-3,sasl:zk-pass-4"
+    assert clear["zookeeper.auth"] == "digest:bob:zk-pass-3,sasl:carol:zk-pass-4"
     # The credentials themselves are still usable.
     assert c.ssl_password == "key-pass-1"
-    assert c.zk_auth_data == [("digest", "bob:zk-pass-3"), ("sasl", "zk-pass-4")]
+    assert c.zk_auth_data == [("digest", "bob:zk-pass-3")]
+    assert c.zk_sasl == ZkSaslLogin("carol", "zk-pass-4")
 
 
 def test_secret_values_are_redacted_in_error_messages() -> None:
@@ -731,11 +733,45 @@ def test_bad_zookeeper_acl(acl: str, reason: str) -> None:
     assert msg.startswith(f"zookeeper.acl={acl!r} {reason}")
 
 
-@pytest.mark.parametrize("auth", ["digest", "digest:", ":cred", "digest:u:p,"])
+@pytest.mark.parametrize("auth", ["digest", "digest:", ":cred", "digest:u:p,", "sasl:"])
 def test_bad_zookeeper_auth(auth: str) -> None:
     msg = config_error({**MIN, "zookeeper.auth": auth})
     assert msg.startswith("zookeeper.auth=")
     assert "is not scheme:credential" in msg
+
+
+def test_zookeeper_auth_sasl() -> None:
+    c = cfg(zookeeper_auth="digest:bob:pw1, sasl:zkc:pa:ss")
+    assert c.zk_sasl == ZkSaslLogin("zkc", "pa:ss")  # the password may hold ':'
+    assert c.zk_sasl.mechanism == "DIGEST-MD5"
+    assert "pa:ss" not in repr(c.zk_sasl)
+    assert c.zk_auth_data == [("digest", "bob:pw1")]
+    assert repr(c) == (
+        "ConsumerConfig({'zookeeper.connect': 'zk1:2181', 'group.id': 'grp', "
+        "'zookeeper.auth': 'digest:******,sasl:******'})"
+    )
+    only = cfg(zookeeper_auth="sasl:zkc:secret")
+    assert (only.zk_sasl, only.zk_auth_data) == (ZkSaslLogin("zkc", "secret"), [])
+    assert ConsumerConfig(MIN).zk_sasl is None
+
+
+@pytest.mark.parametrize(
+    ("auth", "reason"),
+    [
+        ("sasl:zkc", "entry 1 is not sasl:user:password"),
+        ("sasl:zkc:", "entry 1 is not sasl:user:password"),
+        ("digest:u:p,sasl::secret", "entry 2 is not sasl:user:password"),
+        ("sasl:a:p1,sasl:b:p2", "entry 2 is a second sasl entry"),
+    ],
+)
+def test_bad_zookeeper_auth_sasl(auth: str, reason: str) -> None:
+    msg = config_error({**MIN, "zookeeper.auth": auth})
+    assert msg.startswith("zookeeper.auth='"), msg
+    assert reason in msg
+    for secret in ("zkc", "secret", "p1", "p2"):
+        assert secret not in msg
+    if "not sasl:user:password" in reason:
+        assert msg.endswith("(SASL DIGEST-MD5; Kerberos/GSSAPI is not supported)")
 
 
 def test_bootstrap_servers_validation() -> None:

@@ -37,7 +37,7 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, NoReturn, TypeVar, cast, overload
 
 from zkconsumer._errors import ConfigError
@@ -48,6 +48,7 @@ __all__ = [
     "ConfigKey",
     "ConsumerConfig",
     "ZkAcl",
+    "ZkSaslLogin",
     "config_table_markdown",
     "read_properties",
 ]
@@ -171,6 +172,9 @@ def _check_host_list(value: str) -> str | None:
     return None
 
 
+_ZK_SASL_SCHEME = "sasl"
+
+
 def _split_zk_auth(value: str) -> list[tuple[str, str]]:
     out = []
     for entry in value.split(","):
@@ -180,11 +184,23 @@ def _split_zk_auth(value: str) -> list[tuple[str, str]]:
 
 
 def _check_zk_auth(value: str) -> str | None:
+    sasl_seen = False
     for i, entry in enumerate(value.split(","), 1):
         scheme, sep, credential = entry.partition(":")
         scheme = scheme.strip()
         if not sep or not _ZK_SCHEME_RE.fullmatch(scheme) or not credential:
             return f"entry {i} is not scheme:credential (e.g. digest:user:password)"
+        if scheme != _ZK_SASL_SCHEME:
+            continue
+        user, sep, password = credential.partition(":")
+        if not sep or not user or not password:
+            return (
+                f"entry {i} is not sasl:user:password (SASL DIGEST-MD5; "
+                "Kerberos/GSSAPI is not supported)"
+            )
+        if sasl_seen:
+            return f"entry {i} is a second sasl entry; a connection authenticates one SASL user"
+        sasl_seen = True
     return None
 
 
@@ -198,6 +214,20 @@ def _redact_zk_auth(value: str) -> str:
 
 def _redact_all(value: str) -> str:
     return REDACTED
+
+
+@dataclass(frozen=True)
+class ZkSaslLogin:
+    """The ``sasl:user:password`` entry of ``zookeeper.auth``: a SASL DIGEST-MD5 login.
+
+    What ZooKeeper's JAAS ``DigestLoginModule`` (``user_<name>="<password>"`` in the
+    server's ``Server`` section) accepts; the authenticated ACL id is ``sasl:<user>``.
+    The password is left out of ``repr()``.
+    """
+
+    username: str
+    password: str = field(repr=False)
+    mechanism: str = "DIGEST-MD5"
 
 
 @dataclass(frozen=True)
@@ -443,8 +473,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "zookeeper.auth", "str", check=_check_zk_auth, redact=_redact_zk_auth,
-        check_doc="`scheme:credential,...`", extension=True,
-        doc="ZooKeeper authentication, e.g. `digest:user:password`; credentials are secret.",
+        check_doc="`scheme:credential,...`; at most one `sasl:user:password`", extension=True,
+        doc="ZooKeeper authentication: `digest:user:password` and/or `sasl:user:password` "
+            "(SASL DIGEST-MD5); credentials are secret.",
     ),
     ConfigKey(
         "zookeeper.acl", "str", check=_check_zk_acl,
@@ -1012,9 +1043,25 @@ class ConsumerConfig:
 
     @property
     def zk_auth_data(self) -> list[tuple[str, str]]:
-        """zookeeper.auth as (scheme, credential) pairs, e.g. for kazoo's ``auth_data``."""
+        """zookeeper.auth without its sasl entry, as (scheme, credential) pairs.
+
+        What ZooKeeper's ``addauth`` takes (kazoo's ``auth_data``); the SASL login is
+        :attr:`zk_sasl`.
+        """
         auth = self.zookeeper_auth
-        return [] if auth is None else _split_zk_auth(auth)
+        if auth is None:
+            return []
+        return [(s, c) for s, c in _split_zk_auth(auth) if s != _ZK_SASL_SCHEME]
+
+    @property
+    def zk_sasl(self) -> ZkSaslLogin | None:
+        """The ``sasl:user:password`` entry of zookeeper.auth (kazoo's ``sasl_options``)."""
+        auth = self.zookeeper_auth
+        for scheme, credential in [] if auth is None else _split_zk_auth(auth):
+            if scheme == _ZK_SASL_SCHEME:
+                user, _, password = credential.partition(":")
+                return ZkSaslLogin(user, password)
+        return None
 
     @property
     def zk_acl(self) -> list[ZkAcl]:

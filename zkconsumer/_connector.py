@@ -257,6 +257,7 @@ class ZookeeperConsumerConnector:
         self._zk.add_listener(self._on_zk_state)
         try:
             self._zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+            check_kazoo_login(self._zk, config)
         except Exception as e:
             self._zk.close()
             self.metrics.close()
@@ -1059,19 +1060,78 @@ def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
 
 
 def kazoo_security_kwargs(config: ConsumerConfig) -> dict[str, Any]:
-    """``zookeeper.auth`` and ``zookeeper.acl`` as kazoo's ``auth_data`` and ``default_acl``.
+    """``zookeeper.auth`` and ``zookeeper.acl`` as kazoo's ``auth_data``, ``sasl_options``
+    and ``default_acl``.
 
     Every znode the connector creates (ids, owners, offsets, and their parents) then carries
-    the ACL, so a client without the credentials cannot delete or overwrite them.
+    the ACL, so a client without the credentials cannot delete or overwrite them. A
+    ``sasl:user:password`` entry becomes a SASL DIGEST-MD5 login (kazoo's ``sasl_options``,
+    not its deprecated sasl-in-``auth_data`` path); :func:`check_kazoo_login` after
+    ``start()`` tells whether ZooKeeper accepted it.
     """
     from kazoo.security import ACL, Id
 
     kwargs: dict[str, Any] = {}
     if config.zk_auth_data:
         kwargs["auth_data"] = list(config.zk_auth_data)
+    sasl = config.zk_sasl
+    if sasl is not None:
+        kwargs["sasl_options"] = {
+            "mechanism": sasl.mechanism, "username": sasl.username, "password": sasl.password,
+        }
     if config.zk_acl:
         kwargs["default_acl"] = [ACL(a.perms_mask, Id(a.scheme, a.id)) for a in config.zk_acl]
     return kwargs
+
+
+def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
+    """After ``zk.start()``: wait for the SASL login of ``zookeeper.auth``, if it has one.
+
+    kazoo reports CONNECTED before it runs the SASL exchange, so ``start()`` succeeds even
+    when the server refuses the login; this round trip (queued behind the exchange) shows
+    the outcome. On failure the client is stopped and ZkConsumerError says why.
+    """
+    sasl = config.zk_sasl
+    if sasl is None:
+        return
+    import importlib.util
+
+    from kazoo.exceptions import AuthFailedError, KazooException
+
+    def fail(reason: str) -> ZkConsumerError:
+        try:
+            zk.stop()
+        except Exception:  # noqa: BLE001 - the error below matters, not this one
+            pass
+        return ZkConsumerError(f"SASL login as {sasl.username!r} (zookeeper.auth) {reason}")
+
+    if importlib.util.find_spec("puresasl") is None:
+        raise fail("needs the pure-sasl package: pip install pure-sasl")
+    timeout_s = config.zookeeper_connection_timeout_ms / 1000.0
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            zk.exists_async("/").get(timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except AuthFailedError:
+            raise fail(
+                f"refused by ZooKeeper at {config.zk_hosts}: wrong user or password, or the "
+                "server has no SASL login configured (JAAS Server section)"
+            ) from None
+        except ConnectionLoss as e:
+            # kazoo reconnects (and logs in again) by itself: ask again until the deadline.
+            if time.monotonic() >= deadline:
+                raise fail(f"not completed within {timeout_s:g} s: {e!r}") from e
+            time.sleep(0.05)
+        except zk.handler.timeout_exception as e:
+            # kazoo 2.11 keeps sending empty SASL tokens to a server that has no SASL
+            # login configured, until the server expires the session.
+            raise fail(
+                f"not completed within {timeout_s:g} s by ZooKeeper at {config.zk_hosts}; "
+                "does it have a SASL login configured (JAAS Server section)?"
+            ) from e
+        except KazooException as e:
+            raise fail(f"failed: {e!r}") from e
 
 
 def create_consumer_connector(

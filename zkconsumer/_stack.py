@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,10 +113,23 @@ class _Proc:
 
 
 class LocalStack:
-    """ZooKeeper + broker + bridge under one directory; see the module docstring."""
+    """ZooKeeper + broker + bridge under one directory; see the module docstring.
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    ``zk_config`` (extra ``zoo.cfg`` lines) and ``zk_jvm_options`` (e.g. a JAAS
+    ``-Djava.security.auth.login.config=...``) set up a secured ZooKeeper; they apply when
+    this object spawns it and are not recorded in ``stack.json``.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        zk_config: Sequence[str] = (),
+        zk_jvm_options: Sequence[str] = (),
+    ) -> None:
         self.dir = Path(directory).absolute()
+        self.zk_config = list(zk_config)
+        self.zk_jvm_options = list(zk_jvm_options)
         self.state_file = self.dir / "stack.json"
         self.zk_port = 0
         self.broker_port = 0
@@ -297,10 +310,11 @@ class LocalStack:
             "maxClientCnxns=0\n"
             "admin.enableServer=false\n"
             "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n"
+            + "".join(f"{line}\n" for line in self.zk_config)
         )
         argv = [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dzkconsumer.stack={self.dir}",
-                "-cp", ZOOKEEPER_JAR, "org.apache.zookeeper.server.ZooKeeperServerMain",
-                str(cfg)]
+                *self.zk_jvm_options, "-cp", ZOOKEEPER_JAR,
+                "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]
         return _Proc(self._popen("zookeeper", argv), "ZooKeeperServerMain")
 
     def _spawn_broker(self) -> _Proc:

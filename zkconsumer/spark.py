@@ -87,7 +87,7 @@ from pyspark.sql.types import (
 
 from . import _zkpaths as zp
 from ._config import ConsumerConfig
-from ._connector import ConsumerRebalanceListener
+from ._connector import ConsumerRebalanceListener, check_kazoo_login, kazoo_security_kwargs
 from ._errors import ConfigError, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
 from ._types import TopicPartition
@@ -347,13 +347,14 @@ def _zk_client(config: ConsumerConfig, long_lived: bool = False) -> KazooClient:
     zk = KazooClient(
         hosts=config.zookeeper_connect,
         timeout=config.zookeeper_session_timeout_ms / 1000.0,
-        auth_data=config.zk_auth_data or None,
+        **kazoo_security_kwargs(config),
         connection_retry={"max_tries": -1 if long_lived else 3, "delay": 0.1,
                           "max_delay": 1.0},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
     )
     try:
         zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        check_kazoo_login(zk, config)
     except Exception as e:
         zk.close()
         raise ZkConsumerError(
