@@ -559,3 +559,40 @@ class CountingAdmin:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._admin, name)
+
+
+def test_copy_into_an_acl_protected_group_names_the_refused_znode(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, capsys: Any,
+    monkeypatch: Any,
+) -> None:
+    from kazoo.security import ACL, Id, make_digest_acl_credential
+
+    group = names.group
+    topic = topic_factory(names.topic, 1)
+    user, password = "zkc", "mig-pw"
+    owner = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", f"{user}:{password}")],
+                        default_acl=[ACL(31, Id("digest", make_digest_acl_credential(
+                            user, password))), ACL(1, Id("world", "anyone"))])
+    owner.start(timeout=15)
+    try:
+        zk.ensure_path("/consumers")  # open, as the cluster's other groups need it
+        owner.create(zp.offset_path(group, topic, 0), zp.encode_offset(3), makepath=True)
+        set_kafka(stack.bootstrap, group, topic, {0: 9})
+        base = ("migrate", "copy", "--group", group, "--bootstrap-server", stack.bootstrap,
+                "--zookeeper", stack.zookeeper, "--check-interval", "0.1", "--from", "kafka",
+                "--to", "zookeeper")
+        monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_AUTH", raising=False)
+        code, out, err = run_cli(capsys, *base)
+        assert (code, out) == (2, ""), err
+        assert "migrate copy: ZooKeeper refused to" in err and group in err
+        assert "ZKCONSUMER_ZOOKEEPER_AUTH" in err
+        assert err.count("\n") == 1, err  # one line, no traceback
+        assert read_zk_offsets(zk, group) == {TP(topic, 0): 3}  # nothing written
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", f"digest:{user}:{password}")
+        code, out, err = run_cli(capsys, *base)
+        assert code == 0, err
+        assert read_zk_offsets(zk, group) == {TP(topic, 0): 9}
+    finally:
+        owner.delete(zp.group_dir(group), recursive=True)
+        owner.stop()
+        owner.close()

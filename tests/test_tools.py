@@ -20,11 +20,13 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.security import make_digest_acl_credential
 
 from tests.support import NullFetcher, StackInfo, group_owners, produce, wait_until
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
+from zkconsumer._connector import kazoo_security_kwargs
 from zkconsumer._metrics import ConsumerMetrics
 from zkconsumer.cli import main
 
@@ -336,6 +338,83 @@ def test_export_import_round_trip_and_bad_files(
         f"(no /consumers/{names('none')})")
     assert fails(capsys, "offsets", "import", *zkc, "--input", str(tmp_path / "missing")) == (
         f"zkconsumer offsets: cannot read {tmp_path / 'missing'}: No such file or directory")
+
+
+# --------------------------------------------------------------------------------------
+# a group protected by zookeeper.acl: credentials and ACL from the environment
+
+
+def acl_set(zk: KazooClient, path: str) -> set[tuple[str, str, int]]:
+    """(scheme, user or id, perms) of each ACL entry (the digest hash is hidden from
+    unauthenticated clients)."""
+    acls, _ = zk.get_acls(path)
+    return {(a.id.scheme, a.id.id.split(":")[0], a.perms) for a in acls}
+
+
+def test_offsets_import_into_an_acl_protected_group(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    zkc = ["--zookeeper", stack.zookeeper]
+    g, t, u = names.group, names("ta"), names("tb")
+    user, password = "zkc-tools", "tools-s3cret"
+    auth = f"digest:{user}:{password}"
+    acl = f"digest:{make_digest_acl_credential(user, password)}:cdrwa,world:anyone:r"
+    protected = {("digest", user, 31), ("world", "anyone", 1)}
+    # The group as a connector with zookeeper.auth/acl leaves it: every znode protected.
+    # /consumers itself stays open (created first, without an ACL), as for other groups.
+    zk.ensure_path(zp.CONSUMERS)
+    owner = KazooClient(hosts=stack.zookeeper, timeout=10.0, **kazoo_security_kwargs(
+        config(stack, g, zookeeper_auth=auth, zookeeper_acl=acl)))
+    owner.start(timeout=15)
+    try:
+        owner.create(zp.offset_path(g, t, 0), b"5", makepath=True)
+        owner.ensure_path(zp.ids_dir(g))
+        assert acl_set(zk, zp.group_dir(g)) == protected
+        lines = tmp_path / "offsets.txt"
+        lines.write_text(f"{zp.offset_path(g, t, 0)}:7\n{zp.offset_path(g, t, 1)}:3\n"
+                         f"{zp.offset_path(g, u, 0)}:1\n")
+        before = tree(zk, zp.group_dir(g))
+
+        # Without credentials, or with ones the ACL does not grant: one clear line, the
+        # path, the variable to set; nothing written.
+        monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_AUTH", raising=False)
+        monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
+        refused = (f"zkconsumer offsets: offsets import (nothing written): ZooKeeper refused "
+                   f"to delete {zp.ids_dir(g)}: the ACL of {zp.group_dir(g)} does not allow "
+                   "this client (NoAuth); set ZKCONSUMER_ZOOKEEPER_AUTH to credentials it "
+                   "grants (e.g. digest:user:password)")
+        assert fails(capsys, "offsets", "import", *zkc, "--input", str(lines)) == refused
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", f"digest:{user}:wrong-password")
+        assert fails(capsys, "offsets", "import", *zkc, "--input", str(lines)) == refused
+        assert tree(zk, zp.group_dir(g)) == before
+
+        # A malformed variable is refused by the config key's own check, secrets redacted.
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", f"sasl:{user}:{password},sasl:x:y")
+        line = fails(capsys, "offsets", "import", *zkc, "--input", str(lines))
+        assert line == ("zkconsumer offsets: ZKCONSUMER_ZOOKEEPER_AUTH: "
+                        "zookeeper.auth='sasl:******,sasl:******' entry 2 is a second sasl "
+                        "entry; a connection authenticates one SASL user")
+
+        # With them: written, and what the tool creates carries ZKCONSUMER_ZOOKEEPER_ACL.
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", auth)
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_ACL", acl)
+        rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(lines))
+        assert (rc, err) == (0, "")
+        assert out == ("imported 3 offsets of 1 group in one transaction "
+                       "(created 2, updated 1, unchanged 0)\n")
+        assert password not in out
+        assert [zk.get(zp.offset_path(g, topic, p))[0] for topic, p in ((t, 0), (t, 1), (u, 0))
+                ] == [b"7", b"3", b"1"]
+        for path in (zp.offset_path(g, t, 0), zp.offset_path(g, t, 1),
+                     zp.offsets_topic_dir(g, u), zp.offset_path(g, u, 0)):
+            assert acl_set(zk, path) == protected, path
+        with pytest.raises(NoAuthError):
+            zk.set(zp.offset_path(g, t, 1), b"0")
+    finally:
+        owner.delete(zp.group_dir(g), recursive=True)
+        owner.stop()
+        owner.close()
 
 
 # --------------------------------------------------------------------------------------

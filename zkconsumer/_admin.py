@@ -18,7 +18,14 @@ Rules every function follows:
   exist), which ZooKeeper refuses (``NotEmpty`` / ``NodeExists``) if a member registered
   after the check; then nothing of the transaction is applied.
 * Failures the user can fix raise :class:`AdminError` (a ``ZkConsumerError``) with a
-  one-line message naming the group, topic, file line or address.
+  one-line message naming the group, topic, file line or address; a znode ACL refusing
+  this client (NoAuth) is :class:`AclRefusedError`, naming the path.
+
+ZooKeeper login and ACL come from the environment (:data:`AUTH_ENV`, :data:`ACL_ENV`), never
+from options, which anyone on the host can read in ``ps``; they mean what the connector's
+``zookeeper.auth`` / ``zookeeper.acl`` mean and are validated by those keys' own checks.
+:func:`connect` applies them exactly as the connector does (login, and the ACL of every
+znode the tools create).
 
 Lag is computed in one place, :func:`partition_lag`, which ``groups describe`` and the
 ``ConsumerLag``/``MaxLag`` metrics (:mod:`zkconsumer._metrics`) both use.
@@ -27,6 +34,7 @@ Lag is computed in one place, :func:`partition_lag`, which ``groups describe`` a
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 import warnings
@@ -36,16 +44,21 @@ from datetime import datetime
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
-from ._errors import ZkConsumerError, ZkDataError
+from ._config import ConsumerConfig
+from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
 
 __all__ = [
+    "ACL_ENV",
+    "AUTH_ENV",
     "MAX_TRANSACTION_OPS",
+    "SECURITY_HELP",
+    "AclRefusedError",
     "AdminError",
     "DeleteResult",
     "GroupActiveError",
@@ -78,6 +91,7 @@ __all__ = [
     "partition_lag",
     "read_members",
     "reset_offsets",
+    "security_settings",
     "verify_rebalance",
 ]
 
@@ -115,6 +129,25 @@ class UnknownTopicError(AdminError):
 
 class GroupActiveError(AdminError):
     """The operation needs a group without registered members."""
+
+
+class AclRefusedError(AdminError):
+    """ZooKeeper refused an operation on a znode by its ACL (NoAuth)."""
+
+
+def acl_refused(zk: KazooClient, verb: str, path: str, what: str = "") -> AclRefusedError:
+    """The error for a NoAuth answer to ``verb`` (create, delete, write, read) on ``path``.
+
+    kazoo's NoAuthError carries no path; this names it, and the znode whose ACL decides:
+    the parent's for create and delete, the znode's own otherwise.
+    """
+    path = zk.unchroot(path)
+    judge = (path.rsplit("/", 1)[0] or "/") if verb in ("create", "delete") else path
+    prefix = f"{what}: " if what else ""
+    return AclRefusedError(
+        f"{prefix}ZooKeeper refused to {verb} {path}: the ACL of {judge} does not allow this "
+        f"client (NoAuth); set {AUTH_ENV} to credentials it grants (e.g. digest:user:password)"
+    )
 
 
 class OffsetFileError(AdminError):
@@ -367,44 +400,155 @@ def partition_lag(offset: int | None, log_end_offset: int | None) -> int | None:
 # Connecting; small readers
 # --------------------------------------------------------------------------------------
 
+#: The environment variable with the tools' ZooKeeper login: ``zookeeper.auth``'s syntax.
+AUTH_ENV = "ZKCONSUMER_ZOOKEEPER_AUTH"
+#: The environment variable with the ACL of the znodes the tools create: ``zookeeper.acl``'s.
+ACL_ENV = "ZKCONSUMER_ZOOKEEPER_ACL"
+_SECURITY_ENV = {AUTH_ENV: "zookeeper.auth", ACL_ENV: "zookeeper.acl"}
+
+#: The tools' ``--help`` epilog about :data:`AUTH_ENV` and :data:`ACL_ENV`.
+SECURITY_HELP = (
+    f"ZooKeeper login and ACL come from the environment, never from options (which show in "
+    f"ps): {AUTH_ENV}=digest:USER:PASSWORD and/or sasl:USER:PASSWORD (as zookeeper.auth); "
+    f"{ACL_ENV}=SCHEME:ID:PERMS,... or creator (as zookeeper.acl), the ACL of every znode "
+    f"the command creates."
+)
+
+# Keys ConsumerConfig requires, to validate the environment variables through it.
+_VALIDATION_BASE = {"zookeeper.connect": "localhost:2181", "group.id": "zkconsumer-tools"}
+_JAVA_INT_MAX = 2**31 - 1
+
+
+def security_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``zookeeper.auth`` / ``zookeeper.acl`` from :data:`AUTH_ENV` / :data:`ACL_ENV`.
+
+    ``environ`` defaults to ``os.environ``; unset or blank variables are left out. Each
+    value is checked by the config key's own validation (a ConsumerConfig is built with
+    it); a bad one raises AdminError naming the variable, with credentials redacted.
+    """
+    env = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for var, key in _SECURITY_ENV.items():
+        value = env.get(var)
+        if value is None or not value.strip():
+            continue
+        try:
+            ConsumerConfig({**_VALIDATION_BASE, key: value})
+        except ConfigError as e:
+            raise AdminError(f"{var}: {e}") from None
+        out[key] = value
+    return out
+
+
+def _security_config(
+    zookeeper: str, timeout_s: float, environ: Mapping[str, str] | None
+) -> ConsumerConfig | None:
+    """The ConsumerConfig whose zookeeper.auth/acl the tools' client uses (None: neither
+    variable set), with ``zookeeper.connect`` and the timeout of this connection so that
+    :func:`~zkconsumer._connector.check_kazoo_login` waits and reports as it should."""
+    security = security_settings(environ)
+    if not security:
+        return None
+    timeout_ms = int(min(max(timeout_s * 1000, 1), _JAVA_INT_MAX))
+    try:
+        return ConsumerConfig({
+            "zookeeper.connect": zookeeper, "group.id": _VALIDATION_BASE["group.id"],
+            "zookeeper.connection.timeout.ms": timeout_ms, **security,
+        })
+    except ConfigError as e:  # the variables are valid: the address is not
+        raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from None
+
+
+def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) -> None:
+    """Whether ZooKeeper accepted the login of :data:`AUTH_ENV`; AdminError if not.
+
+    The SASL entry is checked as the connector checks it; the other schemes (``addauth``)
+    by one round trip, which fails with AuthFailed when the server has no provider for a
+    scheme (kazoo's ``start()`` succeeds anyway).
+    """
+    from ._connector import check_kazoo_login  # late: the connector imports the metrics,
+    # which import this module
+
+    try:
+        check_kazoo_login(client, config)
+    except ZkConsumerError as e:
+        raise AdminError(f"{AUTH_ENV}: {e}") from None
+    if config.zk_sasl is not None or not config.zk_auth_data:
+        return
+    try:
+        client.exists_async("/").get(timeout=timeout_s)
+    except AuthFailedError:
+        schemes = ", ".join(sorted({s for s, _ in config.zk_auth_data}))
+        raise AdminError(
+            f"{AUTH_ENV}: ZooKeeper at {config.zk_hosts} refused the login (scheme {schemes}); "
+            "is an authentication provider for it enabled on the server?"
+        ) from None
+
+
 # A logger of its own for the tools' kazoo client: kazoo logs each failed connection
 # attempt, which would bury the one-line "cannot connect" error under a screen of retries.
 _kazoo_log = logging.getLogger("zkconsumer.admin.kazoo")
 
 
-def connect(zookeeper: str, timeout_s: float = 10.0) -> KazooClient:
+def connect(
+    zookeeper: str, timeout_s: float = 10.0, environ: Mapping[str, str] | None = None
+) -> KazooClient:
     """A started kazoo client for ``zookeeper`` (``host:port,...[/chroot]``).
 
     Waits at most ``timeout_s`` for a session; raises :class:`ZooKeeperUnreachableError`
-    naming the address otherwise. The caller stops and closes the client.
+    naming the address otherwise. Logs in with :data:`AUTH_ENV` and gives every znode it
+    creates the ACL of :data:`ACL_ENV` (read from ``environ``, default ``os.environ``), as
+    the connector does with ``zookeeper.auth`` / ``zookeeper.acl``; a refused login is an
+    AdminError naming the variable, never showing the credentials. The caller stops and
+    closes the client.
     """
     if not zookeeper or not zookeeper.strip():
         raise AdminError("--zookeeper is empty")
+    config = _security_config(zookeeper.strip(), timeout_s, environ)
+    security: dict[str, Any] = {}
+    if config is not None:
+        from ._connector import kazoo_security_kwargs  # late: see _check_login
+
+        security = kazoo_security_kwargs(config)
     previous = _kazoo_log.level
     _kazoo_log.setLevel(logging.CRITICAL)
     try:
-        client = KazooClient(
-            hosts=zookeeper.strip(),
-            timeout=max(timeout_s, 1.0),
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-            command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
-            logger=_kazoo_log,
-        )
-    except (ValueError, KazooException) as e:
-        raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from e
-    try:
-        with warnings.catch_warnings():
-            # kazoo warns when the chroot does not exist; reads then find nothing, which
-            # is the right answer for the tools (no groups there).
-            warnings.simplefilter("ignore", UserWarning)
-            client.start(timeout=timeout_s)
-    except (KazooTimeoutError, KazooException, OSError) as e:
-        client.stop()
-        client.close()
-        raise ZooKeeperUnreachableError(
-            f"cannot connect to ZooKeeper at {zookeeper} within {timeout_s:g} s"
-        ) from e
+        try:
+            client = KazooClient(
+                hosts=zookeeper.strip(),
+                timeout=max(timeout_s, 1.0),
+                connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+                command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+                logger=_kazoo_log,
+                **security,
+            )
+        except (ValueError, KazooException) as e:
+            raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from e
+        try:
+            with warnings.catch_warnings():
+                # kazoo warns when the chroot does not exist; reads then find nothing, which
+                # is the right answer for the tools (no groups there).
+                warnings.simplefilter("ignore", UserWarning)
+                client.start(timeout=timeout_s)
+        except (KazooTimeoutError, KazooException, OSError) as e:
+            client.stop()
+            client.close()
+            raise ZooKeeperUnreachableError(
+                f"cannot connect to ZooKeeper at {zookeeper} within {timeout_s:g} s"
+            ) from e
+        if config is not None:
+            try:
+                _check_login(client, config, timeout_s)
+            except (AdminError, KazooTimeoutError, KazooException) as e:
+                client.stop()
+                client.close()
+                if isinstance(e, AdminError):
+                    raise
+                raise ZooKeeperUnreachableError(
+                    f"cannot connect to ZooKeeper at {zookeeper} within {timeout_s:g} s"
+                ) from e
     finally:
+        # Still quiet during the login check: kazoo logs a refused login as a warning.
         _kazoo_log.setLevel(previous)
     return client
 
@@ -424,6 +568,18 @@ def _children(zk: KazooClient, path: str) -> list[str]:
         return list(zk.get_children(path))
     except NoNodeError:
         return []
+    except NoAuthError:
+        raise acl_refused(zk, "read", path) from None
+
+
+def _children_of(zk: KazooClient, path: str, result: Any) -> list[str]:
+    """The answer of ``get_children_async(path)``; [] when absent."""
+    try:
+        return list(result.get())
+    except NoNodeError:
+        return []
+    except NoAuthError:
+        raise acl_refused(zk, "read", path) from None
 
 
 def _get_many(zk: KazooClient, paths: Sequence[str]) -> dict[str, bytes | None]:
@@ -436,6 +592,8 @@ def _get_many(zk: KazooClient, paths: Sequence[str]) -> dict[str, bytes | None]:
         except NoNodeError:
             out[path] = None
             continue
+        except NoAuthError:
+            raise acl_refused(zk, "read", path) from None
         out[path] = data
     return out
 
@@ -468,14 +626,8 @@ def list_groups(zk: KazooClient) -> list[GroupSummary]:
     """Every group under ``/consumers`` with its number of registered members, by name."""
     groups = sorted(_children(zk, zp.CONSUMERS))
     pending = [(g, zk.get_children_async(zp.ids_dir(g))) for g in groups]
-    out = []
-    for group, result in pending:
-        try:
-            members = len(result.get())
-        except NoNodeError:
-            members = 0
-        out.append(GroupSummary(group, members))
-    return out
+    return [GroupSummary(group, len(_children_of(zk, zp.ids_dir(group), result)))
+            for group, result in pending]
 
 
 def read_members(zk: KazooClient, group: str) -> dict[str, zp.ConsumerRegistration]:
@@ -516,10 +668,7 @@ def _read_partition_values(
     pending = [(t, zk.get_children_async(topic_dir(group, t))) for t in topics]
     tps: list[TopicPartition] = []
     for topic, result in pending:
-        try:
-            children = result.get()
-        except NoNodeError:
-            continue
+        children = _children_of(zk, topic_dir(group, topic), result)
         tps.extend(TopicPartition(topic, int(p)) for p in children if p.isdigit())
     paths = {tp: node_path(group, tp.topic, tp.partition) for tp in tps}
     data = _get_many(zk, list(paths.values()))
@@ -741,14 +890,22 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
         tx.delete(ids)
 
 
+#: Transaction operations (kazoo's request types) as :func:`acl_refused` names them.
+_TX_VERBS = {"Create": "create", "Delete": "delete", "SetData": "write", "CheckVersion": "read"}
+
+
 def _commit(tx: Any, what: str) -> None:
     """Commit; on failure (nothing applied) raise :class:`_Changed` naming the first cause.
 
     Callers retry from their checks, which then raise the precise error (a member that
-    registered meanwhile gives GroupActiveError).
+    registered meanwhile gives GroupActiveError). An operation refused by an ACL raises
+    :class:`AclRefusedError` instead: retrying cannot help.
     """
     results = tx.commit()
     for op, result in zip(tx.operations, results, strict=False):
+        if isinstance(result, NoAuthError):
+            verb = _TX_VERBS.get(type(op).__name__, "change")
+            raise acl_refused(tx.client, verb, op.path, f"{what} (nothing written)")
         if isinstance(result, Exception) and type(result).__name__ not in (
             "RolledBackError", "RuntimeInconsistency"
         ):
@@ -839,6 +996,8 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
                         zk.delete(p)
                     except NoNodeError:
                         pass
+                    except NoAuthError:
+                        raise acl_refused(zk, "delete", p, action) from None
         except _Changed:
             continue
         return DeleteResult(group, topic, len(paths), whole)

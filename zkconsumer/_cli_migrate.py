@@ -39,8 +39,10 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     @functools.wraps(fn)
     def run(args: argparse.Namespace) -> int:
         from kafka.errors import KafkaError
-        from kazoo.exceptions import KazooException
+        from kazoo.exceptions import KazooException, NoAuthError
         from kazoo.handlers.threading import KazooTimeoutError
+
+        from ._admin import AUTH_ENV
 
         try:
             return fn(args)
@@ -48,6 +50,11 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
             if type(e).__name__ == "CommandError":
                 raise
             raise _command_error(str(e)) from e
+        except NoAuthError as e:
+            raise _command_error(
+                f"ZooKeeper refused an operation by a znode's ACL (NoAuth); set {AUTH_ENV} "
+                "to credentials it grants"
+            ) from e
         except (KafkaError, KazooException, KazooTimeoutError) as e:
             raise _command_error(f"{type(e).__name__}: {e}".rstrip(": ")) from e
 
@@ -211,6 +218,9 @@ def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
                    help="ZooKeeper connect string, host:port[,host:port][/chroot]")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
                    help="seconds to wait for a ZooKeeper session (default 10)")
+    from ._admin import SECURITY_HELP  # late, as the commands import their modules
+
+    p.epilog = SECURITY_HELP
 
 
 def register(subparsers: Any) -> None:

@@ -16,7 +16,9 @@ parses flags, prints aligned tables (rich) or ``--json`` (a JSON list of objects
 snake_case fields), and shows a progress display on a terminal for long operations.
 Every failure the user can fix raises :class:`zkconsumer.cli.CommandError` (or another
 ``ZkConsumerError``), which ``cli.main`` prints as one line with exit status 2. Input is
-validated before anything is written.
+validated before anything is written. ZooKeeper credentials and the ACL of created znodes come
+from the environment (``ZKCONSUMER_ZOOKEEPER_AUTH`` / ``ZKCONSUMER_ZOOKEEPER_ACL``, read by
+:func:`zkconsumer._admin.connect`; the console consumer's connector gets them too).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
@@ -82,6 +84,12 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
             kafka_log.setLevel(logging.CRITICAL)
         try:
             return fn(args, zk, *extra)
+        except NoAuthError as e:
+            # Where _admin knows the path it raises AclRefusedError; this is the rest.
+            raise _command_error(
+                f"ZooKeeper at {args.zookeeper} refused an operation by a znode's ACL "
+                f"(NoAuth); set {_admin.AUTH_ENV} to credentials it grants"
+            ) from e
         except (KazooTimeoutError, KazooException) as e:
             raise _command_error(
                 f"ZooKeeper at {args.zookeeper} failed: {type(e).__name__} {e}".rstrip()
@@ -102,6 +110,7 @@ def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
                    help="ZooKeeper connect string, host:port[,host:port...][/chroot]")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="longest wait for the ZooKeeper session (default: %(default)s)")
+    p.epilog = _admin.SECURITY_HELP
     if bootstrap:
         p.add_argument("--bootstrap-server", metavar="B",
                        help="broker(s) host:port[,...]; default: the brokers registered "
@@ -548,6 +557,9 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         "auto.offset.reset": "smallest" if args.from_beginning else "largest",
         "consumer.timeout.ms": args.timeout_ms if args.timeout_ms is not None else -1,
     })
+    # The same login and ACL as the tool's own client (a --consumer-property wins).
+    for key, value in _admin.security_settings().items():
+        settings.setdefault(key, value)
     if throwaway:
         # Its offsets are deleted on exit anyway: do not write them.
         settings.setdefault("auto.commit.enable", "false")

@@ -307,11 +307,14 @@ class _GatedFetcher:
 
 
 def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
+    from ._admin import security_settings
     from ._config import ConsumerConfig
     from ._connector import ZookeeperConsumerConnector
     from ._fetcher import FetcherManager
 
     config = ConsumerConfig({
+        # The harness's login and ACL (ZKCONSUMER_ZOOKEEPER_*, inherited), as its own client.
+        **security_settings(),
         "zookeeper.connect": args.zookeeper,
         "group.id": args.group,
         "consumer.id": args.name,

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 
 from . import _zkpaths as zp
 from ._errors import ZkConsumerError, ZkDataError
@@ -755,6 +755,13 @@ def _write_zookeeper(
         tx.set_data(path, zp.encode_offset(off), version=stat.version)
     results = tx.commit()
     failed = [r for r in results if isinstance(r, Exception)]
+    for op, r in zip(tx.operations, results, strict=False):
+        if isinstance(r, NoAuthError):
+            from ._admin import acl_refused
+
+            verb = {"Create": "create", "Create2": "create", "Delete": "delete"}.get(
+                type(op).__name__, "write")
+            raise acl_refused(zk, verb, op.path, "migrate copy")
     if failed:
         if any(isinstance(r, (NotEmptyError, NodeExistsError)) for r in failed[:2]):
             raise GroupActiveError(
