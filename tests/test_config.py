@@ -740,6 +740,13 @@ def test_bad_zookeeper_auth(auth: str) -> None:
     assert "is not scheme:credential" in msg
 
 
+@pytest.mark.parametrize("auth", ["digest:user", "digest:user:", "digest::pw"])
+def test_digest_auth_needs_user_and_password(auth: str) -> None:
+    msg = config_error({**MIN, "zookeeper.auth": auth})
+    assert msg.endswith("entry 1 is not digest:user:password"), msg
+    assert "user" not in msg.split("=", 1)[1].split(" ")[0] or "******" in msg  # redacted
+
+
 def test_zookeeper_auth_sasl() -> None:
     c = cfg(zookeeper_auth="digest:bob:pw1, sasl:zkc:pa:ss")
     assert c.zk_sasl == ZkSaslLogin("zkc", "pa:ss")  # the password may hold ':'

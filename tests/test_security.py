@@ -133,6 +133,9 @@ def test_sasl_acl_protects_created_znodes(sasl_zookeeper, anonymous_zk, names) -
         c.create_message_streams({topic: 1})
         wait_until(lambda: sorted(group_owners(zk, names.group, topic)) == [0, 1],
                    timeout=15, what="both partitions owned")
+        # The connector made /consumers on this fresh server: it stays open to other groups.
+        acls, _ = zk.get_acls(zp.CONSUMERS)
+        assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {("world", "anyone", 31)}
         # An offset znode, as after consuming partition 0 up to offset 5.
         c.partition_infos()[TopicPartition(topic, 0)].reset_consumed_offset(5)
         c.commit_offsets()

@@ -44,7 +44,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError, NoNodeError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
@@ -460,12 +460,8 @@ def _security_config(
 
 
 def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) -> None:
-    """Whether ZooKeeper accepted the login of :data:`AUTH_ENV`; AdminError if not.
-
-    The SASL entry is checked as the connector checks it; the other schemes (``addauth``)
-    by one round trip, which fails with AuthFailed when the server has no provider for a
-    scheme (kazoo's ``start()`` succeeds anyway).
-    """
+    """Whether ZooKeeper accepted the login of :data:`AUTH_ENV` (as the connector checks
+    it); AdminError if not."""
     from ._connector import check_kazoo_login  # late: the connector imports the metrics,
     # which import this module
 
@@ -473,16 +469,6 @@ def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) 
         check_kazoo_login(client, config)
     except ZkConsumerError as e:
         raise AdminError(f"{AUTH_ENV}: {e}") from None
-    if config.zk_sasl is not None or not config.zk_auth_data:
-        return
-    try:
-        client.exists_async("/").get(timeout=timeout_s)
-    except AuthFailedError:
-        schemes = ", ".join(sorted({s for s, _ in config.zk_auth_data}))
-        raise AdminError(
-            f"{AUTH_ENV}: ZooKeeper at {config.zk_hosts} refused the login (scheme {schemes}); "
-            "is an authentication provider for it enabled on the server?"
-        ) from None
 
 
 # A logger of its own for the tools' kazoo client: kazoo logs each failed connection

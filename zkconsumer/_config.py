@@ -190,6 +190,9 @@ def _check_zk_auth(value: str) -> str | None:
         scheme = scheme.strip()
         if not sep or not _ZK_SCHEME_RE.fullmatch(scheme) or not credential:
             return f"entry {i} is not scheme:credential (e.g. digest:user:password)"
+        if scheme == "digest" and not all(credential.partition(":")[::2]):
+            # ZooKeeper accepts "digest:user" and then matches no ACL: a silent misconfig.
+            return f"entry {i} is not digest:user:password"
         if scheme != _ZK_SASL_SCHEME:
             continue
         user, sep, password = credential.partition(":")

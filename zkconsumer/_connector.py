@@ -558,6 +558,15 @@ class ZookeeperConsumerConnector:
         assert reg is not None
         path = zp.id_path(self.group, self.consumer_id)
         data = reg.encode()
+        if self.config.zk_acl and not self._zk.exists(zp.CONSUMERS):
+            # /consumers is every group's parent: zookeeper.acl applies from the group's own
+            # znode down, or the first secured group would lock the others out.
+            from kazoo.security import OPEN_ACL_UNSAFE
+
+            try:
+                self._zk.create(zp.CONSUMERS, b"", acl=OPEN_ACL_UNSAFE)
+            except NodeExistsError:
+                pass
         self._zk.ensure_path(zp.ids_dir(self.group))
         try:
             self._zk.create(path, data, ephemeral=True)
@@ -1085,14 +1094,17 @@ def kazoo_security_kwargs(config: ConsumerConfig) -> dict[str, Any]:
 
 
 def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
-    """After ``zk.start()``: wait for the SASL login of ``zookeeper.auth``, if it has one.
+    """After ``zk.start()``: check that ZooKeeper accepted the login of ``zookeeper.auth``.
 
-    kazoo reports CONNECTED before it runs the SASL exchange, so ``start()`` succeeds even
-    when the server refuses the login; this round trip (queued behind the exchange) shows
-    the outcome. On failure the client is stopped and ZkConsumerError says why.
+    kazoo reports CONNECTED before it runs the SASL exchange, and before the server answers
+    the other schemes' ``addauth`` (refused when the server has no provider for the scheme),
+    so ``start()`` succeeds even when the login is refused; one round trip (queued behind
+    them) shows the outcome. On failure the client is stopped and ZkConsumerError says why.
     """
     sasl = config.zk_sasl
     if sasl is None:
+        if config.zk_auth_data:
+            _check_addauth(zk, config)
         return
     import importlib.util
 
@@ -1132,6 +1144,23 @@ def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
             ) from e
         except KazooException as e:
             raise fail(f"failed: {e!r}") from e
+
+
+def _check_addauth(zk: KazooClient, config: ConsumerConfig) -> None:
+    from kazoo.exceptions import AuthFailedError
+
+    try:
+        zk.exists_async("/").get(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+    except AuthFailedError:
+        try:
+            zk.stop()
+        except Exception:  # noqa: BLE001 - the error below matters, not this one
+            pass
+        schemes = ", ".join(sorted({s for s, _ in config.zk_auth_data}))
+        raise ZkConsumerError(
+            f"ZooKeeper at {config.zk_hosts} refused the login of zookeeper.auth (scheme "
+            f"{schemes}); is an authentication provider for it enabled on the server?"
+        ) from None
 
 
 def create_consumer_connector(
