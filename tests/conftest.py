@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, create_topic, wait_until
+from tests.support import StackInfo, create_topic, started_zk, wait_until
 from zkconsumer import _zkpaths as zp
 from zkconsumer._stack import LocalStack
 
@@ -40,13 +40,8 @@ def stack() -> Iterator[StackInfo]:
 
 @pytest.fixture
 def zk(stack: StackInfo) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=stack.zookeeper, timeout=10.0)
-    client.start(timeout=15)
-    try:
+    with started_zk(stack.zookeeper) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 @dataclass

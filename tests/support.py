@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from kazoo.client import KazooClient
 
 from zkconsumer._stack import LocalStack
 
@@ -15,6 +18,18 @@ class StackInfo:
     zookeeper: str
     bootstrap: str
     local: LocalStack | None  # None for an external stack
+
+
+@contextmanager
+def started_zk(hosts: str, **kwargs: Any) -> Iterator[KazooClient]:
+    """A started kazoo client for the ``with`` block (kazoo keyword arguments pass through)."""
+    client = KazooClient(hosts=hosts, timeout=10.0, **kwargs)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def wait_until(

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
 
-from tests.support import NullFetcher, group_owners, wait_until
+from tests.support import NullFetcher, group_owners, started_zk, wait_until
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
 from zkconsumer._connector import check_kazoo_login, kazoo_security_kwargs
@@ -88,13 +88,8 @@ def sasl_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def anonymous_zk(sasl_zookeeper: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=sasl_zookeeper, timeout=10.0)
-    client.start(timeout=15)
-    try:
+    with started_zk(sasl_zookeeper) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _register_topic(zk: KazooClient, topic: str, partitions: int) -> None:
