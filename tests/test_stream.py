@@ -1,8 +1,9 @@
 """KafkaStream / ConsumerIterator: iteration, timeouts, decoders, skips, clear(), shutdown.
 
 The stream's input is its chunk queue, filled here by hand with real record types (the
-confluent backend's MessageAndMetadata tuples and kafka-python's ConsumerRecord); fetching
-from the broker into streams is covered by test_fetcher.py.
+confluent backend's ConfluentRecords, made from real confluent_kafka Message objects;
+kafka-python's ConsumerRecord; MessageAndMetadata); fetching from the broker into streams is
+covered by test_fetcher.py.
 """
 
 from __future__ import annotations
@@ -10,16 +11,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from itertools import islice
 from typing import Any
 
 import pytest
+from confluent_kafka import Message
 from kafka.consumer.fetcher import ConsumerRecord
 
 from tests.support import wait_until
 from zkconsumer._errors import ConsumerTimeoutException, ZkConsumerError
+from zkconsumer._fetcher import ConfluentRecords
+from zkconsumer._gate import DeliveryGate
 from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
 from zkconsumer._stream import (
     CREATE_TIME,
+    LOG_APPEND_TIME,
     NO_TIMESTAMP_TYPE,
     KafkaStream,
     MessageAndMetadata,
@@ -39,6 +45,20 @@ def _recs(info: PartitionTopicInfo, offsets: range, key: bytes | None = b"k") ->
                            CREATE_TIME)
         for o in offsets
     ]
+
+
+def _confluent(
+    info: PartitionTopicInfo, offsets: range, key: bytes | None = b"k", ts_type: int = 1
+) -> ConfluentRecords:
+    """What the confluent backend makes of librdkafka's messages (``ts_type`` is librdkafka's:
+    0 none, 1 create time, 2 log append time)."""
+    recs = ConfluentRecords(info.topic, info.partition)
+    recs.add([
+        Message(topic=info.topic, partition=info.partition, offset=o, key=key,
+                value=f"v{o}".encode(), timestamp=(ts_type, 1000 + o))
+        for o in offsets
+    ])
+    return recs
 
 
 def _put(info: PartitionTopicInfo, offsets: range, key: bytes | None = b"k") -> None:
@@ -91,6 +111,29 @@ def test_kafka_python_records_become_message_and_metadata() -> None:
     assert m1.value == m1.message == b"val"
     assert tuple(m2) == ("t", 3, 8, None, b"old", -1, NO_TIMESTAMP_TYPE)
     assert info.consumed_offset == 9
+
+
+def test_confluent_records_become_message_and_metadata() -> None:
+    q = ChunkQueue(4)
+    info = _info(q, 2, offset=5)
+    recs = _confluent(info, range(5, 8))
+    # A sequence of MessageAndMetadata for the fetcher (batch[-1].offset) and everyone else.
+    assert len(recs) == 3 and recs[-1].offset == 7 and type(recs[0]) is MessageAndMetadata
+    assert [m.offset for m in recs] == [5, 6, 7] and [m.offset for m in recs[1:]] == [6, 7]
+    q.put(FetchedDataChunk(recs, info, 5))
+    q.put(FetchedDataChunk(_confluent(info, range(8, 9), key=None, ts_type=2), info, 8))
+    q.put(FetchedDataChunk(_confluent(info, range(9, 10), ts_type=0), info, 9))
+    it = iter(KafkaStream(q, 0))
+    got = list(islice(it, 5))
+    assert all(type(m) is MessageAndMetadata for m in got)
+    assert [tuple(m) for m in got] == [
+        ("t", 2, 5, b"k", b"v5", 1005, CREATE_TIME),
+        ("t", 2, 6, b"k", b"v6", 1006, CREATE_TIME),
+        ("t", 2, 7, b"k", b"v7", 1007, CREATE_TIME),
+        ("t", 2, 8, None, b"v8", 1008, LOG_APPEND_TIME),
+        ("t", 2, 9, b"k", b"v9", 1009, NO_TIMESTAMP_TYPE),
+    ]
+    assert info.consumed_offset == 10
 
 
 def test_consumer_timeout_then_usable_again() -> None:
@@ -186,10 +229,12 @@ def test_key_decode_error_says_key() -> None:
     assert info.consumed_offset == 1
 
 
-def test_skips_records_below_the_consumed_offset() -> None:
+@pytest.mark.parametrize("kind", ["confluent", "tuples"])
+def test_skips_records_below_the_consumed_offset(kind: str) -> None:
     q = ChunkQueue(2)
     info = _info(q, offset=3)
-    chunk = _recs(info, range(0, 6))  # a fetch that starts before the consumed offset
+    # A fetch that starts before the consumed offset.
+    chunk = _confluent(info, range(0, 6)) if kind == "confluent" else _recs(info, range(0, 6))
     q.put(FetchedDataChunk(chunk, info, 0))
     info.reset_consumed_offset(4)
     it = iter(KafkaStream(q, 0))
@@ -242,7 +287,7 @@ def test_clear_drops_a_chunk_taken_off_the_queue_at_the_same_moment() -> None:
                 # having taken the chunk: clear() gets the chunk lock first, then waits.
                 it = stream_box[0].iterator
                 threading.Thread(target=stream_box[0].clear, daemon=True).start()
-                wait_until(lambda: it._chunk_lock.locked(), 5, "clear() holds the chunk lock")
+                wait_until(lambda: it._chunks.lock.locked(), 5, "clear() holds the chunk lock")
             return item
 
     q = RacingQueue(4)
@@ -259,6 +304,69 @@ def test_clear_drops_a_chunk_taken_off_the_queue_at_the_same_moment() -> None:
     _put(new, range(0, 1))
     assert next(it).offset == 0
     assert new.consumed_offset == 1
+
+
+def _take_until_timeout(
+    stream: KafkaStream[bytes, bytes], got: list[int], going: threading.Event
+) -> None:
+    with pytest.raises(ConsumerTimeoutException):
+        for m in stream:
+            got.append(m.offset)
+            if len(got) == 1000:
+                going.set()
+
+
+def test_clear_from_another_thread_leaves_the_consumed_offset_exact() -> None:
+    """Whenever clear() comes, the consumed offset ends right after the last message the
+    application got, and nothing more of the chunk comes out."""
+    for _ in range(3):
+        q = ChunkQueue(2)
+        info = _info(q)
+        q.put(FetchedDataChunk(_confluent(info, range(0, 100_000)), info, 0))
+        stream: KafkaStream[bytes, bytes] = KafkaStream(q, 200)
+        got: list[int] = []
+        going = threading.Event()
+        t = threading.Thread(target=_take_until_timeout, args=(stream, got, going), daemon=True)
+        t.start()
+        assert going.wait(10)
+        stream.clear()  # while the other thread takes messages as fast as it can
+        t.join(10)
+        assert not t.is_alive()
+        assert 1000 <= len(got) < 100_000
+        assert got == list(range(len(got)))
+        assert info.consumed_offset == len(got)
+
+
+def test_closed_gate_stops_before_the_next_message_and_resumes_after() -> None:
+    gate = DeliveryGate()
+    q = ChunkQueue(2)
+    info = _info(q)
+    q.put(FetchedDataChunk(_confluent(info, range(0, 5)), info, 0))
+    it = iter(KafkaStream(q, 200, gate=gate))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    gate.close("connection")
+    with pytest.raises(ConsumerTimeoutException, match="delivery paused"):
+        next(it)
+    assert info.consumed_offset == 2
+    gate.open("connection")
+    assert [m.offset for m in islice(it, 3)] == [2, 3, 4]
+    assert info.consumed_offset == 5
+
+
+def test_reset_detaches_the_chunk_being_handed_out() -> None:
+    q = ChunkQueue(4)
+    info = _info(q)
+    _put(info, range(0, 4))
+    it = iter(KafkaStream(q, 0))
+    assert next(it).offset == 0
+    assert info.consumed_offset == 1
+    info.reset_consumed_offset(10)  # the fetcher's reset (e.g. the offset was out of range)
+    assert info.consumed_offset == 10
+    assert [m.offset for m in islice(it, 3)] == [1, 2, 3]  # the rest of that chunk, once
+    assert info.consumed_offset == 10  # which no longer moves it
+    _put(info, range(8, 12))
+    assert [m.offset for m in islice(it, 2)] == [10, 11]  # below the reset offset: skipped
+    assert info.consumed_offset == 12
 
 
 def test_clear_while_decoding_drops_that_message() -> None:

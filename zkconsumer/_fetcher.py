@@ -52,12 +52,15 @@ swallowed.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from ._assignors import java_string_hashcode
@@ -468,46 +471,101 @@ _CONFLUENT_TS_TYPE = (-1, 0, 1)
 
 
 class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]]):
-    """The confluent messages of one partition from one poll, as a sequence of records.
+    """The messages of one partition from one poll of the confluent backend, in offset order.
 
-    Items are made on access (the iterator reads each once), so a chunk holds librdkafka's
-    messages rather than thousands of long-lived Python tuples.
+    A sequence of :class:`~zkconsumer._stream.MessageAndMetadata` (indexing and iterating make
+    them), stored as columns: one list per field, filled in the fetcher thread from
+    librdkafka's messages, which then go at once. The stream iterator zips the columns
+    (:meth:`columns`) and makes each ``MessageAndMetadata`` as it hands it out, in C (see
+    :mod:`zkconsumer._stream`). Why columns: a chunk then holds no per-message object the
+    garbage collector tracks (a ``Message`` or a ``MessageAndMetadata`` is tracked, and the
+    collector never untracks a tuple subclass; ints and bytes are not tracked). Thousands of
+    tracked objects waiting in the chunk queues made garbage collection the largest cost per
+    message.
     """
 
-    __slots__ = ("_messages", "_partition", "_topic")
+    __slots__ = ("keys", "offsets", "partition", "timestamp_types", "timestamps", "topic",
+                 "values")
 
-    def __init__(self, topic: str, partition: int, messages: list[Any]) -> None:
-        self._topic = topic
-        self._partition = partition
-        self._messages = messages
+    _first = itemgetter(0)
+    _second = itemgetter(1)
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offsets: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+
+    def add(self, messages: list[Any]) -> None:
+        """Append these ``confluent_kafka.Message`` objects (of this partition, in offset
+        order, without errors). Each column is filled by one ``map`` (C)."""
+        message = type(messages[0])
+        self.offsets += map(message.offset, messages)
+        self.keys += map(message.key, messages)
+        self.values += map(message.value, messages)
+        stamps = list(map(message.timestamp, messages))  # (librdkafka type, timestamp)
+        self.timestamps += map(self._second, stamps)
+        types = list(map(self._first, stamps))
+        if types.count(types[0]) == len(types):  # the usual case: one type per topic
+            self.timestamp_types += repeat(_CONFLUENT_TS_TYPE[types[0]], len(types))
+        else:
+            self.timestamp_types += map(_CONFLUENT_TS_TYPE.__getitem__, types)
+
+    @classmethod
+    def collect(
+        cls, into: dict[tuple[str, int], ConfluentRecords], key: tuple[str, int],
+        messages: list[Any],
+    ) -> None:
+        """Add ``messages`` (of partition ``key``) to ``into[key]``, made when missing."""
+        records = into.get(key)
+        if records is None:
+            records = into[key] = cls(*key)
+        records.add(messages)
+
+    def columns(self) -> tuple[str, int, list[int], list[Any], list[Any], list[int], list[int]]:
+        """``topic, partition, offsets, keys, values, timestamps, timestamp_types`` (the
+        ``MessageAndMetadata`` fields; the lists have one item per message)."""
+        return (self.topic, self.partition, self.offsets, self.keys, self.values,
+                self.timestamps, self.timestamp_types)
 
     def __len__(self) -> int:
-        return len(self._messages)
+        return len(self.offsets)
 
     @overload
     def __getitem__(self, i: int) -> MessageAndMetadata[bytes | None, bytes | None]: ...
 
     @overload
-    def __getitem__(
-        self, i: slice
-    ) -> Sequence[MessageAndMetadata[bytes | None, bytes | None]]: ...
+    def __getitem__(self, i: slice) -> ConfluentRecords: ...
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
-            return ConfluentRecords(self._topic, self._partition, self._messages[i])
-        m = self._messages[i]
-        ts_type, ts = m.timestamp()
+            part = ConfluentRecords(self.topic, self.partition)
+            part.offsets = self.offsets[i]
+            part.keys = self.keys[i]
+            part.values = self.values[i]
+            part.timestamps = self.timestamps[i]
+            part.timestamp_types = self.timestamp_types[i]
+            return part
         return _tuple_new(
             MessageAndMetadata,
-            (self._topic, self._partition, m.offset(), m.key(), m.value(), ts,
-             _CONFLUENT_TS_TYPE[ts_type]),
+            (self.topic, self.partition, self.offsets[i], self.keys[i], self.values[i],
+             self.timestamps[i], self.timestamp_types[i]),
         )
+
+    def __iter__(self) -> Iterator[MessageAndMetadata[bytes | None, bytes | None]]:
+        return map(_tuple_new, repeat(MessageAndMetadata), zip(
+            repeat(self.topic), repeat(self.partition), self.offsets, self.keys, self.values,
+            self.timestamps, self.timestamp_types,
+        ))
 
 
 class ConfluentBackend:
-    """confluent-kafka ``Consumer`` in assign mode. Batches are :class:`ConfluentRecords`,
-    whose items are :class:`~zkconsumer._stream.MessageAndMetadata` tuples (the iterator hands
-    them out as they are). Not thread-safe: one fetcher thread owns it."""
+    """confluent-kafka ``Consumer`` in assign mode. Batches are :class:`ConfluentRecords`
+    (columns of plain values; the stream iterator zips them into ``MessageAndMetadata``).
+    Not thread-safe: one fetcher thread owns it."""
 
     def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str], consumer_id: str) -> None:
         from confluent_kafka import Consumer
@@ -564,27 +622,40 @@ class ConfluentBackend:
         first = c.poll(timeout_ms / 1000.0)
         if first is None:
             return PollResult()
-        messages = [first]
-        messages.extend(c.consume(CONFLUENT_BATCH, 0))
         result = PollResult()
-        groups: dict[Any, list[Any]] = {}
-        records: list[Any] = []
-        last: Any = None
-        for m in messages:
-            if m.error() is not None:
-                self._on_error(m, result)
-                continue
-            key = (m.topic(), m.partition())
-            if key != last:
-                last = key
-                got = groups.get(key)
-                if got is None:
-                    got = groups[key] = []
-                records = got
-            records.append(m)
-        result.batches = [
-            (TopicPartition(t, p), ConfluentRecords(t, p, msgs)) for (t, p), msgs in groups.items()
-        ]
+        batches: dict[tuple[str, int], ConfluentRecords] = {}
+        collect = ConfluentRecords.collect
+        # Up to CONFLUENT_BATCH messages, taken from librdkafka a few hundred at a time (half
+        # the garbage collector's first threshold) and stored as columns at once: the Message
+        # objects, which the collector tracks, then die before a collection sees them (taken
+        # 10,000 at a time, garbage collection was the largest cost per message).
+        threshold = gc.get_threshold()[0]
+        step = max(100, threshold // 2) if threshold and gc.isenabled() else CONFLUENT_BATCH
+        messages = [first]
+        got = 0
+        while True:
+            got += len(messages)
+            run: list[Any] = []
+            last: Any = None
+            for m in messages:
+                if m.error() is not None:
+                    self._on_error(m, result)
+                    continue
+                key = (m.topic(), m.partition())
+                if key != last:
+                    if run:
+                        collect(batches, last, run)
+                    last = key
+                    run = []
+                run.append(m)
+            if run:
+                collect(batches, last, run)
+            if got >= CONFLUENT_BATCH or (got > 1 and len(messages) < step):
+                break  # librdkafka has nothing more right now
+            messages = c.consume(min(step, CONFLUENT_BATCH - got), 0)
+            if not messages:
+                break
+        result.batches = [(TopicPartition(t, p), recs) for (t, p), recs in batches.items()]
         return result
 
     def _on_error(self, m: Any, result: PollResult) -> None:

@@ -14,8 +14,18 @@ every other partition of its thread): it holds the chunk, pauses that partition 
 again (:meth:`PartitionTopicInfo.try_enqueue`, :meth:`ChunkQueue.offer`). :data:`SHUTDOWN` on
 a queue ends the stream's iteration.
 
-Locking: ``PartitionTopicInfo._lock`` guards the two offsets; everything else is immutable
-after construction.
+Locking: ``PartitionTopicInfo._lock`` guards the fetched offset and serialises every change of
+the consumed offset: a reset, and the stream iterator attaching or detaching its *cursor*.
+The consumed offset is read without the lock (a plain attribute read, atomic under the GIL):
+while the iterator hands out a chunk of the partition, the cursor attached to it
+(``_cursor``) computes the offset from how far the application got in that chunk; otherwise
+it is ``_consumed``. A detaching cursor stores its final offset in ``_consumed`` before it
+lets go, so a reader gets one or the other, and never an offset past a message not yet
+handed out (see :mod:`zkconsumer._stream` for how the cursor keeps that true).
+:meth:`PartitionTopicInfo.reset_consumed_offset` detaches the cursor: the rest of that chunk
+is still handed out (once) but no longer moves the consumed offset, and the next chunk starts
+from the reset offset (records below it are skipped). Everything else is immutable after
+construction.
 """
 
 from __future__ import annotations
@@ -56,10 +66,16 @@ class PartitionTopicInfo:
         self._consumed = consumed_offset
         self._fetched = fetched_offset
 
+    #: The stream iterator's cursor over the chunk of this partition it is handing out, while
+    #: it hands it out (see the module docstring); None otherwise.
+    _cursor: Any = None
+
     @property
     def consumed_offset(self) -> int:
-        with self._lock:
-            return self._consumed
+        cursor = self._cursor
+        if cursor is not None:
+            return int(cursor.consumed())
+        return self._consumed
 
     @property
     def fetched_offset(self) -> int:
@@ -69,16 +85,30 @@ class PartitionTopicInfo:
     def reset_consumed_offset(self, offset: int) -> None:
         with self._lock:
             self._consumed = offset
+            self._cursor = None
 
     def reset_fetched_offset(self, offset: int) -> None:
         with self._lock:
             self._fetched = offset
 
-    def advance_consumed(self, next_offset: int) -> None:
-        """The iterator handed out the message before ``next_offset``."""
+    def attach_cursor(self, cursor: Any, expected: int) -> bool:
+        """The iterator starts handing out a chunk from ``expected``, the consumed offset it
+        read: from now on ``cursor.consumed()`` is the consumed offset. False (nothing
+        attached) when the consumed offset is no longer ``expected`` (a reset came first)."""
         with self._lock:
-            if next_offset > self._consumed:
-                self._consumed = next_offset
+            if self.consumed_offset != expected:
+                return False
+            self._consumed = expected
+            self._cursor = cursor
+            return True
+
+    def detach_cursor(self, cursor: Any, final: int) -> None:
+        """``cursor`` is done (its chunk handed out, or dropped): the consumed offset stays at
+        ``final``. Nothing happens if ``cursor`` is no longer attached (a reset detached it)."""
+        with self._lock:
+            if self._cursor is cursor:
+                self._consumed = final  # before the cursor goes: readers see one or the other
+                self._cursor = None
 
     def enqueue(
         self, records: Sequence[Any], next_fetch_offset: int, stop: threading.Event

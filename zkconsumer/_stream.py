@@ -23,6 +23,33 @@ iterator
 :meth:`KafkaStream.clear` (called by the rebalance from another thread) drops the current
 chunk; afterwards the iterator hands out nothing from it, nor from any chunk it had taken off
 the queue before the clear (the rebalance clears the queue too).
+
+A stream is iterated by one thread at a time, as in the original; ``clear()`` may come from any
+thread.
+
+How: the per-message path is C code, with no lock and no Python call (the previous one, two
+locks and a Python method call per message, cost about 1 µs a message on the development
+machine, about what librdkafka takes to fetch it). :class:`ConsumerIterator` is an
+``itertools.chain`` over one iterator per chunk; the slow path, :meth:`_Chunks.next_chunk`
+(Python), makes the next one when the previous one ends: it takes a chunk off the queue, skips
+what was consumed, waits at the gate, and turns timeouts and failures into an iterator that
+raises once (the chain must never see its source raise: that would end it). Without decoders,
+a chunk's iterator is ``map(tuple.__new__, repeat(MessageAndMetadata), zip(...))`` over list
+iterators on the chunk's *columns* (offsets, keys, values, timestamps, timestamp types;
+:func:`_columns`): each ``next()`` takes one message off them within one C call, which the GIL
+makes atomic, so the offsets' list iterator's position *is* how many messages were handed out
+(but for the gap below). The
+partition's consumed offset is computed from it (:class:`_Cursor`, attached to the
+:class:`~zkconsumer._partition.PartitionTopicInfo`), not stored per message. With a gate, the
+first iterable zip reads yields the topic only while ``gate.closed`` reads false, so a closed
+gate ends the chunk's iterator before it takes a message; the slow path waits at the gate and
+goes on with the same cursor. ``clear()`` empties the offsets' list iterator in one C call
+(``list(it)``), which also tells exactly how many messages had been handed out. One gap: making
+a ``MessageAndMetadata`` allocates, and the garbage collector may run a finalizer then, which
+may let another thread run; a ``clear()`` (or a gate close) at that instant sees the message
+as handed out (it counts as consumed) and the application receives it just after. With
+decoders, a Python iterator (:class:`_DecodingCursor`) decodes each message and keeps the
+count itself, under the chunk lock.
 """
 
 from __future__ import annotations
@@ -30,8 +57,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from functools import partial
+from itertools import chain, islice, repeat
+from operator import attrgetter, length_hint
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from ._errors import (
     BackgroundThreadError,
@@ -85,194 +117,373 @@ class MessageAndMetadata(NamedTuple, Generic[K, V]):
 
 Decoder = Callable[[bytes], Any]
 
+_END: Any = object()  # next_chunk's "no more chunks, ever" (it took the shutdown sentinel)
+_offset_of = attrgetter("offset")
+_is_closed = attrgetter("closed")
 
-class ConsumerIterator(Generic[K, V]):
-    """The one iterator of a :class:`KafkaStream`; see the module docstring.
+
+def _columns(records: Sequence[Any], start: int) -> tuple[list[list[Any]], int]:
+    """The columns of a chunk's records (offsets, keys, values, timestamps, timestamp types,
+    one item per record) and the index to start from.
+
+    Records that have ``columns()`` (the confluent backend's ``ConfluentRecords``) give them
+    as they are; others (kafka-python's ``ConsumerRecord``, ``MessageAndMetadata``) are read
+    from ``start`` on. Lists of plain values are what the iterator zips; a list of
+    ``MessageAndMetadata`` would be thousands of objects the garbage collector tracks while
+    they wait in the queue (it untracks plain tuples, never a tuple subclass).
+    """
+    columns = getattr(records, "columns", None)
+    if columns is not None:
+        return list(columns()[2:]), start
+    recs = list(islice(records, start, None))
+    return [
+        [r.offset for r in recs],
+        [r.key for r in recs],
+        [r.value for r in recs],
+        [-1 if r.timestamp is None else r.timestamp for r in recs],
+        [NO_TIMESTAMP_TYPE if r.timestamp_type is None else r.timestamp_type for r in recs],
+    ], 0
+
+
+class _Cursor:
+    """How far the application got in one chunk (no decoders): list iterators, in step, over
+    the chunk's columns from index ``start`` on; ``it`` is the offsets' one.
+
+    ``consumed()`` is the partition's consumed offset while the cursor is attached: the offset
+    after the last message handed out, or ``base`` (the consumed offset when the chunk
+    started) before the first. :meth:`drop` sets ``dropped`` *before* it empties ``it``, and
+    ``consumed()`` reads ``it``'s position *before* ``dropped``: so a reader that finds ``it``
+    emptied also finds ``dropped`` set, and returns ``frozen`` (the exact offset, once ``drop``
+    has computed it) or ``base``, never the end of the chunk.
+    """
+
+    __slots__ = ("base", "dropped", "frozen", "info", "it", "iters", "n", "offsets", "start")
+
+    def __init__(
+        self, info: PartitionTopicInfo, columns: Sequence[list[Any]], start: int, base: int
+    ) -> None:
+        self.info = info
+        self.offsets = columns[0]
+        self.n = len(self.offsets)
+        self.start = start
+        self.base = base
+        self.dropped = False
+        self.frozen: int | None = None
+        iters = []
+        for column in columns:
+            it = list.__iter__(column)  # a list iterator, whatever list subclass it is
+            if start:
+                deque(islice(it, start), maxlen=0)  # skip the consumed ones
+            iters.append(it)
+        self.iters = iters
+        self.it = iters[0]
+
+    def _offset_after(self, pos: int) -> int:
+        return int(self.offsets[pos - 1]) + 1 if pos > self.start else self.base
+
+    def consumed(self) -> int:
+        left = length_hint(self.it)
+        if self.dropped:
+            frozen = self.frozen
+            return self.base if frozen is None else frozen
+        return self._offset_after(self.n - left)
+
+    def exhausted(self) -> bool:
+        return length_hint(self.it) == 0
+
+    def drop(self) -> None:
+        """Hand out nothing more; the consumed offset stays after the last message handed out."""
+        self.dropped = True
+        # One C call, atomic under the GIL: each message is handed out before it, or never.
+        rest = list(self.it)
+        final = self.frozen = self._offset_after(self.n - len(rest))
+        self.info.detach_cursor(self, final)
+
+
+class _DecodingCursor:
+    """A chunk's iterator when the stream has decoders: decodes each message (Python).
+
+    ``pos`` (the next record to decode) and ``handed`` (the index after the last message handed
+    out) move under the owner's ``lock``, which :meth:`drop` holds too: a message decoded while
+    the chunk was dropped is not handed out. After a decode error, ``skip`` is set: the next
+    call moves ``handed`` past the bad message (logged).
+    """
+
+    __slots__ = (
+        "base", "dropped", "frozen", "handed", "info", "n", "owner", "pos", "records", "skip",
+        "start",
+    )
+
+    def __init__(
+        self, owner: _Chunks, info: PartitionTopicInfo, records: Sequence[Any], start: int,
+        base: int,
+    ) -> None:
+        self.owner = owner
+        self.info = info
+        self.records = records
+        self.n = len(records)
+        self.start = self.pos = self.handed = start
+        self.base = base
+        self.dropped = False
+        self.frozen: int | None = None
+        self.skip = False
+
+    def _offset_after(self, pos: int) -> int:
+        return int(self.records[pos - 1].offset) + 1 if pos > self.start else self.base
+
+    def consumed(self) -> int:
+        handed = self.handed
+        if self.dropped:
+            frozen = self.frozen
+            return self.base if frozen is None else frozen
+        return self._offset_after(handed)
+
+    def exhausted(self) -> bool:
+        return self.dropped or (self.pos >= self.n and not self.skip)
+
+    def drop(self) -> None:
+        # Called with the owner's lock held.
+        self.dropped = True
+        final = self.frozen = self._offset_after(self.handed)
+        self.info.detach_cursor(self, final)
+
+    def __iter__(self) -> _DecodingCursor:
+        return self
+
+    def __next__(self) -> MessageAndMetadata[Any, Any]:
+        owner = self.owner
+        while True:
+            if owner.gate is not None and owner.gate.closed:
+                owner.wait_gate(None)
+            with owner.lock:
+                if self.dropped:
+                    raise StopIteration
+                if self.skip:
+                    self.skip = False
+                    log.warning(
+                        "%s skipping the message at %s:%d offset %d that failed to decode",
+                        owner.client_id, self.info.topic, self.info.partition,
+                        self.records[self.pos - 1].offset,
+                    )
+                    self.handed = self.pos
+                if self.pos >= self.n:
+                    raise StopIteration
+                rec = self.records[self.pos]
+                self.pos += 1
+            key = rec.key
+            value = rec.value
+            part = "key"
+            try:
+                if key is not None and owner.key_decoder is not None:
+                    key = owner.key_decoder(key)
+                part = "value"
+                if value is not None and owner.value_decoder is not None:
+                    value = owner.value_decoder(value)
+            except Exception as e:
+                with owner.lock:
+                    if not self.dropped:
+                        self.skip = True
+                raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
+            with owner.lock:
+                if self.dropped:
+                    continue  # dropped while decoding: that message is gone
+                self.handed = self.pos
+            ts_type = rec.timestamp_type
+            ts = rec.timestamp
+            result: MessageAndMetadata[Any, Any] = _tuple_new(
+                MessageAndMetadata,
+                (rec.topic, rec.partition, rec.offset, key, value,
+                 -1 if ts is None else ts, NO_TIMESTAMP_TYPE if ts_type is None else ts_type),
+            )
+            return result
+
+
+class _Raise:
+    """A chain iterator that raises ``error`` once, then ends (the chain then asks the slow
+    path again: the stream stays usable after a timeout)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error: BaseException | None = error
+
+    def __iter__(self) -> _Raise:
+        return self
+
+    def __next__(self) -> Any:
+        error, self.error = self.error, None
+        if error is None:
+            raise StopIteration
+        raise error
+
+
+class _Chunks:
+    """The slow path of one stream's iterator: :meth:`next_chunk` gives the chain the iterator
+    of each chunk in turn.
 
     Locks (taken in this order when nested):
 
-    - ``_next_lock`` serialises the slow path of ``next()`` (taking a chunk off the queue,
-      decoding); it is held while blocking on the queue. :meth:`clear` never takes it.
-    - ``_chunk_lock`` guards the current chunk (``_records``, ``_n``, ``_pos``, ``_info``,
-      ``_advance``, ``_consumed``), ``_pending_skip``, ``_done`` and ``_gen``; a record is
-      taken and the consumed offset advanced under it, and it is never held while blocking on
-      the queue.
-    - ``_gen`` (bumped by :meth:`clear`) is written holding ``_chunk_lock`` *and* the queue's
-      mutex, so the iterator reads it atomically with taking a chunk off the queue: a chunk
-      taken before a clear carries the old generation and is dropped.
-
-    ``_consumed`` is the iterator's view of the partition's consumed offset: read from the
-    partition when a chunk starts, then advanced as messages are handed out (each also
-    advancing the partition's, :meth:`PartitionTopicInfo.advance_consumed`).
+    - ``_next_lock`` serialises :meth:`next_chunk` (held while blocking on the queue or the
+      gate); :meth:`clear` never takes it.
+    - ``lock`` guards ``_cursor`` (the current chunk's), ``_done``, ``_failed`` and ``_gen``,
+      and a :class:`_DecodingCursor`'s positions; it is never held while blocking.
+    - ``_gen`` (bumped by :meth:`clear`) is written holding ``lock`` *and* the queue's mutex,
+      so :meth:`_take` reads it atomically with taking a chunk off the queue: a chunk taken
+      before a clear carries the old generation and is dropped.
     """
 
     def __init__(
         self,
         chunk_queue: ChunkQueue,
         consumer_timeout_ms: int,
-        key_decoder: Decoder | None = None,
-        value_decoder: Decoder | None = None,
-        client_id: str = "",
-        metrics: Any = None,
-        gate: DeliveryGate | None = None,
+        key_decoder: Decoder | None,
+        value_decoder: Decoder | None,
+        client_id: str,
+        metrics: Any,
+        gate: DeliveryGate | None,
     ) -> None:
-        self._queue = chunk_queue
-        self._gate = gate if gate is not None else DeliveryGate()
-        self._metrics = metrics  # a ConsumerMetrics, or None
-        self._timeout_s = consumer_timeout_ms / 1000.0 if consumer_timeout_ms >= 0 else None
-        self._key_decoder = key_decoder
-        self._value_decoder = value_decoder
-        self._plain = key_decoder is None and value_decoder is None
+        self.queue = chunk_queue
+        self.gate = gate  # None: never closes
+        self.metrics = metrics  # a ConsumerMetrics, or None
+        self.timeout_s = consumer_timeout_ms / 1000.0 if consumer_timeout_ms >= 0 else None
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+        self.plain = key_decoder is None and value_decoder is None
         self.client_id = client_id
         self._next_lock = threading.Lock()
-        self._chunk_lock = threading.Lock()
+        self.lock = threading.Lock()
         self._gen = 0
-        self._records: Sequence[Any] | None = None
-        self._n = 0
-        self._pos = 0
-        self._info: PartitionTopicInfo | None = None
-        self._advance: Callable[[int], None] = _no_advance
-        self._consumed = 0
-        self._pending_skip: tuple[PartitionTopicInfo, int, int] | None = None  # info, off, gen
+        self._cursor: _Cursor | _DecodingCursor | None = None
         self._done = False
         self._failed: FetcherFailed | None = None
-
-    def __iter__(self) -> ConsumerIterator[K, V]:
-        return self
-
-    def __next__(self) -> MessageAndMetadata[K, V]:
-        if self._gate.closed:
-            self._wait_gate()
-        if self._plain:
-            # Fast path: the next record of the current chunk, no decoding.
-            with self._chunk_lock:
-                records = self._records
-                if records is not None:
-                    pos = self._pos
-                    n = self._n
-                    consumed = self._consumed
-                    while pos < n:
-                        r = records[pos]
-                        pos += 1
-                        offset = r.offset
-                        if offset >= consumed:
-                            self._pos = pos
-                            self._consumed = offset + 1
-                            self._advance(offset + 1)
-                            if type(r) is MessageAndMetadata:
-                                return r
-                            return _to_message(r)
-                    self._pos = pos
-                    self._drop_chunk()
-        with self._next_lock:
-            return self._next_slow()
+        self._gate_closed: Callable[[], bool] | None = (
+            None if gate is None else partial(_is_closed, gate)
+        )
 
     def clear(self) -> None:
-        """Drop the current chunk (and any chunk a blocked ``next()`` is taking right now)."""
-        with self._chunk_lock:
-            with self._queue.mutex:
+        with self.lock:
+            with self.queue.mutex:
                 self._gen += 1
-            self._drop_chunk()
-            self._pending_skip = None
+            cursor = self._cursor
+            if cursor is not None:
+                self._cursor = None
+                cursor.drop()
 
-    # -- internals ---------------------------------------------------------------------------
-    def _wait_gate(self) -> None:
-        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
-        if not self._gate.wait(deadline):
+    def next_chunk(self) -> Iterator[Any]:
+        """The chain's next iterator: the next chunk's (or the rest of the current one, after
+        a gate wait), a :class:`_Raise`, or ``_END``. Never raises."""
+        deadline: float | None = None
+        with self._next_lock:
+            while True:
+                with self.lock:
+                    cursor = self._cursor
+                    if cursor is not None and cursor.exhausted():
+                        self._cursor = None
+                        cursor.info.detach_cursor(cursor, cursor.consumed())
+                        cursor = None
+                    if cursor is None:
+                        if self._done:
+                            return cast(Iterator[Any], _END)
+                        if self._failed is not None:
+                            error = BackgroundThreadError(
+                                f"{self.client_id}: fetching failed: {self._failed.error!r}"
+                            )
+                            error.__cause__ = self._failed.error
+                            return _Raise(error)
+                if deadline is None and self.timeout_s is not None:
+                    deadline = time.monotonic() + self.timeout_s
+                if self.gate is not None and self.gate.closed:
+                    try:
+                        self.wait_gate(deadline)
+                    except ConsumerTimeoutException as e:
+                        return _Raise(e)
+                    continue  # look again: a clear() may have come meanwhile
+                if cursor is not None:
+                    return self._iterator(cursor)  # the rest of a chunk stopped at the gate
+                try:
+                    chunk, gen = self._take(deadline)
+                except ConsumerTimeoutException as e:
+                    return _Raise(e)
+                with self.lock:
+                    if chunk is SHUTDOWN:
+                        self._done = True
+                        return cast(Iterator[Any], _END)
+                    if isinstance(chunk, FetcherFailed):
+                        self._failed = chunk  # raised now and on every later call
+                        continue
+                    if gen != self._gen:
+                        continue  # taken before a clear(): obsolete
+                    cursor = self._start(chunk)
+                    if cursor is None:
+                        continue  # all of it consumed already
+                    self._cursor = cursor
+                return self._iterator(cursor)
+
+    def wait_gate(self, deadline: float | None) -> None:
+        assert self.gate is not None
+        if deadline is None and self.timeout_s is not None:
+            deadline = time.monotonic() + self.timeout_s
+        if not self.gate.wait(deadline):
             raise ConsumerTimeoutException(
                 f"{self.client_id}: no message within consumer.timeout.ms "
-                f"({self._timeout_s * 1000 if self._timeout_s else 0:.0f} ms): delivery paused"
+                f"({self.timeout_s * 1000 if self.timeout_s else 0:.0f} ms): delivery paused"
             )
 
-    def _drop_chunk(self) -> None:
-        self._records = None
-        self._info = None
-        self._advance = _no_advance
-        self._n = self._pos = 0
+    # -- internals ---------------------------------------------------------------------------
+    def _iterator(self, cursor: _Cursor | _DecodingCursor) -> Iterator[Any]:
+        if isinstance(cursor, _DecodingCursor):
+            return cursor
+        info = cursor.info
+        first: Iterator[str]
+        if self._gate_closed is None:
+            first = repeat(info.topic)
+        else:
+            # The topic while gate.closed reads false, then the end (for good): zip takes it
+            # before anything of the chunk.
+            first = map({False: info.topic}.__getitem__, iter(self._gate_closed, True))
+        return map(_tuple_new, repeat(MessageAndMetadata),
+                   zip(first, repeat(info.partition), *cursor.iters))
 
-    def _next_slow(self) -> MessageAndMetadata[K, V]:
-        deadline: float | None = None
-        while True:
-            rec: Any = None
-            gen = 0
-            with self._chunk_lock:
-                if self._pending_skip is not None:
-                    self._skip_undecodable()
-                if self._done:
-                    raise StopIteration
-                if self._failed is not None:
-                    raise BackgroundThreadError(
-                        f"{self.client_id}: fetching failed: {self._failed.error!r}"
-                    ) from self._failed.error
-                records = self._records
-                info = self._info
-                if records is not None and info is not None:
-                    while self._pos < self._n:
-                        r = records[self._pos]
-                        self._pos += 1
-                        offset = r.offset
-                        if offset < self._consumed:
-                            continue  # already consumed (re-fetched, or the offset was reset)
-                        if self._plain:
-                            self._consumed = offset + 1
-                            info.advance_consumed(offset + 1)
-                            if type(r) is MessageAndMetadata:
-                                return r
-                            return _to_message(r)
-                        rec = r
-                        gen = self._gen
-                        break
-                    else:
-                        self._drop_chunk()
-            if rec is not None:
-                assert info is not None
-                message = self._decode(rec, info, gen)
-                if message is not None:
-                    return message
-                continue  # cleared while decoding: that record is gone
-            # No current chunk: take one off the queue.
-            if deadline is None and self._timeout_s is not None:
-                deadline = time.monotonic() + self._timeout_s
-            chunk, gen = self._take(deadline)
-            with self._chunk_lock:
-                if chunk is SHUTDOWN:
-                    self._done = True
-                    raise StopIteration
-                if isinstance(chunk, FetcherFailed):
-                    self._failed = chunk  # raised now and on every later call
-                    continue
-                if gen != self._gen:
-                    continue  # taken before a clear(): obsolete
-                self._set_chunk(chunk)
-
-    def _set_chunk(self, chunk: FetchedDataChunk) -> None:
-        # Called with _chunk_lock held.
+    def _start(self, chunk: FetchedDataChunk) -> _Cursor | _DecodingCursor | None:
+        # Called with lock held.
         info = chunk.topic_info
-        consumed = info.consumed_offset
-        if consumed < chunk.fetch_offset:
-            log.error(
-                "%s consumed offset %d does not match fetch offset %d for %s:%d; consumer may "
-                "lose data", self.client_id, consumed, chunk.fetch_offset, info.topic,
-                info.partition,
-            )
-            info.reset_consumed_offset(chunk.fetch_offset)
-            consumed = chunk.fetch_offset
-        self._records = chunk.records
-        self._n = len(chunk.records)
-        self._pos = 0
-        self._info = info
-        self._advance = info.advance_consumed
-        self._consumed = consumed
-        metrics = self._metrics
+        records = chunk.records
+        n = len(records)
+        metrics = self.metrics
         if metrics is not None:
             # Counted per chunk as it starts (the legacy iterator counted per message; this
             # keeps the per-message path free). Bytes only when the metrics are served.
-            nbytes = _chunk_bytes(chunk.records) if metrics.port is not None else 0
-            metrics.record_messages(info.topic, self._n, nbytes)
+            nbytes = _chunk_bytes(records) if metrics.port is not None else 0
+            metrics.record_messages(info.topic, n, nbytes)
+        while True:
+            consumed = info.consumed_offset
+            if consumed < chunk.fetch_offset:
+                log.error(
+                    "%s consumed offset %d does not match fetch offset %d for %s:%d; consumer "
+                    "may lose data", self.client_id, consumed, chunk.fetch_offset, info.topic,
+                    info.partition,
+                )
+                info.reset_consumed_offset(chunk.fetch_offset)
+                consumed = chunk.fetch_offset
+            # A chunk's records are in offset order: those already consumed are a prefix.
+            if not n or records[0].offset >= consumed:
+                start = 0
+            else:
+                start = bisect_left(records, consumed, key=_offset_of)
+            if start >= n:
+                return None
+            cursor: _Cursor | _DecodingCursor
+            if self.plain:
+                cursor = _Cursor(info, *_columns(records, start), consumed)
+            else:
+                cursor = _DecodingCursor(self, info, records, start, consumed)
+            if info.attach_cursor(cursor, consumed):
+                return cursor
+            # The consumed offset was reset meanwhile: start over from the new one.
 
     def _take(self, deadline: float | None) -> tuple[Any, int]:
         """Block for the next chunk; return it with the generation current when it was taken."""
-        q = self._queue
+        q = self.queue
         with q.not_empty:
             while not q._qsize():
                 if deadline is None:
@@ -280,7 +491,7 @@ class ConsumerIterator(Generic[K, V]):
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    timeout_ms = -1 if self._timeout_s is None else self._timeout_s * 1000
+                    timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
                     raise ConsumerTimeoutException(
                         f"{self.client_id}: no message within consumer.timeout.ms "
                         f"({timeout_ms:.0f} ms)"
@@ -290,72 +501,50 @@ class ConsumerIterator(Generic[K, V]):
             q.not_full.notify()
             return item, self._gen
 
-    def _decode(
-        self, rec: Any, info: PartitionTopicInfo, gen: int
-    ) -> MessageAndMetadata[K, V] | None:
-        key = rec.key
-        value = rec.value
-        part = "key"
-        try:
-            if key is not None and self._key_decoder is not None:
-                key = self._key_decoder(key)
-            part = "value"
-            if value is not None and self._value_decoder is not None:
-                value = self._value_decoder(value)
-        except Exception as e:
-            with self._chunk_lock:
-                if self._gen == gen:
-                    self._pending_skip = (info, rec.offset, gen)
-            raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
-        with self._chunk_lock:
-            if self._gen != gen:
-                return None
-            if rec.offset + 1 > self._consumed:
-                self._consumed = rec.offset + 1
-            info.advance_consumed(rec.offset + 1)
-        ts_type = rec.timestamp_type
-        ts = rec.timestamp
-        result: MessageAndMetadata[K, V] = _tuple_new(
-            MessageAndMetadata,
-            (rec.topic, rec.partition, rec.offset, key, value,
-             -1 if ts is None else ts, NO_TIMESTAMP_TYPE if ts_type is None else ts_type),
+
+class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
+    """The one iterator of a :class:`KafkaStream`; see the module docstring.
+
+    An ``itertools.chain`` (so ``next()`` is C code) over the iterators :class:`_Chunks`
+    makes, one per chunk. :meth:`clear` may be called from any thread.
+    """
+
+    __slots__ = ("_chunks",)
+    _chunks: _Chunks
+
+    def __new__(
+        cls,
+        chunk_queue: ChunkQueue,
+        consumer_timeout_ms: int,
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+        client_id: str = "",
+        metrics: Any = None,
+        gate: DeliveryGate | None = None,
+    ) -> ConsumerIterator[K, V]:
+        chunks = _Chunks(
+            chunk_queue, consumer_timeout_ms, key_decoder, value_decoder, client_id, metrics,
+            gate,
         )
-        return result
+        # from_iterable makes an instance of cls; the source never raises (see next_chunk).
+        self = cast(ConsumerIterator[K, V], super().from_iterable(iter(chunks.next_chunk, _END)))
+        self._chunks = chunks
+        return self
 
-    def _skip_undecodable(self) -> None:
-        # Called with _chunk_lock held.
-        pending = self._pending_skip
-        self._pending_skip = None
-        if pending is None:
-            return
-        info, offset, gen = pending
-        if gen != self._gen:
-            return
-        log.warning(
-            "%s skipping the message at %s:%d offset %d that failed to decode",
-            self.client_id, info.topic, info.partition, offset,
-        )
-        if info is self._info and offset + 1 > self._consumed:
-            self._consumed = offset + 1
-        info.advance_consumed(offset + 1)
+    @property
+    def client_id(self) -> str:
+        return self._chunks.client_id
 
-
-def _no_advance(offset: int) -> None:
-    pass
-
-
-def _to_message(rec: Any) -> MessageAndMetadata[Any, Any]:
-    ts_type = rec.timestamp_type
-    ts = rec.timestamp
-    result: MessageAndMetadata[Any, Any] = _tuple_new(
-        MessageAndMetadata,
-        (rec.topic, rec.partition, rec.offset, rec.key, rec.value,
-         -1 if ts is None else ts, NO_TIMESTAMP_TYPE if ts_type is None else ts_type),
-    )
-    return result
+    def clear(self) -> None:
+        """Drop the current chunk (and any chunk a blocked ``next()`` is taking right now)."""
+        self._chunks.clear()
 
 
 def _chunk_bytes(records: Sequence[Any]) -> int:
+    columns = getattr(records, "columns", None)
+    if columns is not None:
+        keys, values = columns()[3:5]
+        return sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
     return sum(len(r.key or b"") + len(r.value or b"") for r in records)
 
 
@@ -364,7 +553,7 @@ class KafkaStream(Generic[K, V]):
 
     Iterating twice continues the same iterator (one iterator per stream, as in the
     original). Thread safety: :meth:`clear` may be called from any thread; see
-    :class:`ConsumerIterator` for the locks.
+    :class:`_Chunks` for the locks.
     """
 
     def __init__(
