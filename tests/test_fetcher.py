@@ -22,6 +22,7 @@ from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
     BackgroundThreadError,
+    ConfigError,
     ConsumerShutdownError,
     ConsumerTimeoutException,
 )
@@ -450,3 +451,15 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         wait_until(lambda: metrics.snapshot()["MinFetchRate"] == 0, 20, "fetchers removed")
     finally:
         m.shutdown()
+
+
+def test_a_configuration_librdkafka_refuses_is_a_config_error_not_a_retry() -> None:
+    config = ConsumerConfig({
+        "zookeeper.connect": "127.0.0.1:1", "group.id": "g", "fetch.backend": "confluent",
+        "security.protocol": "SSL", "ssl.cafile": "/nonexistent/ca.pem"})
+    manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
+    try:
+        with pytest.raises(ConfigError, match="librdkafka refused the configuration.*ssl.ca"):
+            manager._make_backend()
+    finally:
+        manager.shutdown()

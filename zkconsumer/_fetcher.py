@@ -1494,7 +1494,21 @@ class FetcherManager:
             if self._idle_backends:
                 return self._idle_backends.pop()
         if self.config.fetch_backend == "confluent":
-            return ConfluentBackend(self.config, self._bootstrap(), self.consumer_id)
+            from confluent_kafka import KafkaError, KafkaException
+
+            try:
+                return ConfluentBackend(self.config, self._bootstrap(), self.consumer_id)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if isinstance(err, KafkaError) and err.code() in (
+                        KafkaError._INVALID_ARG, KafkaError._UNKNOWN_PROTOCOL):
+                    # A configuration librdkafka refuses: retrying cannot help (not retriable:
+                    # the fetcher thread fails and the application hears of it).
+                    raise ConfigError(
+                        f"fetch.backend=confluent: librdkafka refused the configuration: "
+                        f"{err.str()}"
+                    ) from e
+                raise
         return KafkaPythonBackend(self.config, self._bootstrap())
 
     def _add_fetchers(
