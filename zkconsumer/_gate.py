@@ -12,31 +12,43 @@ The gate is closed for zero or more *reasons* (strings); it is open when there i
 that two independent causes (the connection is down; the session was lost and the member has
 not rebalanced since) do not reopen it for each other.
 
-Locking: ``_cond``'s lock guards ``_reasons`` and ``closed``. ``closed`` is also read without
-the lock on every message (a plain attribute read; a message handed out within microseconds of
-a close is inherent to any check-then-act and far inside what a member needs to notice a drop).
+Locking: ``_cond``'s lock guards ``_reasons``, ``closed`` and ``_listeners``. ``closed`` is
+also read without the lock (a plain attribute read). Streams do not read it per message: they
+register a listener (:meth:`on_close`) that revokes their current chunk's permission to hand
+out messages, in one C call, when the gate closes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 
 class DeliveryGate:
     """Open unless closed for some reason; iterators :meth:`wait` at it."""
 
-    __slots__ = ("_cond", "_reasons", "closed")
+    __slots__ = ("_cond", "_listeners", "_reasons", "closed")
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._reasons: set[str] = set()
+        self._listeners: list[Callable[[], None]] = []
         self.closed = False
+
+    def on_close(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (quick, never blocking: it runs in the closing thread) each time
+        the gate closes, after ``closed`` reads true."""
+        with self._cond:
+            self._listeners.append(listener)
 
     def close(self, reason: str) -> None:
         with self._cond:
             self._reasons.add(reason)
             self.closed = True
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
 
     def open(self, reason: str | None = None) -> None:
         """Drop ``reason`` (every reason when None); open when none is left."""

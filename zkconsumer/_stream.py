@@ -41,8 +41,9 @@ makes atomic, so the offsets' list iterator's position *is* how many messages we
 (but for the gap below). The
 partition's consumed offset is computed from it (:class:`_Cursor`, attached to the
 :class:`~zkconsumer._partition.PartitionTopicInfo`), not stored per message. With a gate, the
-first iterable zip reads yields the topic only while ``gate.closed`` reads false, so a closed
-gate ends the chunk's iterator before it takes a message; the slow path waits at the gate and
+first iterable zip reads is a bounded ``repeat`` of the topic that the gate's close drains (a
+listener, one C call), so a closed gate ends the chunk's iterator before it takes another
+message; the slow path waits at the gate and
 goes on with the same cursor. ``clear()`` empties the offsets' list iterator in one C call
 (``list(it)``), which also tells exactly how many messages had been handed out. One gap: making
 a ``MessageAndMetadata`` allocates, and the garbage collector may run a finalizer then, which
@@ -60,7 +61,6 @@ import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from functools import partial
 from itertools import chain, islice, repeat
 from operator import attrgetter, length_hint
 from typing import Any, Generic, NamedTuple, TypeVar, cast
@@ -119,7 +119,6 @@ Decoder = Callable[[bytes], Any]
 
 _END: Any = object()  # next_chunk's "no more chunks, ever" (it took the shutdown sentinel)
 _offset_of = attrgetter("offset")
-_is_closed = attrgetter("closed")
 
 
 def _columns(records: Sequence[Any], start: int) -> tuple[list[list[Any]], int]:
@@ -356,9 +355,17 @@ class _Chunks:
         self._cursor: _Cursor | _DecodingCursor | None = None
         self._done = False
         self._failed: FetcherFailed | None = None
-        self._gate_closed: Callable[[], bool] | None = (
-            None if gate is None else partial(_is_closed, gate)
-        )
+        # The current chunk iterator's permission to hand out messages (see _iterator).
+        self._permit: Iterator[str] | None = None
+        if gate is not None:
+            gate.on_close(self._revoke)
+
+    def _revoke(self) -> None:
+        # In the thread closing the gate: one C call, atomic under the GIL (a message is taken
+        # before it, or not until the slow path has waited for the gate).
+        permit = self._permit
+        if permit is not None:
+            deque(permit, maxlen=0)
 
     def clear(self) -> None:
         with self.lock:
@@ -435,12 +442,16 @@ class _Chunks:
             return cursor
         info = cursor.info
         first: Iterator[str]
-        if self._gate_closed is None:
+        if self.gate is None:
             first = repeat(info.topic)
         else:
-            # The topic while gate.closed reads false, then the end (for good): zip takes it
-            # before anything of the chunk.
-            first = map({False: info.topic}.__getitem__, iter(self._gate_closed, True))
+            # zip takes the topic before anything of the chunk: a permit per message left,
+            # drained by the gate's close. Published before the gate is read here, so a close
+            # either drains it or came before this read.
+            first = repeat(info.topic, length_hint(cursor.it))
+            self._permit = first
+            if self.gate.closed:
+                deque(first, maxlen=0)
         return map(_tuple_new, repeat(MessageAndMetadata),
                    zip(first, repeat(info.partition), *cursor.iters))
 
