@@ -27,6 +27,20 @@ from zkconsumer._fetcher import log_end_offsets
 
 CHUNKS = int(os.environ.get("ZKC_TEST_CHUNKS", "2"))  # raise it to see the memory test fail
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKENDS = ("kafka-python", "confluent")
+_backend = BACKENDS[0]  # the fetch backend of the test running now (see the fixture below)
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def fetch_backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of this module runs once per fetch backend (connectors and member
+    processes alike)."""
+    global _backend
+    _backend = request.param
+    try:
+        yield request.param
+    finally:
+        _backend = BACKENDS[0]
 
 
 def _props(stack: StackInfo, group: str, **extra: object) -> dict[str, object]:
@@ -37,6 +51,7 @@ def _props(stack: StackInfo, group: str, **extra: object) -> dict[str, object]:
         "zookeeper.session.timeout.ms": 2000,
         "rebalance.backoff.ms": 200,
         "auto.commit.enable": False,
+        "fetch.backend": _backend,
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
     return props
@@ -156,7 +171,7 @@ def test_member_killed_mid_stream_loses_nothing(stack, zk, names, topic_factory)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.member", stack.zookeeper, names.group, topic, "2",
          "auto.offset.reset=smallest", "auto.commit.interval.ms=200", "print=1",
-         "fetch.message.max.bytes=2048"],
+         "fetch.message.max.bytes=2048", f"fetch.backend={_backend}"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT)
     victim_seen: Counter[tuple[int, int]] = Counter()
     try:
@@ -313,7 +328,8 @@ def _slow_member(stack: StackInfo, group: str, topic: str) -> subprocess.Popen[s
     return subprocess.Popen(
         [sys.executable, "-m", "tests.member", stack.zookeeper, group, topic, "1",
          "auto.offset.reset=smallest", "print=1", "slow=0.2",
-         "fetch.message.max.bytes=1048576", f"queued.max.message.chunks={CHUNKS}"],
+         "fetch.message.max.bytes=1048576", f"queued.max.message.chunks={CHUNKS}",
+         f"fetch.backend={_backend}"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
 
