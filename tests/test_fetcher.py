@@ -463,3 +463,56 @@ def test_a_configuration_librdkafka_refuses_is_a_config_error_not_a_retry() -> N
             manager._make_backend()
     finally:
         manager.shutdown()
+
+
+class _FakeMessage:
+    """What ConfluentBackend reads of a ``confluent_kafka.Message``."""
+
+    def __init__(self, topic: str, partition: int, offset: int, err: Any = None) -> None:
+        self._t, self._p, self._o, self._err = topic, partition, offset, err
+
+    def error(self) -> Any:
+        return self._err
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return b"k%d" % self._o
+
+    def value(self) -> bytes:
+        return b"v%d" % self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1000 + self._o)  # librdkafka's CREATE_TIME
+
+
+def test_confluent_poll_groups_interleaved_runs_per_partition_in_order() -> None:
+    from confluent_kafka import KafkaError
+
+    from zkconsumer._fetcher import ConfluentBackend, ConfluentRecords, PollResult
+
+    eof = KafkaError(KafkaError._PARTITION_EOF)
+    msgs = [_FakeMessage("a", 0, 0), _FakeMessage("a", 0, 1), _FakeMessage("b", 1, 7),
+            _FakeMessage("a", 0, 2), _FakeMessage("a", 0, -1, eof), _FakeMessage("b", 1, 8),
+            _FakeMessage("a", 1, 3)]
+    backend = ConfluentBackend.__new__(ConfluentBackend)  # no client: only the grouping
+    backend._assigned = set()
+    batches: dict[tuple[str, int], ConfluentRecords] = {}
+    result = PollResult()
+    backend._group(msgs, batches, result)
+    backend._group([_FakeMessage("b", 1, 9)], batches, result)
+    got = {key: [(m.offset, m.key, m.value, m.timestamp, m.timestamp_type) for m in recs]
+           for key, recs in batches.items()}
+    assert got == {
+        ("a", 0): [(o, b"k%d" % o, b"v%d" % o, 1000 + o, 0) for o in (0, 1, 2)],
+        ("b", 1): [(o, b"k%d" % o, b"v%d" % o, 1000 + o, 0) for o in (7, 8, 9)],
+        ("a", 1): [(3, b"k3", b"v3", 1003, 0)],
+    }
+    assert not result.partition_errors and not result.out_of_range

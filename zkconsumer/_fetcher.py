@@ -59,8 +59,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, islice, repeat
+from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from ._assignors import java_string_hashcode
@@ -624,7 +624,6 @@ class ConfluentBackend:
             return PollResult()
         result = PollResult()
         batches: dict[tuple[str, int], ConfluentRecords] = {}
-        collect = ConfluentRecords.collect
         # Up to CONFLUENT_BATCH messages, taken from librdkafka a few hundred at a time (half
         # the garbage collector's first threshold) and stored as columns at once: the Message
         # objects, which the collector tracks, then die before a collection sees them (taken
@@ -635,21 +634,7 @@ class ConfluentBackend:
         got = 0
         while True:
             got += len(messages)
-            run: list[Any] = []
-            last: Any = None
-            for m in messages:
-                if m.error() is not None:
-                    self._on_error(m, result)
-                    continue
-                key = (m.topic(), m.partition())
-                if key != last:
-                    if run:
-                        collect(batches, last, run)
-                    last = key
-                    run = []
-                run.append(m)
-            if run:
-                collect(batches, last, run)
+            self._group(messages, batches, result)
             if got >= CONFLUENT_BATCH or (got > 1 and len(messages) < step):
                 break  # librdkafka has nothing more right now
             messages = c.consume(min(step, CONFLUENT_BATCH - got), 0)
@@ -657,6 +642,35 @@ class ConfluentBackend:
                 break
         result.batches = [(TopicPartition(t, p), recs) for (t, p), recs in batches.items()]
         return result
+
+    def _group(
+        self, messages: list[Any], batches: dict[tuple[str, int], ConfluentRecords],
+        result: PollResult,
+    ) -> None:
+        """Add ``messages`` to ``batches``, one run of a partition's messages at a time.
+
+        In C as far as possible (one ``map`` per field, the run boundaries by comparing the
+        keys shifted by one): a Python loop over the messages cost about 150 ns a message.
+        """
+        message = type(messages[0])
+        if any(map(message.error, messages)):
+            good = []
+            for m in messages:
+                if m.error() is None:
+                    good.append(m)
+                else:
+                    self._on_error(m, result)
+            if not good:
+                return
+            messages = good
+        keys = list(zip(map(message.topic, messages), map(message.partition, messages),
+                        strict=True))
+        # Where the key changes: librdkafka returns each partition's messages in runs.
+        cuts = [0, *compress(range(1, len(keys)), map(ne, islice(keys, 1, None), keys)),
+                len(keys)]
+        collect = ConfluentRecords.collect
+        for start, end in zip(cuts, islice(cuts, 1, None), strict=False):
+            collect(batches, keys[start], messages[start:end])
 
     def _on_error(self, m: Any, result: PollResult) -> None:
         from confluent_kafka import KafkaError, KafkaException
