@@ -75,3 +75,56 @@ def test_consumer_timeout_applies_at_a_closed_gate() -> None:
         next(it)
     gate.open("session")
     assert [next(it).offset for _ in range(3)] == [0, 1, 2]  # nothing skipped by the wait
+
+
+def test_two_threads_on_one_stream_get_each_message_once_and_both_stop_at_the_gate() -> None:
+    """Not the legacy usage (one thread per stream), but it must not lose, repeat, or ignore
+    the gate: chunk iterators made by different threads share the chunk's cursor and permit."""
+    gate = DeliveryGate()
+    q = ChunkQueue(4)
+    info = PartitionTopicInfo("t", 0, q, 0, 0, 1 << 20, "cid", "c-0")
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 50, client_id="cid", gate=gate)
+    per_chunk, chunks = 500, 40
+    got: list[list[int]] = [[], []]
+    paused = threading.Event()
+    after_close: list[int] = []
+
+    def drain(mine: list[int]) -> None:
+        it = iter(stream)
+        while True:
+            try:
+                for m in it:
+                    if paused.is_set():
+                        after_close.append(m.offset)
+                    mine.append(m.offset)
+                    if m.offset % 25 == 0:
+                        time.sleep(0.001)  # slow: the gate closes with chunks half consumed
+                return
+            except ConsumerTimeoutException:
+                continue
+
+    def feed() -> None:
+        for c in range(chunks):
+            offs = range(c * per_chunk, (c + 1) * per_chunk)
+            recs = [MessageAndMetadata("t", 0, o, None, b"", 0, CREATE_TIME) for o in offs]
+            q.put(FetchedDataChunk(recs, info, offs.start))
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    threads = [threading.Thread(target=drain, args=(g,), daemon=True) for g in got]
+    for t in threads:
+        t.start()
+    wait_until(lambda: sum(map(len, got)) > chunks * per_chunk // 3, 30, "a third consumed")
+    gate.close("connection")
+    paused.set()
+    time.sleep(0.2)  # both threads meet the closed gate (an absence needs a duration)
+    paused.clear()
+    gate.open("connection")
+    wait_until(lambda: info.consumed_offset == chunks * per_chunk, 30, "everything consumed")
+    q.put_shutdown()
+    for t in threads:
+        t.join(10)
+    delivered = sorted(got[0] + got[1])
+    assert delivered == list(range(chunks * per_chunk))  # each message once
+    # At most the message each thread had in hand when the gate closed.
+    assert len(after_close) <= len(threads), f"handed out while closed: {after_close}"

@@ -24,8 +24,9 @@ iterator
 chunk; afterwards the iterator hands out nothing from it, nor from any chunk it had taken off
 the queue before the clear (the rebalance clears the queue too).
 
-A stream is iterated by one thread at a time, as in the original; ``clear()`` may come from any
-thread.
+A stream is meant to be iterated by one thread, as in the original; several threads on one
+stream still get each message once and stop at a closed gate (every iterator over a chunk
+shares its cursor and permit), and ``clear()`` may come from any thread.
 
 How: the per-message path is C code, with no lock and no Python call (the previous one, two
 locks and a Python method call per message, cost about 1 µs a message on the development
@@ -156,7 +157,8 @@ class _Cursor:
     has computed it) or ``base``, never the end of the chunk.
     """
 
-    __slots__ = ("base", "dropped", "frozen", "info", "it", "iters", "n", "offsets", "start")
+    __slots__ = ("base", "dropped", "frozen", "info", "it", "iters", "n", "offsets", "permit",
+                 "start")
 
     def __init__(
         self, info: PartitionTopicInfo, columns: Sequence[list[Any]], start: int, base: int
@@ -168,6 +170,7 @@ class _Cursor:
         self.base = base
         self.dropped = False
         self.frozen: int | None = None
+        self.permit: Iterator[str] | None = None  # see _Chunks._iterator
         iters = []
         for column in columns:
             it = list.__iter__(column)  # a list iterator, whatever list subclass it is
@@ -446,9 +449,13 @@ class _Chunks:
             first = repeat(info.topic)
         else:
             # zip takes the topic before anything of the chunk: a permit per message left,
-            # drained by the gate's close. Published before the gate is read here, so a close
-            # either drains it or came before this read.
-            first = repeat(info.topic, length_hint(cursor.it))
+            # drained by the gate's close. One per cursor, shared by every iterator made over
+            # it (two threads on one stream each get one), until a close drains it. Published
+            # before the gate is read here, so a close either drains it or came before.
+            first_or_none = cursor.permit
+            if first_or_none is None or not length_hint(first_or_none):
+                first_or_none = cursor.permit = repeat(info.topic, length_hint(cursor.it))
+            first = first_or_none
             self._permit = first
             if self.gate.closed:
                 deque(first, maxlen=0)
