@@ -115,7 +115,9 @@ def test_broker_restarted_with_empty_storage(
         after.close()
 
 
-def test_bridge_down_and_back(private_stack, pzk, names, fault_run, report, caplog) -> None:
+def _two_members_then_bridge_down(private_stack, pzk, names, fault_run, caplog):
+    """Two members consuming a 4-partition topic under load; then the bridge stops and the
+    brokers vanish from ZooKeeper (the broker itself stays up)."""
     caplog.set_level(logging.INFO, logger="zkconsumer")
     local = private_stack.local
     topic = make_topic(private_stack.bootstrap, pzk, names.topic, 4)
@@ -126,6 +128,12 @@ def test_bridge_down_and_back(private_stack, pzk, names, fault_run, report, capl
     _consuming(run, members)
     local.stop("bridge")
     wait_until(lambda: not pzk.get_children(zp.BROKER_IDS), 15, "the brokers gone from ZooKeeper")
+    return local, topic, run, members
+
+
+def test_bridge_down_and_back(private_stack, pzk, names, fault_run, report, caplog) -> None:
+    local, topic, run, members = _two_members_then_bridge_down(
+        private_stack, pzk, names, fault_run, caplog)
     # No broker registered, but the broker is up: the group goes on as it was.
     _consuming(run, members, what="every member consuming while no broker is registered")
     local.start("bridge")
@@ -141,16 +149,8 @@ def test_bridge_down_and_back(private_stack, pzk, names, fault_run, report, capl
 
 def test_member_joins_while_the_bridge_is_down(
         private_stack, pzk, names, fault_run, report, caplog) -> None:
-    caplog.set_level(logging.INFO, logger="zkconsumer")
-    local = private_stack.local
-    topic = make_topic(private_stack.bootstrap, pzk, names.topic, 4)
-    run = fault_run(private_stack, topic, 4)
-    run.workload.produce(800)
-    run.workload.start(rate_per_s=300)
-    members = [run.add_member() for _ in range(2)]
-    _consuming(run, members)
-    local.stop("bridge")
-    wait_until(lambda: not pzk.get_children(zp.BROKER_IDS), 15, "the brokers gone from ZooKeeper")
+    local, topic, run, members = _two_members_then_bridge_down(
+        private_stack, pzk, names, fault_run, caplog)
     caplog.clear()
     # A member joins: every member rebalances and finds no broker registered.
     joiner = run.add_member()
