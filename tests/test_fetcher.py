@@ -465,54 +465,77 @@ def test_a_configuration_librdkafka_refuses_is_a_config_error_not_a_retry() -> N
         manager.shutdown()
 
 
-class _FakeMessage:
-    """What ConfluentBackend reads of a ``confluent_kafka.Message``."""
+def _msg(topic: str, partition: int, offset: int, ts_type: int = 1, err: Any = None) -> Any:
+    """A real ``confluent_kafka.Message`` as librdkafka gives it: key ``k<offset>``, value
+    ``v<offset>``, timestamp ``1000 + offset`` of librdkafka type ``ts_type`` (0 none, 1 create
+    time, 2 log append time). An errored one has no key, value or timestamp (type 0), as
+    ``rd_kafka_message_timestamp`` answers for any message with an error."""
+    from confluent_kafka import Message
 
-    def __init__(self, topic: str, partition: int, offset: int, err: Any = None) -> None:
-        self._t, self._p, self._o, self._err = topic, partition, offset, err
+    if err is not None:
+        return Message(topic=topic, partition=partition, offset=offset, error=err)
+    return Message(topic=topic, partition=partition, offset=offset, key=b"k%d" % offset,
+                   value=b"v%d" % offset, timestamp=(ts_type, 1000 + offset))
 
-    def error(self) -> Any:
-        return self._err
 
-    def topic(self) -> str:
-        return self._t
+def _grouped(*polls: list[Any]) -> tuple[dict[tuple[str, int], list[tuple[Any, ...]]], Any]:
+    """What ConfluentBackend._group makes of these polls: per partition, (offset, key, value,
+    timestamp, timestamp type) of each message; and the poll result (errors)."""
+    from zkconsumer._fetcher import ConfluentBackend, ConfluentRecords, PollResult
 
-    def partition(self) -> int:
-        return self._p
+    backend = ConfluentBackend.__new__(ConfluentBackend)  # no client: only the grouping
+    backend._assigned = set()
+    backend._consumer_id = "test"
+    batches: dict[tuple[str, int], ConfluentRecords] = {}
+    result = PollResult()
+    for messages in polls:
+        backend._group(messages, batches, result)
+    got = {key: [(m.offset, m.key, m.value, m.timestamp, m.timestamp_type) for m in recs]
+           for key, recs in batches.items()}
+    return got, result
 
-    def offset(self) -> int:
-        return self._o
 
-    def key(self) -> bytes:
-        return b"k%d" % self._o
-
-    def value(self) -> bytes:
-        return b"v%d" % self._o
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1000 + self._o)  # librdkafka's CREATE_TIME
+def _fields(offsets: Any, ts_type: int = 0) -> list[tuple[Any, ...]]:
+    return [(o, b"k%d" % o, b"v%d" % o, 1000 + o, ts_type) for o in offsets]
 
 
 def test_confluent_poll_groups_interleaved_runs_per_partition_in_order() -> None:
     from confluent_kafka import KafkaError
 
-    from zkconsumer._fetcher import ConfluentBackend, ConfluentRecords, PollResult
-
     eof = KafkaError(KafkaError._PARTITION_EOF)
-    msgs = [_FakeMessage("a", 0, 0), _FakeMessage("a", 0, 1), _FakeMessage("b", 1, 7),
-            _FakeMessage("a", 0, 2), _FakeMessage("a", 0, -1, eof), _FakeMessage("b", 1, 8),
-            _FakeMessage("a", 1, 3)]
-    backend = ConfluentBackend.__new__(ConfluentBackend)  # no client: only the grouping
-    backend._assigned = set()
-    batches: dict[tuple[str, int], ConfluentRecords] = {}
-    result = PollResult()
-    backend._group(msgs, batches, result)
-    backend._group([_FakeMessage("b", 1, 9)], batches, result)
-    got = {key: [(m.offset, m.key, m.value, m.timestamp, m.timestamp_type) for m in recs]
-           for key, recs in batches.items()}
-    assert got == {
-        ("a", 0): [(o, b"k%d" % o, b"v%d" % o, 1000 + o, 0) for o in (0, 1, 2)],
-        ("b", 1): [(o, b"k%d" % o, b"v%d" % o, 1000 + o, 0) for o in (7, 8, 9)],
-        ("a", 1): [(3, b"k3", b"v3", 1003, 0)],
-    }
+    got, result = _grouped(
+        [_msg("a", 0, 0), _msg("a", 0, 1), _msg("b", 1, 7), _msg("a", 0, 2),
+         _msg("a", 0, -1, err=eof), _msg("b", 1, 8), _msg("a", 1, 3)],
+        [_msg("b", 1, 9)],
+    )
+    assert got == {("a", 0): _fields((0, 1, 2)), ("b", 1): _fields((7, 8, 9)),
+                   ("a", 1): _fields((3,))}
     assert not result.partition_errors and not result.out_of_range
+
+
+def test_confluent_poll_one_run_and_the_shortcuts_checks() -> None:
+    """The usual poll (one partition, one timestamp type) is one run; each shortcut is
+    checked: the same partition number of another topic, an error among timestamped
+    messages, messages without a timestamp (kept, type -1), mixed timestamp types."""
+    from confluent_kafka import KafkaError
+
+    got, _ = _grouped([_msg("a", 0, o) for o in range(5)])
+    assert got == {("a", 0): _fields(range(5))}
+
+    got, _ = _grouped([_msg("a", 0, 0), _msg("a", 0, 1), _msg("b", 0, 5), _msg("b", 0, 6)])
+    assert got == {("a", 0): _fields((0, 1)), ("b", 0): _fields((5, 6))}
+
+    out_of_range = KafkaError(KafkaError.OFFSET_OUT_OF_RANGE)
+    got, result = _grouped([_msg("a", 0, 0), _msg("a", 1, 40, err=out_of_range),
+                            _msg("a", 0, 1)])
+    assert got == {("a", 0): _fields((0, 1))}
+    assert result.out_of_range == {TopicPartition("a", 1): 40}
+
+    got, _ = _grouped([_msg("a", 0, o, ts_type=0) for o in range(3)])
+    assert got == {("a", 0): [(o, b"k%d" % o, b"v%d" % o, 1000 + o, -1) for o in range(3)]}
+
+    got, _ = _grouped([_msg("a", 0, 0, ts_type=1), _msg("a", 0, 1, ts_type=2),
+                       _msg("a", 0, 2, ts_type=0), _msg("b", 0, 3, ts_type=2)])
+    assert got == {("a", 0): [(0, b"k0", b"v0", 1000, 0), (1, b"k1", b"v1", 1001, 1),
+                              (2, b"k2", b"v2", 1002, -1)],
+                   ("b", 0): [(3, b"k3", b"v3", 1003, 1)]}

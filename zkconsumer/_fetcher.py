@@ -468,6 +468,11 @@ class KafkaPythonBackend:
 
 # librdkafka timestamp types (NOT_AVAILABLE, CREATE_TIME, LOG_APPEND_TIME) -> Kafka's.
 _CONFLUENT_TS_TYPE = (-1, 0, 1)
+# librdkafka's RD_KAFKA_TIMESTAMP_NOT_AVAILABLE: also the type of every errored message
+# (rd_kafka_message_timestamp answers it when the message has an error).
+_RD_TS_NOT_AVAILABLE = 0
+_first = itemgetter(0)
+_second = itemgetter(1)
 
 
 class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]]):
@@ -487,9 +492,6 @@ class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]])
     __slots__ = ("keys", "offsets", "partition", "timestamp_types", "timestamps", "topic",
                  "values")
 
-    _first = itemgetter(0)
-    _second = itemgetter(1)
-
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
         self.partition = partition
@@ -499,31 +501,42 @@ class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]])
         self.timestamps: list[int] = []
         self.timestamp_types: list[int] = []
 
-    def add(self, messages: list[Any]) -> None:
+    def add(
+        self, messages: list[Any], stamps: list[tuple[int, int]] | None = None,
+        types: list[int] | int | None = None,
+    ) -> None:
         """Append these ``confluent_kafka.Message`` objects (of this partition, in offset
-        order, without errors). Each column is filled by one ``map`` (C)."""
+        order, without errors). Each column is filled by one ``map`` (C).
+
+        ``stamps`` are their ``timestamp()`` pairs and ``types`` the librdkafka timestamp
+        type of each, or the one type of them all, when the caller has them already.
+        """
         message = type(messages[0])
         self.offsets += map(message.offset, messages)
         self.keys += map(message.key, messages)
         self.values += map(message.value, messages)
-        stamps = list(map(message.timestamp, messages))  # (librdkafka type, timestamp)
-        self.timestamps += map(self._second, stamps)
-        types = list(map(self._first, stamps))
-        if types.count(types[0]) == len(types):  # the usual case: one type per topic
-            self.timestamp_types += repeat(_CONFLUENT_TS_TYPE[types[0]], len(types))
+        if stamps is None:
+            stamps = list(map(message.timestamp, messages))  # (librdkafka type, timestamp)
+        self.timestamps += map(_second, stamps)
+        if types is None:
+            types = list(map(_first, stamps))
+            if types.count(types[0]) == len(types):  # the usual case: one type per topic
+                types = types[0]
+        if isinstance(types, int):
+            self.timestamp_types += repeat(_CONFLUENT_TS_TYPE[types], len(messages))
         else:
             self.timestamp_types += map(_CONFLUENT_TS_TYPE.__getitem__, types)
 
     @classmethod
     def collect(
         cls, into: dict[tuple[str, int], ConfluentRecords], key: tuple[str, int],
-        messages: list[Any],
+        messages: list[Any], stamps: list[tuple[int, int]], types: list[int] | int,
     ) -> None:
         """Add ``messages`` (of partition ``key``) to ``into[key]``, made when missing."""
         records = into.get(key)
         if records is None:
             records = into[key] = cls(*key)
-        records.add(messages)
+        records.add(messages, stamps, types)
 
     def columns(self) -> tuple[str, int, list[int], list[Any], list[Any], list[int], list[int]]:
         """``topic, partition, offsets, keys, values, timestamps, timestamp_types`` (the
@@ -651,26 +664,44 @@ class ConfluentBackend:
 
         In C as far as possible (one ``map`` per field, the run boundaries by comparing the
         keys shifted by one): a Python loop over the messages cost about 150 ns a message.
+        Two shortcuts for the usual case, each checked by counting (C) rather than assumed:
+        when every message has the same timestamp type and it is not NOT_AVAILABLE, none has
+        an error (librdkafka gives an errored message that type), so errors are not looked
+        for; and when every message has the same topic and partition (librdkafka returns a
+        partition's messages in runs, usually longer than one ``consume``), they are one run.
         """
         message = type(messages[0])
-        if any(map(message.error, messages)):
-            good = []
-            for m in messages:
-                if m.error() is None:
-                    good.append(m)
-                else:
-                    self._on_error(m, result)
-            if not good:
-                return
-            messages = good
-        keys = list(zip(map(message.topic, messages), map(message.partition, messages),
-                        strict=True))
-        # Where the key changes: librdkafka returns each partition's messages in runs.
-        cuts = [0, *compress(range(1, len(keys)), map(ne, islice(keys, 1, None), keys)),
-                len(keys)]
+        stamps = list(map(message.timestamp, messages))  # (librdkafka type, timestamp)
+        types = list(map(_first, stamps))
+        kind = types[0]
+        one_kind: int | None = kind if types.count(kind) == len(types) else None
+        if one_kind is None or one_kind == _RD_TS_NOT_AVAILABLE:
+            if _RD_TS_NOT_AVAILABLE in types and any(map(message.error, messages)):
+                good = []
+                for m in messages:
+                    if m.error() is None:
+                        good.append(m)
+                    else:
+                        self._on_error(m, result)
+                if not good:
+                    return
+                messages = good
+                stamps = list(map(message.timestamp, messages))
+                types = list(map(_first, stamps))
+        topics = list(map(message.topic, messages))
+        parts = list(map(message.partition, messages))
+        n = len(messages)
         collect = ConfluentRecords.collect
+        if parts.count(parts[0]) == n and topics.count(topics[0]) == n:
+            collect(batches, (topics[0], parts[0]), messages, stamps,
+                    types if one_kind is None else one_kind)
+            return
+        keys = list(zip(topics, parts, strict=True))
+        # Where the key changes: librdkafka returns each partition's messages in runs.
+        cuts = [0, *compress(range(1, n), map(ne, islice(keys, 1, None), keys)), n]
         for start, end in zip(cuts, islice(cuts, 1, None), strict=False):
-            collect(batches, keys[start], messages[start:end])
+            collect(batches, keys[start], messages[start:end], stamps[start:end],
+                    types[start:end] if one_kind is None else one_kind)
 
     def _on_error(self, m: Any, result: PollResult) -> None:
         from confluent_kafka import KafkaError, KafkaException
