@@ -539,3 +539,55 @@ def test_confluent_poll_one_run_and_the_shortcuts_checks() -> None:
     assert got == {("a", 0): [(0, b"k0", b"v0", 1000, 0), (1, b"k1", b"v1", 1001, 1),
                               (2, b"k2", b"v2", 1002, -1)],
                    ("b", 0): [(3, b"k3", b"v3", 1003, 1)]}
+
+
+class _ScriptedConsumer:
+    """A stand-in for ``confluent_kafka.Consumer`` that returns scripted polls and records
+    where the backend moves partitions to (the real-stack case is in test_bad_input.py)."""
+
+    def __init__(self, polls: list[list[Any]]) -> None:
+        self.polls = polls
+        self.assigned: list[tuple[str, int, int]] = []
+
+    def poll(self, timeout: float) -> Any:
+        return self.polls[0].pop(0) if self.polls and self.polls[0] else None
+
+    def consume(self, num: int, timeout: float) -> list[Any]:
+        return self.polls.pop(0) if self.polls else []
+
+    def incremental_assign(self, tps: list[Any]) -> None:
+        self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in tps]
+
+    def incremental_unassign(self, tps: list[Any]) -> None:
+        pass
+
+    def resume(self, tps: list[Any]) -> None:
+        pass
+
+
+def test_confluent_corrupt_batch_is_skipped_one_offset_per_round() -> None:
+    from confluent_kafka import KafkaError
+
+    from zkconsumer._fetcher import ConfluentBackend
+
+    bad = KafkaError(KafkaError._BAD_MSG)
+    tp = TopicPartition("a", 0)
+    backend = ConfluentBackend.__new__(ConfluentBackend)
+    backend._assigned = {tp}
+    backend._consumer_id = "test"
+    backend._skipped = {}
+    # librdkafka reports the batch at 5 three times (fetched again from 6, then 7), then
+    # hands out 8 and the error of a later corrupt batch at 20 in the same poll.
+    consumer = _ScriptedConsumer([
+        [_msg("a", 0, 4), _msg("a", 0, 5, err=bad)],
+        [_msg("a", 0, 5, err=bad)],
+        [_msg("a", 0, 5, err=bad)],
+        [_msg("a", 0, 20, err=bad), _msg("a", 0, 21)],
+    ])
+    backend._consumer = consumer
+    corrupt = []
+    for _ in range(4):
+        result = backend.poll(0)
+        corrupt.append({k: v[:2] for k, v in result.corrupt.items()})
+    assert corrupt == [{tp: (5, 6)}, {tp: (6, 7)}, {tp: (7, 8)}, {tp: (20, 21)}]
+    assert consumer.assigned == [("a", 0, 6), ("a", 0, 7), ("a", 0, 8)]  # none for 20

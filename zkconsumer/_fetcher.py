@@ -24,12 +24,13 @@ The legacy design (``ConsumerFetcherManager``), kept:
   per ``auto.offset.reset`` (WARNING naming the partition, the old and the new offset); so does
   a fetched offset of :data:`INVALID_OFFSET` (no committed offset; logged at INFO). An offset
   below -1 is out of range (below every log start) without asking the broker.
-- Corrupt data (a record batch failing its CRC check, with kafka-python): a logged skip. The
-  fetcher seeks past it, logs an ERROR naming the partition and the offset, and fetches on;
-  the corrupt message is never delivered, and the consumed (committed) offset passes it once
-  the next message is handed out. Retrying could never succeed (the broker stores the bytes
-  as they are) and would stall the partition for good. librdkafka (``fetch.backend=confluent``)
-  checks no CRC by default (``check.crcs=false``): it hands such a record out as it is.
+- Corrupt data (a record batch failing its CRC check; librdkafka checks with ``check.crcs``,
+  which the confluent backend sets): a logged skip. The backend moves the partition past it,
+  one offset per round (a corrupt batch's length is not to be trusted), the fetcher logs an
+  ERROR naming the partition and the offset, and fetches on; the corrupt message is never
+  delivered, and the consumed (committed) offset passes it once the next message is handed
+  out. Retrying could never succeed (the broker stores the bytes as they are) and would stall
+  the partition for good.
 
 What differs: fetching goes through a client library's public API, never hand-written protocol.
 Two backends implement :class:`FetchBackend`, so the thread code is shared:
@@ -190,6 +191,9 @@ def confluent_conf(
         "queued.max.messages.kbytes": max(16384, 2 * fetch_max // 1024),
         # When that queue is full, look again soon (librdkafka's default waits a second).
         "fetch.queue.backoff.ms": 10,
+        # A batch failing its CRC is then an error (skipped, see ConfluentBackend), not
+        # handed out as it is: both backends treat corrupt data alike.
+        "check.crcs": True,
         "logger": logging.getLogger("zkconsumer.fetcher.librdkafka"),
     }
     for key, value in config.kafka_client_kwargs().items():
@@ -586,12 +590,16 @@ class ConfluentBackend:
         self._consumer = Consumer(confluent_conf(config, bootstrap, consumer_id))
         self._consumer_id = consumer_id
         self._assigned: set[TopicPartition] = set()
+        # Partition -> the offset this backend last moved it to past corrupt data.
+        self._skipped: dict[TopicPartition, int] = {}
 
     def add(self, positions: Mapping[TopicPartition, int]) -> None:
         from confluent_kafka import TopicPartition as CTP
 
         if not positions:
             return
+        for tp in positions:
+            self._skipped.pop(tp, None)
         again = [CTP(t, p) for t, p in positions if (t, p) in self._assigned]
         if again:
             # A re-seek: unassigning drops what librdkafka prefetched from the old position.
@@ -613,6 +621,8 @@ class ConfluentBackend:
             return
         self._consumer.incremental_unassign([CTP(t, p) for t, p in sorted(gone)])
         self._assigned -= gone
+        for tp in gone:
+            self._skipped.pop(tp, None)
 
     def pause(self, tps: Collection[TopicPartition]) -> None:
         from confluent_kafka import TopicPartition as CTP
@@ -654,7 +664,27 @@ class ConfluentBackend:
             if not messages:
                 break
         result.batches = [(TopicPartition(t, p), recs) for (t, p), recs in batches.items()]
+        if result.corrupt:
+            self._skip_corrupt(result)
         return result
+
+    def _skip_corrupt(self, result: PollResult) -> None:
+        """Move each partition with corrupt data past it (librdkafka reports the batch failing
+        its CRC check, then fetches it again and again). Its base offset is the one reported,
+        or, when librdkafka reports the same batch again (fetched from inside it), the offset
+        this backend moved to last time: a corrupt batch of several records takes one round
+        per record, each logged, as with kafka-python. Not when this poll gave messages of
+        the partition after it: librdkafka went on by itself (the loss is still logged)."""
+        for tp, (offset, _, error) in list(result.corrupt.items()):
+            offset = max(offset, self._skipped.get(tp, -1))
+            batch = next((recs for got, recs in result.batches if got == tp), None)
+            after = [m.offset for m in batch if m.offset > offset] if batch is not None else []
+            if after:
+                result.corrupt[tp] = (offset, after[0], error)  # still lost: logged
+                continue
+            result.corrupt[tp] = (offset, offset + 1, error)
+            self.add({tp: offset + 1})
+            self._skipped[tp] = offset + 1
 
     def _group(
         self, messages: list[Any], batches: dict[tuple[str, int], ConfluentRecords],
@@ -715,6 +745,9 @@ class ConfluentBackend:
         out_of_range = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
         if tp is not None and code in out_of_range:
             result.out_of_range[tp] = m.offset() if m.offset() is not None else -1
+        elif (tp is not None and code == KafkaError._BAD_MSG and tp in self._assigned
+              and m.offset() is not None and m.offset() >= 0):
+            result.corrupt[tp] = (m.offset(), m.offset() + 1, KafkaException(err))
         elif err.fatal():
             raise KafkaException(err)
         elif tp is not None and tp in self._assigned:

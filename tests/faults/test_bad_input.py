@@ -176,9 +176,10 @@ def test_topic_deleted_while_consumed(stack, zk, names, topic_factory, fault_run
         doomed_load.close()
 
 
-def _produce_with_bad_crc(bootstrap: str, topic: str) -> None:
-    """Partition 0: ok-0, a batch whose CRC does not match (offset 1), ok-2..ok-9.
-    Partition 1: ten good messages. The broker (Tansu) stores the bad batch as it is."""
+def _produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
+    """Partition 0: ok-0, then one batch of ``bad`` records whose CRC does not match (offsets
+    1 to ``bad``), then eight good messages. Partition 1: ten good messages. The broker (Tansu)
+    stores the bad batch as it is."""
     import kafka.record.default_records as records
     from kafka import KafkaProducer
 
@@ -188,10 +189,17 @@ def _produce_with_bad_crc(bootstrap: str, topic: str) -> None:
         crc = records.calc_crc32c
         records.calc_crc32c = lambda data: crc(data) ^ 1  # type: ignore[assignment]
         try:
-            producer.send(topic, b"corrupt", partition=0).get(10)
+            # One batch: a producer that waits long enough to put them all in it.
+            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1)
+            try:
+                sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
+                batcher.flush(10)
+                assert [f.get(10).offset for f in sent] == list(range(1, bad + 1))
+            finally:
+                batcher.close()
         finally:
             records.calc_crc32c = crc  # type: ignore[assignment]
-        for i in range(2, 10):
+        for i in range(bad + 1, bad + 9):
             producer.send(topic, f"ok-{i}".encode(), partition=0).get(10)
         for i in range(10):
             producer.send(topic, f"p1-{i}".encode(), partition=1).get(10)
@@ -199,27 +207,31 @@ def _produce_with_bad_crc(bootstrap: str, topic: str) -> None:
         producer.close()
 
 
-def test_record_with_a_bad_crc(stack, names, topic_factory, fault_run, report) -> None:
+@pytest.mark.parametrize(("backend", "bad"), [("kafka-python", 1), ("confluent", 1),
+                                              ("kafka-python", 3), ("confluent", 3)])
+def test_record_with_a_bad_crc(stack, names, topic_factory, fault_run, report, backend,
+                               bad) -> None:
     topic = topic_factory(names.topic, 2)
     run = fault_run(stack, topic, 2)
-    _produce_with_bad_crc(stack.bootstrap, topic)
+    _produce_with_bad_crc(stack.bootstrap, topic, bad)
+    good = [(topic, 0, 0), *[(topic, 0, o) for o in range(bad + 1, bad + 9)]]
     # A member process: a fetcher thread that never stops must not outlive the test.
-    m = run.add_process(num_consumer_fetchers=1)
+    m = run.add_process(num_consumer_fetchers=1, fetch_backend=backend)
     try:
         # The other partition is not held back (alone, it takes a second).
         run.wait_consumed(10, [(topic, 1, o) for o in range(10)])
-        # The corrupt record is a clear error to the iterating thread or a logged skip,
-        # naming the partition and the offset; the records after it are consumed either way.
-        run.wait_consumed(10, [(topic, 0, o) for o in (0, *range(2, 10))])
-        said = [line for line in m.stderr().splitlines() if f"{topic}:0" in line or (
-            "partition=0" in line and topic in line)]
-        assert any("offset 1" in line for line in said), m.stderr()[-3000:]
-        assert (topic, 0, 1) not in run.collector.seen()
+        # The corrupt records are logged skips, naming the partition and each offset; the
+        # records after them are consumed, and none of them is handed out.
+        run.wait_consumed(10, good)
+        said = [line for line in m.stderr().splitlines()
+                if "corrupt data" in line and f"{topic}:0" in line]
+        for offset in range(1, bad + 1):
+            assert any(f"at offset {offset} " in line for line in said), m.stderr()[-3000:]
+        assert not {(topic, 0, o) for o in range(1, bad + 1)} & run.collector.seen()
         assert m.alive
     finally:
         m.kill()  # a stuck fetcher thread would make a clean shutdown wait for it
-    report(run.verify(expected=[(topic, p, o) for p in (0, 1) for o in range(10)
-                                if (p, o) != (0, 1)]))
+    report(run.verify(expected=[*good, *[(topic, 1, o) for o in range(10)]]))
 
 
 def test_decoder_that_raises(stack, zk, names, topic_factory) -> None:
