@@ -9,16 +9,17 @@ clients poll in one thread. zkconsumer runs, on each backend:
 - ``zkconsumer_<backend>_1stream``: one stream over the 4 partitions, drained by one thread
   (no GIL contention between draining threads), reported beside it.
 
-A round runs every client once, one after the other, raw client first; ``--rounds`` rounds
-(default 3) run in one process. A ratio is zkconsumer's rate over the raw client's in the same
-round; the JSON gives the per-round rates and ratios and their medians, and ``goal_met`` uses
-the median ratios of the 4-stream runs. The machine is shared and the rates are noisy, which
-is why the ratio compares neighbouring runs.
+A round runs every client once, one after the other, raw client first, each after a full
+garbage collection; ``--rounds`` rounds (default 3) run in one process. A ratio is
+zkconsumer's rate over the raw client's in the same round; the JSON gives the per-round rates
+and ratios and their medians, and ``goal_met`` uses the median ratios of the 4-stream runs.
+The machine is shared and the rates are noisy, which is why the ratio compares neighbouring runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import threading
 import time
@@ -164,6 +165,9 @@ def bench_throughput(args: argparse.Namespace) -> None:
         for round_no in range(1, args.rounds + 1):
             for name, fn in clients:
                 progress(f"round {round_no}/{args.rounds}: running {name}")
+                # Each run starts on a collected heap: none pays for the garbage of the run
+                # before it (a raw confluent run leaves enough for a full collection).
+                gc.collect()
                 runs[name].append(round(fn()))
                 progress(f"{name}: {runs[name][-1]} msgs/s")
     ratios: dict[str, list[float]] = {}
