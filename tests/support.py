@@ -161,3 +161,34 @@ def produce_bulk(bootstrap: str, topic: str, partition: int, payload: bytes, cou
     remaining = producer.flush(60)
     if remaining:
         raise AssertionError(f"{remaining} messages not delivered to {topic}")
+
+
+def produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
+    """Partition 0: ok-0, then one batch of ``bad`` records whose CRC does not match (offsets
+    1 to ``bad``), then eight good messages. Partition 1: ten good messages. The broker (Tansu)
+    stores the bad batch as it is."""
+    import kafka.record.default_records as records
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+    try:
+        producer.send(topic, b"ok-0", partition=0).get(10)
+        crc = records.calc_crc32c
+        records.calc_crc32c = lambda data: crc(data) ^ 1  # type: ignore[assignment]
+        try:
+            # One batch: a producer that waits long enough to put them all in it.
+            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1)
+            try:
+                sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
+                batcher.flush(10)
+                assert [f.get(10).offset for f in sent] == list(range(1, bad + 1))
+            finally:
+                batcher.close()
+        finally:
+            records.calc_crc32c = crc  # type: ignore[assignment]
+        for i in range(bad + 1, bad + 9):
+            producer.send(topic, f"ok-{i}".encode(), partition=0).get(10)
+        for i in range(10):
+            producer.send(topic, f"p1-{i}".encode(), partition=1).get(10)
+    finally:
+        producer.close()

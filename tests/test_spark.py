@@ -23,15 +23,24 @@ from kazoo.client import KazooClient
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from tests.support import StackInfo, group_owners, owners_settled, produce, wait_until
-from zkconsumer import ConsumerTimeoutException, create_consumer_connector
+from tests.support import (
+    StackInfo,
+    group_owners,
+    owners_settled,
+    produce,
+    produce_with_bad_crc,
+    wait_until,
+)
+from zkconsumer import ConsumerTimeoutException, ZkConsumerError, create_consumer_connector
 from zkconsumer import _zkpaths as zp
 from zkconsumer._offsets import ZkOffsetStore
 from zkconsumer._types import TopicPartition
 from zkconsumer.spark import (
+    OffsetRange,
     ZkConsumerSourceError,
     parse_options,
     rate_limit,
+    read_range,
     register,
 )
 
@@ -430,3 +439,24 @@ def test_parse_options_keeps_legacy_keys_and_forces_per_batch_commits() -> None:
         with pytest.raises(ZkConsumerSourceError, match="^zkconsumer source: ") as info:
             parse_options(props)
         assert message in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["kafka-python", "confluent"])
+def test_corrupt_data_fails_the_read_naming_partition_and_offset(
+    stack: StackInfo, names: Any, topic_factory: Any, backend: str
+) -> None:
+    """Executor side, without Spark: a range over a batch that fails its CRC check is a clear
+    error (never rows silently missing); ranges before and after it read as usual."""
+    topic = topic_factory(names.topic, 2)
+    produce_with_bad_crc(stack.bootstrap, topic, 1)  # partition 0: 0, corrupt 1, then 2..9
+    props = (("zookeeper.connect", stack.zookeeper), ("group.id", names.group),
+             ("fetch.backend", backend))
+
+    def offsets(start: int, end: int) -> list[int]:
+        rng = OffsetRange(topic, 0, start, end, (stack.bootstrap,), props, True)
+        return [o for batch in read_range(rng) for o in batch.column("offset").to_pylist()]
+
+    assert offsets(0, 1) == [0]
+    with pytest.raises(ZkConsumerError, match=rf"corrupt data in {topic}:0 at offset 1 "):
+        offsets(0, 10)
+    assert offsets(2, 10) == list(range(2, 10))

@@ -53,6 +53,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -543,6 +544,15 @@ def _to_batch(
     )
 
 
+def _corrupt(rng: OffsetRange, at: int, detail: object) -> ZkConsumerError:
+    # Never skipped here: a batch's rows would silently lack the message. The broker keeps
+    # the bytes as they are, so a retried task fails the same way.
+    return ZkConsumerError(
+        f"zkconsumer source: corrupt data in {rng.topic}:{rng.partition} at offset {at} "
+        f"(a record batch failed its CRC check): {detail}"
+    )
+
+
 def _data_loss(rng: OffsetRange, at: int, earliest: int | None) -> ZkConsumerError:
     where = f"earliest available is {earliest}" if earliest is not None else "out of range"
     return ZkConsumerError(
@@ -582,7 +592,7 @@ def _drop_client(key: tuple[Any, ...]) -> None:
 def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
-    from kafka.errors import OffsetOutOfRangeError
+    from kafka.errors import CorruptRecordError, OffsetOutOfRangeError
 
     from ._fetcher import kafka_python_kwargs
 
@@ -604,7 +614,11 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
         stamps: list[int | None] = []
         while position < rng.end:
             try:
-                fetched = consumer.poll(timeout_ms=500, max_records=ARROW_BATCH_ROWS)
+                # No more than the range needs: kafka-python parses a response's batches as
+                # it hands records out, so a corrupt batch past the range is never reached.
+                fetched = consumer.poll(
+                    timeout_ms=500, max_records=min(ARROW_BATCH_ROWS, rng.end - position)
+                )
             except OffsetOutOfRangeError:
                 earliest = int(consumer.beginning_offsets([ktp])[ktp])
                 if rng.fail_on_data_loss or earliest <= position:
@@ -614,6 +628,9 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                 position = earliest
                 consumer.seek(ktp, position)
                 continue
+            except CorruptRecordError as e:
+                at = re.search(r"at offset (\d+)", str(e))
+                raise _corrupt(rng, int(at.group(1)) if at else position, e) from e
             records = fetched.get(ktp, ())
             for r in records:
                 if r.offset >= rng.end:
@@ -717,6 +734,10 @@ def _confluent_errors(
             good.append(m)
         elif err.code() == KafkaError._PARTITION_EOF:
             continue
+        elif err.code() == KafkaError._BAD_MSG:  # check.crcs: a batch failed its CRC check
+            if m.offset() >= rng.end:
+                continue  # past the range: what comes before it is all the range has
+            raise _corrupt(rng, max(position, m.offset()), err.str())
         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
             low, _ = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
             if rng.fail_on_data_loss or low <= position:

@@ -9,7 +9,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.faults.harness import TP, Workload, wait_until
-from tests.support import group_owners, produce
+from tests.support import group_owners, produce, produce_with_bad_crc
 from zkconsumer import (
     ConsumerConfig,
     MessageDecodeError,
@@ -176,44 +176,13 @@ def test_topic_deleted_while_consumed(stack, zk, names, topic_factory, fault_run
         doomed_load.close()
 
 
-def _produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
-    """Partition 0: ok-0, then one batch of ``bad`` records whose CRC does not match (offsets
-    1 to ``bad``), then eight good messages. Partition 1: ten good messages. The broker (Tansu)
-    stores the bad batch as it is."""
-    import kafka.record.default_records as records
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
-    try:
-        producer.send(topic, b"ok-0", partition=0).get(10)
-        crc = records.calc_crc32c
-        records.calc_crc32c = lambda data: crc(data) ^ 1  # type: ignore[assignment]
-        try:
-            # One batch: a producer that waits long enough to put them all in it.
-            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1)
-            try:
-                sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
-                batcher.flush(10)
-                assert [f.get(10).offset for f in sent] == list(range(1, bad + 1))
-            finally:
-                batcher.close()
-        finally:
-            records.calc_crc32c = crc  # type: ignore[assignment]
-        for i in range(bad + 1, bad + 9):
-            producer.send(topic, f"ok-{i}".encode(), partition=0).get(10)
-        for i in range(10):
-            producer.send(topic, f"p1-{i}".encode(), partition=1).get(10)
-    finally:
-        producer.close()
-
-
 @pytest.mark.parametrize(("backend", "bad"), [("kafka-python", 1), ("confluent", 1),
                                               ("kafka-python", 3), ("confluent", 3)])
 def test_record_with_a_bad_crc(stack, names, topic_factory, fault_run, report, backend,
                                bad) -> None:
     topic = topic_factory(names.topic, 2)
     run = fault_run(stack, topic, 2)
-    _produce_with_bad_crc(stack.bootstrap, topic, bad)
+    produce_with_bad_crc(stack.bootstrap, topic, bad)
     good = [(topic, 0, 0), *[(topic, 0, o) for o in range(bad + 1, bad + 9)]]
     # A member process: a fetcher thread that never stops must not outlive the test.
     m = run.add_process(num_consumer_fetchers=1, fetch_backend=backend)
