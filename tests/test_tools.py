@@ -7,6 +7,7 @@ nothing was written to ZooKeeper.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -660,3 +661,22 @@ def test_console_consumer_sigterm_deletes_its_group(
     assert proc.stderr is not None
     assert proc.stderr.read().splitlines()[-1] == "Processed a total of 1 message"
     assert zk.exists(zp.group_dir(group)) is None
+
+
+def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
+    zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from zkconsumer import _admin
+    from zkconsumer._types import TopicPartition
+
+    g, t = names("junk"), names("tj")
+    seed(zk, g, {(t, 0): 5})
+    zk.create(zp.offset_path(g, t, 1), b"junk", makepath=True)
+    zk.create(zp.owner_path(g, t, 0), b"c1-0", makepath=True)
+    zk.create(zp.owner_path(g, t, 1), b"  ", makepath=True)
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.admin"):
+        assert _admin._read_offsets(zk, g) == {TopicPartition(t, 0): 5}
+        assert _admin._read_owners(zk, g) == {TopicPartition(t, 0): "c1-0"}
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(zp.offset_path(g, t, 1) in m for m in warned), warned
+    assert any(zp.owner_path(g, t, 1) in m for m in warned), warned

@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
@@ -94,6 +94,8 @@ __all__ = [
     "security_settings",
     "verify_rebalance",
 ]
+
+_T = TypeVar("_T")
 
 log = logging.getLogger("zkconsumer.admin")
 
@@ -661,26 +663,26 @@ def _read_partition_values(
     return {tp: raw for tp, path in sorted(paths.items()) if (raw := data[path]) is not None}
 
 
-def _read_offsets(zk: KazooClient, group: str) -> dict[TopicPartition, int]:
-    out: dict[TopicPartition, int] = {}
-    for tp, raw in _read_partition_values(zk, "offsets", group).items():
-        path = zp.offset_path(group, tp.topic, tp.partition)
+def _read_decoded(
+    zk: KazooClient, group: str, kind: Literal["offsets", "owners"],
+    decode: Callable[[bytes, str], _T], path_of: Callable[[str, str, int], str],
+) -> dict[TopicPartition, _T]:
+    """The group's ``kind`` znodes, decoded; one that does not decode is logged and left out."""
+    out: dict[TopicPartition, _T] = {}
+    for tp, raw in _read_partition_values(zk, kind, group).items():
         try:
-            out[tp] = zp.decode_offset(raw, path)
+            out[tp] = decode(raw, path_of(group, tp.topic, tp.partition))
         except ZkDataError as e:
             log.warning("ignoring %s", e)
     return out
+
+
+def _read_offsets(zk: KazooClient, group: str) -> dict[TopicPartition, int]:
+    return _read_decoded(zk, group, "offsets", zp.decode_offset, zp.offset_path)
 
 
 def _read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
-    out: dict[TopicPartition, str] = {}
-    for tp, raw in _read_partition_values(zk, "owners", group).items():
-        path = zp.owner_path(group, tp.topic, tp.partition)
-        try:
-            out[tp] = zp.decode_owner(raw, path)
-        except ZkDataError as e:
-            log.warning("ignoring %s", e)
-    return out
+    return _read_decoded(zk, group, "owners", zp.decode_owner, zp.owner_path)
 
 
 # --------------------------------------------------------------------------------------
