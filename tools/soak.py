@@ -1,14 +1,15 @@
 """A bounded soak run: a group of member processes under random faults, invariants checked.
 
     tools/soak [--seconds 300] [--members 4] [--partitions 8] [--rate 200] [--seed N]
-               [--faults kill,kill2,expire,join] [--output bench-results/soak.json]
+               [--faults kill,kill2,expire,join] [--backend kafka-python|confluent]
+               [--output bench-results/soak.json]
 
 A topic of ``--partitions`` partitions gets ``--rate`` messages a second while ``--members``
 member processes (``python -m tests.faults.harness member``) consume it. Every few seconds
 one fault, picked at random (seeded): a member SIGKILLed and restarted, two members
 SIGKILLed at once and restarted, a member's ZooKeeper session expired, or a fifth member
 joining (and, next time, leaving). The first two faults are always an expiry and a kill, so
-even a short run has both.
+even a short run has both. Members fetch with ``--backend`` (``fetch.backend``).
 
 At the end production stops, the group must consume everything, every member shuts down
 cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
@@ -74,8 +75,9 @@ def progress(msg: str) -> None:
 class Soak:
     """The run's state: the FaultRun, the faults done, the joiner (if any)."""
 
-    def __init__(self, run: FaultRun, members: int, rng: random.Random) -> None:
+    def __init__(self, run: FaultRun, members: int, rng: random.Random, backend: str) -> None:
         self.run = run
+        self.backend = backend
         self.rng = rng
         self.members = members
         self.faults: Counter[str] = Counter()
@@ -98,7 +100,7 @@ class Soak:
         return [p for p in self.run.processes if p.alive and p is not self.joiner]
 
     def add(self) -> ProcessMember:
-        return self.run.add_process(self._name())
+        return self.run.add_process(self._name(), fetch_backend=self.backend)
 
     def kill(self, n: int = 1) -> None:
         victims = self.rng.sample(self.alive(), min(n, len(self.alive())))
@@ -155,7 +157,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
     topic = make_topic(bootstrap, zk, f"soak-{suffix}", args.partitions)
     run = FaultRun("soak", zookeeper, bootstrap, f"soak-{suffix}", topic, args.partitions,
                    log_dir)
-    s = Soak(run, args.members, rng)
+    s = Soak(run, args.members, rng, args.backend)
     checks: dict[str, bool] = {}
     problems: list[str] = []
     try:
@@ -163,7 +165,8 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         run.workload.start(rate_per_s=args.rate)
         for _ in range(args.members):
             s.add()
-        progress(f"{args.members} members consuming {topic}; faults for {args.seconds} s")
+        progress(f"{args.members} members consuming {topic} ({args.backend}); faults for "
+                 f"{args.seconds} s")
         deadline = time.monotonic() + args.seconds
         load_from_ns = now_ns()
         kinds = {k: w for k, w in FAULT_WEIGHTS.items() if k in args.faults}
@@ -222,6 +225,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
             "partitions": args.partitions,
             "rate_per_s": args.rate,
             "seed": args.seed,
+            "fetch_backend": args.backend,
             "fault_kinds": args.faults,
             "faults": dict(sorted(s.faults.items())),
             "messages": report.expected,
@@ -255,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=RESULTS / "soak.json")
     ap.add_argument("--faults", default=",".join(FAULT_WEIGHTS),
                     help=f"comma-separated fault kinds (default: all of {','.join(FAULT_WEIGHTS)})")
+    ap.add_argument("--backend", choices=("kafka-python", "confluent"), default="kafka-python",
+                    help="the members' fetch.backend (default: kafka-python)")
     args = ap.parse_args(argv)
     args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = sorted(set(args.faults) - set(FAULT_WEIGHTS))
