@@ -591,3 +591,16 @@ def test_confluent_corrupt_batch_is_skipped_one_offset_per_round() -> None:
         corrupt.append({k: v[:2] for k, v in result.corrupt.items()})
     assert corrupt == [{tp: (5, 6)}, {tp: (6, 7)}, {tp: (7, 8)}, {tp: (20, 21)}]
     assert consumer.assigned == [("a", 0, 6), ("a", 0, 7), ("a", 0, 8)]  # none for 20
+
+
+def test_a_metadata_refresh_cancelled_by_a_close_is_not_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from kafka.errors import Cancelled, KafkaConnectionError
+
+    cluster = logging.getLogger("kafka.cluster")  # what kafka-python logs it to
+    with caplog.at_level(logging.WARNING):
+        cluster.error("Metadata refresh: failed %s", Cancelled())
+        cluster.error("Metadata refresh: failed %s", KafkaConnectionError("reset"))
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset")]

@@ -102,6 +102,23 @@ MAX_IDLE_BACKENDS = 4
 _tuple_new = tuple.__new__
 
 
+class _DeliberateCloseFilter(logging.Filter):
+    """kafka-python (3.0) logs ``Metadata refresh: failed Cancelled`` at ERROR when a client
+    closes with a metadata request in flight, which every clean shutdown can do: a deliberate
+    close (``Cancelled`` is what a connection closed without an error fails its requests
+    with), not a failure. Such records are demoted to DEBUG; every other one passes as it is.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "Metadata refresh: failed %s" and isinstance(record.args, tuple) \
+                and record.args and type(record.args[0]).__name__ == "Cancelled":
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+logging.getLogger("kafka.cluster").addFilter(_DeliberateCloseFilter())
+
+
 # -- small helpers ---------------------------------------------------------------------------
 
 
