@@ -875,45 +875,41 @@ class OwnershipSampler(threading.Thread):
                 out[c] = int(stat.ephemeralOwner)
         return out
 
-    def _owners(self) -> dict[TopicPartition, tuple[bytes, int]]:
+    def _partition_znodes(
+        self, dir_of: Callable[[str, str], str], path_of: Callable[[str, str, int], str],
+    ) -> dict[TopicPartition, tuple[bytes | None, Any]]:
+        """Every ``/consumers/G/<kind>/T/P`` znode of the watched topics: (data, stat), read
+        in one pipelined round; one that vanished meanwhile is left out."""
         zk = self._zk
         futures = []
         for topic in self.topics:
             try:
-                children = zk.get_children(zp.owners_topic_dir(self.group, topic))
+                children = zk.get_children(dir_of(self.group, topic))
             except NoNodeError:
                 continue
             for p in children:
                 if p.isdigit():
                     futures.append((TP(topic, int(p)),
-                                    zk.get_async(zp.owner_path(self.group, topic, int(p)))))
+                                    zk.get_async(path_of(self.group, topic, int(p)))))
         out = {}
         for tp, f in futures:
             try:
-                data, stat = f.get(timeout=10)
+                out[tp] = f.get(timeout=10)
             except NoNodeError:
                 continue
-            out[tp] = (data or b"", int(stat.ephemeralOwner))
         return out
 
+    def _owners(self) -> dict[TopicPartition, tuple[bytes, int]]:
+        return {tp: (data or b"", int(stat.ephemeralOwner)) for tp, (data, stat) in
+                self._partition_znodes(zp.owners_topic_dir, zp.owner_path).items()}
+
     def _offsets(self) -> dict[TopicPartition, int]:
-        zk = self._zk
-        futures = []
-        for topic in self.topics:
-            try:
-                children = zk.get_children(zp.offsets_topic_dir(self.group, topic))
-            except NoNodeError:
-                continue
-            for p in children:
-                if p.isdigit():
-                    futures.append((TP(topic, int(p)),
-                                    zk.get_async(zp.offset_path(self.group, topic, int(p)))))
         out = {}
-        for tp, f in futures:
+        for tp, (data, _) in self._partition_znodes(zp.offsets_topic_dir,
+                                                     zp.offset_path).items():
             try:
-                data, _ = f.get(timeout=10)
                 out[tp] = zp.decode_offset(data)
-            except (NoNodeError, ZkDataError):
+            except ZkDataError:
                 continue
         return out
 
