@@ -1,7 +1,13 @@
-"""ZooKeeper authentication and ACLs: what the connector creates, others cannot tamper with."""
+"""ZooKeeper authentication and ACLs: what the connector and the bridge create, others cannot
+tamper with."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -10,9 +16,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
 
-from tests.support import NullFetcher, group_owners, started_zk, wait_until
+from tests.support import NullFetcher, create_topic, group_owners, started_zk, wait_until
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
+from zkconsumer._admin import ACL_ENV, AUTH_ENV
+from zkconsumer._bridge import Bridge
 from zkconsumer._connector import check_kazoo_login, kazoo_security_kwargs
 from zkconsumer._stack import LocalStack, free_port
 
@@ -187,3 +195,89 @@ def test_sasl_login_refused_by_a_server_without_sasl(stack, names) -> None:
     finally:
         client.stop()
         client.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The bridge on a secured ZooKeeper: logs in and protects what it registers, as a secured
+# ZooKeeper-mode broker did (zookeeper.set.acl).
+
+def _bridge_env(password: str = SASL_PASSWORD) -> dict[str, str]:
+    return {AUTH_ENV: f"sasl:{SASL_USER}:{password}",
+            ACL_ENV: f"sasl:{SASL_USER}:cdrwa,world:anyone:r"}
+
+
+def test_bridge_logs_in_and_protects_its_registrations(
+    stack, sasl_zookeeper, anonymous_zk, names
+) -> None:
+    # A chroot of its own: the bridge creates /brokers and /brokers/ids there, with its ACL
+    # (deleting a znode is the parent's ACL's say; a /brokers/ids someone else made open
+    # stays open, as with ZooKeeper-mode brokers).
+    root = f"/secured-{names.suffix}"
+    anonymous_zk.create(root)
+    chrooted = f"{sasl_zookeeper}{root}"
+    topic = names.topic
+    create_topic(stack.bootstrap, topic, 2)
+    bridge = Bridge(chrooted, stack.bootstrap, interval_s=0.2, environ=_bridge_env())
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            bridge.run()
+        except BaseException as e:  # noqa: BLE001 - reported by the assertions below
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name="secured-bridge", daemon=True)
+    thread.start()
+    with started_zk(chrooted) as zk:  # no login
+        try:
+            state = zp.partition_state_path(topic, 1)
+            wait_until(lambda: failed or zk.exists(state), 30, "the topic registered")
+            assert not failed, failed
+            [broker] = zk.get_children(zp.BROKER_IDS)
+            registered = zp.broker_path(int(broker))
+            assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(topic))[0])
+            assert sorted(assignment.partitions) == [0, 1]  # world-readable
+            for path in (zp.BROKER_IDS, registered, zp.topic_path(topic), state):
+                acls, _ = zk.get_acls(path)
+                assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
+                    ("sasl", SASL_USER, 31), ("world", "anyone", 1)}, path
+            # no login: it can neither take the broker's place nor rewrite its topic
+            with pytest.raises(NoAuthError):
+                zk.delete(registered)
+            with pytest.raises(NoAuthError):
+                zk.create(zp.broker_path(int(broker) + 1), b"{}")
+            with pytest.raises(NoAuthError):
+                zk.set(zp.topic_path(topic), b"{}")
+            with pytest.raises(NoAuthError):
+                zk.set(state, b"{}")
+        finally:
+            bridge.stop()
+            thread.join(15)
+        assert not thread.is_alive()
+        assert not failed, failed
+        assert zk.exists(registered) is None  # a clean stop deregisters (with its login)
+
+
+def test_bridge_with_a_refused_login_stops_with_one_line(stack, sasl_zookeeper, names) -> None:
+    wrong = "not-the-secret"
+    env = {**os.environ, **_bridge_env(wrong)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper", sasl_zookeeper,
+         "--bootstrap-server", stack.bootstrap, "--connect-timeout", "10"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"zkconsumer bridge: SASL login as 'zkc' .*refused.*", last), last
+    assert "Traceback" not in proc.stderr
+    assert wrong not in proc.stderr
+
+
+def test_bridge_reports_bad_settings_and_no_zookeeper(stack) -> None:
+    bad = Bridge(stack.zookeeper, stack.bootstrap, environ={AUTH_ENV: "digest:user"})
+    with pytest.raises(ZkConsumerError, match=f"{AUTH_ENV}: .*not digest:user:password"):
+        bad.run()
+    nowhere = Bridge(f"127.0.0.1:{free_port()}", stack.bootstrap, connect_timeout_s=1.0,
+                     environ={})
+    with pytest.raises(ZkConsumerError, match="cannot connect to ZooKeeper at .* within 1 s"):
+        nowhere.run()

@@ -442,12 +442,13 @@ def security_settings(environ: Mapping[str, str] | None = None) -> dict[str, str
     return out
 
 
-def _security_config(
+def security_config(
     zookeeper: str, timeout_s: float, environ: Mapping[str, str] | None
 ) -> ConsumerConfig | None:
-    """The ConsumerConfig whose zookeeper.auth/acl the tools' client uses (None: neither
-    variable set), with ``zookeeper.connect`` and the timeout of this connection so that
-    :func:`~zkconsumer._connector.check_kazoo_login` waits and reports as it should."""
+    """The ConsumerConfig whose zookeeper.auth/acl the tools' (and the bridge's) client uses
+    (None: neither variable set), with ``zookeeper.connect`` and the timeout of this
+    connection so that :func:`~zkconsumer._connector.check_kazoo_login` waits and reports as
+    it should."""
     security = security_settings(environ)
     if not security:
         return None
@@ -492,7 +493,7 @@ def connect(
     """
     if not zookeeper or not zookeeper.strip():
         raise AdminError("--zookeeper is empty")
-    config = _security_config(zookeeper.strip(), timeout_s, environ)
+    config = security_config(zookeeper.strip(), timeout_s, environ)
     security: dict[str, Any] = {}
     if config is not None:
         from ._connector import kazoo_security_kwargs  # late: see _check_login

@@ -17,6 +17,13 @@ and deletes topics it marked as its own.
 Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event) is the only
 state shared with other threads; ``_resync`` is set from kazoo's state listener and only
 makes the next round rewrite everything (ephemerals vanish with an expired session).
+
+ZooKeeper security as for the command-line tools: the bridge logs in with
+``ZKCONSUMER_ZOOKEEPER_AUTH`` and gives every znode it creates the ACL of
+``ZKCONSUMER_ZOOKEEPER_ACL`` (as a secured ZooKeeper-mode broker did with
+``zookeeper.set.acl``), so that on a secured ensemble nobody else can replace or delete its
+broker registrations. A refused login, a bad variable or an unreachable ZooKeeper makes
+:meth:`Bridge.run` raise :class:`~zkconsumer.ZkConsumerError` before the first round.
 """
 
 from __future__ import annotations
@@ -24,14 +31,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from . import _zkpaths as zp
+from ._admin import security_config
+from ._errors import ZkConsumerError
 
 log = logging.getLogger("zkconsumer.bridge")
 
@@ -81,8 +92,13 @@ class Bridge:
         bootstrap: str,
         interval_s: float = 0.5,
         gone_after_s: float = 1.0,
+        connect_timeout_s: float = 30.0,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        """``environ`` (default ``os.environ``) holds the ZooKeeper login and ACL variables."""
         self._zk_connect = zookeeper
+        self._connect_timeout = connect_timeout_s
+        self._environ = environ
         self._bootstrap = bootstrap
         self._interval = interval_s
         self._gone_after = gone_after_s
@@ -103,9 +119,7 @@ class Bridge:
 
     def run(self) -> None:
         """Connect, then reconcile every interval until :meth:`stop`."""
-        zk = KazooClient(hosts=self._zk_connect, timeout=10.0)
-        zk.add_listener(self._on_state)
-        zk.start(timeout=30)
+        zk = self._connect()
         self._zk = zk
         try:
             zk.ensure_path(zp.BROKER_IDS)
@@ -124,6 +138,39 @@ class Bridge:
                 self._delete(zp.broker_path(bid))
             zk.stop()
             zk.close()
+
+    def _connect(self) -> KazooClient:
+        """A started client, logged in and with the default ACL from the environment;
+        ZkConsumerError (one line, no traceback in the CLI) if that cannot be."""
+        config = security_config(self._zk_connect, self._connect_timeout, self._environ)
+        security: dict[str, Any] = {}
+        if config is not None:
+            from ._connector import kazoo_security_kwargs  # late: only a secured bridge needs it
+
+            security = kazoo_security_kwargs(config)
+        try:
+            zk = KazooClient(hosts=self._zk_connect, timeout=10.0, **security)
+        except ValueError as e:
+            raise ZkConsumerError(f"bad ZooKeeper address {self._zk_connect!r}: {e}") from None
+        zk.add_listener(self._on_state)
+        try:
+            zk.start(timeout=self._connect_timeout)
+        except KazooTimeoutError:
+            zk.stop()
+            zk.close()
+            raise ZkConsumerError(
+                f"cannot connect to ZooKeeper at {self._zk_connect} within "
+                f"{self._connect_timeout:g} s"
+            ) from None
+        if config is not None:
+            from ._connector import check_kazoo_login
+
+            try:
+                check_kazoo_login(zk, config)  # stops the client when it raises
+            except ZkConsumerError:
+                zk.close()
+                raise
+        return zk
 
     def _on_state(self, state: str) -> None:
         # Never block in a kazoo callback: only flag a full rewrite for the next round.

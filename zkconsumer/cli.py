@@ -45,7 +45,8 @@ def _cmd_stack(args: argparse.Namespace) -> int:
 def _cmd_bridge(args: argparse.Namespace) -> int:
     from ._bridge import Bridge
 
-    bridge = Bridge(args.zookeeper, args.bootstrap_server, interval_s=args.interval)
+    bridge = Bridge(args.zookeeper, args.bootstrap_server, interval_s=args.interval,
+                    connect_timeout_s=args.connect_timeout)
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         bridge.stop()
@@ -73,12 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for each component to answer (up)")
     p.set_defaults(func=_cmd_stack)
 
+    from ._admin import SECURITY_HELP
+
     p = sub.add_parser("bridge", help="register a Kafka-protocol cluster in ZooKeeper",
                        description="Keep /brokers/ids and /brokers/topics in ZooKeeper equal "
-                       "to a Kafka-protocol cluster's metadata, as ZooKeeper-mode brokers did.")
+                       "to a Kafka-protocol cluster's metadata, as ZooKeeper-mode brokers did.",
+                       epilog=SECURITY_HELP)
     p.add_argument("--zookeeper", required=True, metavar="ZK")
     p.add_argument("--bootstrap-server", required=True, metavar="B")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between syncs")
+    p.add_argument("--connect-timeout", type=float, default=30.0,
+                   help="seconds to wait for ZooKeeper at start")
     p.set_defaults(func=_cmd_bridge)
 
     # Subcommands that live in their own modules register themselves here.
