@@ -596,3 +596,22 @@ def test_copy_into_an_acl_protected_group_names_the_refused_znode(
         owner.delete(zp.group_dir(group), recursive=True)
         owner.stop()
         owner.close()
+
+
+def test_status_reaches_the_brokers_with_the_command_config(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, capsys: Any,
+    tmp_path: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    set_zk(zk, names.group, topic, {0: 0})
+    argv = ["migrate", "status", "--zookeeper", stack.zookeeper, "--bootstrap-server",
+            stack.bootstrap, "--group", names.group, "--json"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code in (0, 1) and json.loads(out)["group"] == names.group, err
+    sasl = tmp_path / "sasl.properties"
+    sasl.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                    "sasl.plain.username=alice\nsasl.plain.password=wonder-land\n")
+    # The test broker has no SASL: with the settings, the admin client cannot get in.
+    code, out, err = run_cli(capsys, *argv, "--command-config", str(sasl))
+    assert code == 2 and out == ""
+    assert "cannot connect to the brokers" in err and "wonder-land" not in err

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -67,6 +68,35 @@ def test_bridge_leaves_topics_it_does_not_manage_alone(
     wait_until(lambda: zk.exists(zp.topic_path(mine)), 10, "a later topic")
     assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(foreign))[0])
     assert sorted(assignment.partitions) == [0, 1]
+
+
+def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    from zkconsumer._bridge import Bridge
+
+    root = f"/bridge-{names.suffix}"  # a tree of its own: the stack's bridge owns /brokers
+    zk.create(root)
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": "alice", "sasl_plain_password": "wonder-land"}
+    for kafka, registers in ((sasl, False), (None, True)):
+        bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, interval_s=0.2,
+                        environ={}, kafka=kafka)
+        thread = threading.Thread(target=bridge.run, daemon=True)
+        thread.start()
+        try:
+            if registers:
+                wait_until(lambda: zk.get_children(f"{root}{zp.BROKER_IDS}"), 15, "registered")
+            else:
+                # The test broker has no SASL: the settings reached the admin client when the
+                # cluster is unreachable through it, and nothing is registered.
+                wait_until(lambda b=bridge: b._unreachable_since is not None, 15, "a failed round")
+                assert bridge.rounds == 0
+                assert zk.get_children(f"{root}{zp.BROKER_IDS}") == []
+        finally:
+            bridge.stop()
+            thread.join(15)
+        assert not thread.is_alive()
 
 
 @pytest.fixture

@@ -680,3 +680,68 @@ def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
     warned = [r.getMessage() for r in caplog.records]
     assert any(zp.offset_path(g, t, 1) in m for m in warned), warned
     assert any(zp.owner_path(g, t, 1) in m for m in warned), warned
+
+
+# --------------------------------------------------------------------------------------
+# --command-config: the brokers' security settings for the commands that talk to brokers
+
+SASL_PLAIN = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+              "sasl.plain.username=alice\nsasl.plain.password=wonder-land\n")
+
+
+def test_command_config_holds_broker_security_settings_only(tmp_path: Any) -> None:
+    from zkconsumer._admin import AdminError, command_config
+
+    good = tmp_path / "client.properties"
+    good.write_text("# a secured cluster\nsecurity.protocol=sasl_ssl\n"
+                    "sasl.mechanism=SCRAM-SHA-512\nsasl.plain.username=alice\nsasl.plain.password=wonder-land\n"
+                    "ssl.cafile=/etc/kafka/ca.pem\nssl.check.hostname=false\n")
+    kwargs = command_config(str(good))
+    assert {k: kwargs[k] for k in ("security_protocol", "sasl_mechanism", "sasl_plain_username",
+                                   "sasl_plain_password", "ssl_cafile", "ssl_check_hostname")} \
+        == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": "alice", "sasl_plain_password": "wonder-land",
+            "ssl_cafile": "/etc/kafka/ca.pem", "ssl_check_hostname": False}
+    assert "client_id" not in kwargs  # each command names its own client
+    assert command_config(None) == {}
+
+    cases = {
+        "sasl.mechansim=PLAIN\n": r"sasl\.mechansim: not a broker security setting",
+        "group.id=g\n": r"group\.id: not a broker security setting",
+        "security.protocol=TLS\n": r"security\.protocol",
+        "security.protocol=SASL_SSL\nsasl.plain.password=wonder-land\n":
+            r"needs sasl\.mechanism",
+    }
+    for text, expected in cases.items():
+        bad = tmp_path / "bad.properties"
+        bad.write_text(text)
+        with pytest.raises(AdminError, match=expected) as exc:
+            command_config(str(bad))
+        assert str(bad) in str(exc.value) and "wonder-land" not in str(exc.value)
+    with pytest.raises(AdminError, match="cannot read properties file"):
+        command_config(str(tmp_path / "missing.properties"))
+
+
+def test_describe_reaches_the_brokers_with_the_command_config(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    seed(zk, names.group, {(topic, 0): 1})
+    argv = ["groups", "describe", "--zookeeper", stack.zookeeper, "--group", names.group]
+    [row] = run_json(capsys, *argv)
+    assert (row["offset"], row["log_end_offset"], row["lag"]) == (1, 3, 2)
+    sasl = tmp_path / "sasl.properties"
+    sasl.write_text(SASL_PLAIN)
+    # The test broker has no SASL: the settings reached the client when the log end is
+    # unknown for that reason.
+    rc, out, err = run(capsys, *argv, "--command-config", str(sasl), "--json")
+    assert rc == 0, err
+    [row] = json.loads(out)
+    assert (row["offset"], row["log_end_offset"], row["lag"]) == (1, None, None)
+    assert err.startswith("zkconsumer groups describe: warning:"), err
+    typo = tmp_path / "typo.properties"
+    typo.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechansim=PLAIN\n")
+    assert "sasl.mechansim: not a broker security setting" in fails(
+        capsys, *argv, "--command-config", str(typo))

@@ -41,6 +41,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from kazoo.client import KazooClient
@@ -48,7 +49,7 @@ from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
-from ._config import ConsumerConfig
+from ._config import CONFIG_KEYS, ConsumerConfig, read_properties
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
@@ -56,6 +57,8 @@ from ._zkread import broker_addresses, topic_partitions
 __all__ = [
     "ACL_ENV",
     "AUTH_ENV",
+    "COMMAND_CONFIG_HELP",
+    "COMMAND_CONFIG_KEYS",
     "MAX_TRANSACTION_OPS",
     "SECURITY_HELP",
     "AclRefusedError",
@@ -462,6 +465,45 @@ def security_config(
         raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from None
 
 
+#: ``--command-config``'s help.
+COMMAND_CONFIG_HELP = (
+    "properties file with the brokers' security settings (security.protocol, ssl.*, "
+    "sasl.*), as Kafka's tools take one"
+)
+
+#: The keys a ``--command-config`` file may hold: the brokers' security settings.
+COMMAND_CONFIG_KEYS = tuple(
+    k.name for k in CONFIG_KEYS if k.kafka_kwarg is not None and k.name != "client.id"
+)
+
+
+def command_config(path: str | None) -> dict[str, Any]:
+    """The kafka-python arguments of a ``--command-config`` properties file (as Kafka's
+    tools take one): the brokers' security settings, :data:`COMMAND_CONFIG_KEYS`, each
+    checked as ConsumerConfig checks it. Any other key is an AdminError naming it: a typo
+    must not leave a tool talking plaintext to a secured cluster. ``None``: no file, ``{}``.
+    """
+    if path is None:
+        return {}
+    try:
+        props = read_properties(path)
+    except ConfigError as e:
+        raise AdminError(str(e)) from None
+    other = sorted(set(props) - set(COMMAND_CONFIG_KEYS))
+    if other:
+        raise AdminError(
+            f"{path}: {', '.join(other)}: not a broker security setting (a command config "
+            f"holds only {', '.join(COMMAND_CONFIG_KEYS)})"
+        )
+    try:
+        config = ConsumerConfig({**_VALIDATION_BASE, **props})
+    except ConfigError as e:
+        raise AdminError(f"{path}: {e}") from None
+    kwargs = config.kafka_client_kwargs()
+    kwargs.pop("client_id", None)
+    return kwargs
+
+
 def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) -> None:
     """Whether ZooKeeper accepted the login of :data:`AUTH_ENV` (as the connector checks
     it); AdminError if not."""
@@ -724,7 +766,9 @@ def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     raise AdminError(f"cannot reach any broker ({'; '.join(problems) or 'none given'})")
 
 
-def _log_end_offsets(bootstrap: str, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+def _log_end_offsets(
+    bootstrap: str, tps: Sequence[TopicPartition], kafka: Mapping[str, Any] | None = None
+) -> dict[TopicPartition, int]:
     """Log end offsets through the fetcher's implementation (the only one right on Tansu)."""
     if not tps:
         return {}
@@ -732,7 +776,7 @@ def _log_end_offsets(bootstrap: str, tps: Sequence[TopicPartition]) -> dict[Topi
 
     result = log_end_offsets(
         list(tps), bootstrap_servers=bootstrap.split(","), timeout_ms=15_000,
-        client_id="zkconsumer-tools",
+        **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
     )
     return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
 
@@ -740,14 +784,14 @@ def _log_end_offsets(bootstrap: str, tps: Sequence[TopicPartition]) -> dict[Topi
 class _BrokerOffsets:
     """Earliest offsets and offsets for times through one kafka-python consumer."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, kafka: Mapping[str, Any] | None = None) -> None:
         from kafka import KafkaConsumer
 
         self._consumer = KafkaConsumer(
             bootstrap_servers=bootstrap.split(","),
             enable_auto_commit=False,
-            client_id="zkconsumer-tools",
             request_timeout_ms=30000,
+            **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
         )
 
     def __enter__(self) -> _BrokerOffsets:
@@ -790,6 +834,7 @@ def describe_group(
     *,
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
+    kafka: Mapping[str, Any] | None = None,
 ) -> GroupDescription:
     """Per partition: committed offset, log end, lag, owner; idle threads; members.
 
@@ -797,6 +842,8 @@ def describe_group(
     ``/brokers/topics``, internal topics excluded as the consumer does), plus every topic
     with a committed offset or an owner znode; each with all its partitions. When the
     brokers cannot be reached the log ends are None and ``log_end_error`` says why.
+    ``kafka``: the brokers' security settings as kafka-python arguments
+    (:func:`command_config`).
     """
     _require_group(zk, group)
     members = read_members(zk, group)
@@ -822,7 +869,7 @@ def describe_group(
     ends: Mapping[TopicPartition, int] = {}
     error: str | None = None
     if known:
-        reader = log_end_offsets or _log_end_offsets
+        reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
         servers = find_bootstrap(zk, bootstrap)
         try:
             check_brokers(servers)
@@ -1182,6 +1229,7 @@ def reset_offsets(
     progress: Progress | None = None,
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
+    kafka: Mapping[str, Any] | None = None,
 ) -> list[ResetRow]:
     """Set a group's committed offsets of every partition of ``topic`` (UpdateOffsetsInZK).
 
@@ -1190,6 +1238,7 @@ def reset_offsets(
     ``auto.offset.reset`` later); a date-time: the first offset at or after it
     (``offsets_for_times``), or the log end when there is none. Refuses while the group has
     registered members unless ``force``. One transaction; ``dry_run`` writes nothing.
+    ``kafka``: the brokers' security settings (:func:`command_config`).
     """
     _require_group(zk, group)
     _check_name(topic, "topic")
@@ -1203,13 +1252,13 @@ def reset_offsets(
     tps = [TopicPartition(topic, p) for p in partitions]
     servers = find_bootstrap(zk, bootstrap)
     check_brokers(servers)
-    ends_reader = log_end_offsets or _log_end_offsets
+    ends_reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
     new: dict[TopicPartition, int] = {}
     try:
         if target.kind == "latest":
             new = dict(ends_reader(servers, tps))
         else:
-            with _BrokerOffsets(servers) as broker:
+            with _BrokerOffsets(servers, kafka) as broker:
                 if target.kind == "earliest":
                     new = broker.earliest(tps)
                 elif target.kind == "offset":

@@ -94,8 +94,12 @@ class Bridge:
         gone_after_s: float = 1.0,
         connect_timeout_s: float = 30.0,
         environ: Mapping[str, str] | None = None,
+        kafka: Mapping[str, Any] | None = None,
     ) -> None:
-        """``environ`` (default ``os.environ``) holds the ZooKeeper login and ACL variables."""
+        """``environ`` (default ``os.environ``) holds the ZooKeeper login and ACL variables;
+        ``kafka`` the brokers' security settings as kafka-python arguments
+        (``zkconsumer._admin.command_config``)."""
+        self._kafka = dict(kafka or {})
         self._zk_connect = zookeeper
         self._connect_timeout = connect_timeout_s
         self._environ = environ
@@ -198,10 +202,10 @@ class Bridge:
 
                 self._admin = KafkaAdminClient(
                     bootstrap_servers=self._bootstrap,
-                    client_id="zkconsumer-bridge",
                     request_timeout_ms=3000,
                     bootstrap_timeout_ms=3000,
                     reconnect_backoff_max_ms=1000,
+                    **{**self._kafka, "client_id": "zkconsumer-bridge"},
                 )
             view = read_cluster(self._admin)
         except Exception as e:  # noqa: BLE001 - an unreachable cluster is a state, not a crash

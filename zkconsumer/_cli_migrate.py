@@ -83,11 +83,14 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 @_guarded
 def _cmd_status(args: argparse.Namespace) -> int:
+    from ._admin import command_config
     from ._migrate import migration_status
 
+    kafka = command_config(args.command_config)
     zk = _connect(args)
     try:
-        status = migration_status(zk, args.group, args.bootstrap_server, args.topic or None)
+        status = migration_status(zk, args.group, args.bootstrap_server, args.topic or None,
+                                  kafka=kafka)
     finally:
         zk.stop()
         zk.close()
@@ -122,8 +125,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 @_guarded
 def _cmd_copy(args: argparse.Namespace) -> int:
+    from ._admin import command_config
     from ._migrate import copy_offsets
 
+    kafka = command_config(args.command_config)
     if args.source == args.dest:
         raise _command_error(f"--from and --to are both {args.source}")
     if args.wait_timeout < 0 or args.check_interval < 0 or args.checks < 1:
@@ -134,7 +139,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
             zk, args.group, args.bootstrap_server, args.source, args.dest,
             topics=args.topic or None, force=args.force, dry_run=args.dry_run,
             checks=args.checks, check_interval_s=args.check_interval,
-            wait_timeout_s=args.wait_timeout,
+            wait_timeout_s=args.wait_timeout, kafka=kafka,
         )
     finally:
         zk.stop()
@@ -210,16 +215,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
+    from ._admin import COMMAND_CONFIG_HELP, SECURITY_HELP  # late, as the commands import
+    # their modules
+
     if group:
         p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--bootstrap-server", required=True, metavar="B",
                    help="Kafka bootstrap servers, host:port[,host:port]")
+    if group:  # not compare: it makes its own test clients
+        p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.add_argument("--zookeeper", required=True, metavar="ZK",
                    help="ZooKeeper connect string, host:port[,host:port][/chroot]")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
                    help="seconds to wait for a ZooKeeper session (default 10)")
-    from ._admin import SECURITY_HELP  # late, as the commands import their modules
-
     p.epilog = SECURITY_HELP
 
 

@@ -115,6 +115,7 @@ def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
         p.add_argument("--bootstrap-server", metavar="B",
                        help="broker(s) host:port[,...]; default: the brokers registered "
                        "in ZooKeeper (/brokers/ids), as the legacy tools found them")
+        p.add_argument("--command-config", metavar="FILE", help=_admin.COMMAND_CONFIG_HELP)
     if json_flag:
         p.add_argument("--json", action="store_true",
                        help="print a JSON list of objects instead of a table")
@@ -230,7 +231,8 @@ def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
 @_handler
 def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
     group = _name(args.group, "group")
-    desc = _admin.describe_group(zk, group, args.bootstrap_server)
+    desc = _admin.describe_group(zk, group, args.bootstrap_server,
+                                 kafka=_admin.command_config(args.command_config))
     if desc.log_end_error is not None:
         print(f"zkconsumer groups describe: warning: {desc.log_end_error}", file=sys.stderr)
     if args.json:
@@ -393,7 +395,7 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
     with _progress("resetting offsets") as bar:
         rows = _admin.reset_offsets(
             zk, group, topic, target, args.bootstrap_server, force=args.force,
-            dry_run=args.dry_run, progress=bar,
+            dry_run=args.dry_run, progress=bar, kafka=_admin.command_config(args.command_config),
         )
     if args.json:
         _print_json([r.to_json() for r in rows])

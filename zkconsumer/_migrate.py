@@ -432,8 +432,11 @@ def _zk_topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
         return None
 
 
-def modern_admin(bootstrap: str, bootstrap_timeout_ms: int = 10_000) -> Any:
-    """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits.
+def modern_admin(
+    bootstrap: str, bootstrap_timeout_ms: int = 10_000, kafka: Mapping[str, Any] | None = None
+) -> Any:
+    """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits;
+    ``kafka``: the brokers' security settings (``zkconsumer._admin.command_config``).
 
     kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
     ValueError on bits it does not know (Tansu sends some); the bits are not needed here.
@@ -455,8 +458,9 @@ def modern_admin(bootstrap: str, bootstrap_timeout_ms: int = 10_000) -> Any:
     previous = kafka_log.level
     kafka_log.setLevel(logging.CRITICAL)
     try:
-        return _Admin(bootstrap_servers=bootstrap.split(","), client_id="zkconsumer-migrate",
-                      request_timeout_ms=15000, bootstrap_timeout_ms=bootstrap_timeout_ms)
+        return _Admin(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000,
+                      bootstrap_timeout_ms=bootstrap_timeout_ms,
+                      **{**dict(kafka or {}), "client_id": "zkconsumer-migrate"})
     except (KafkaError, ValueError, OSError) as e:
         raise MigrationError(
             f"cannot connect to the brokers at {bootstrap} within "
@@ -522,7 +526,8 @@ LogRange = tuple[dict[TopicPartition, int], dict[TopicPartition, int], str | Non
 
 
 def broker_log_range(
-    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int = 15_000
+    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int = 15_000,
+    kafka: Mapping[str, Any] | None = None,
 ) -> LogRange:
     """(log starts, log ends, error): ends through the fetcher's ``log_end_offsets``, the only
     way that is right on Tansu; starts through ListOffsets(earliest), which is fine there.
@@ -536,7 +541,7 @@ def broker_log_range(
 
     try:
         ends = log_end_offsets(tps, bootstrap_servers=bootstrap.split(","),
-                               timeout_ms=timeout_ms)
+                               timeout_ms=timeout_ms, **dict(kafka or {}))
         earliest = admin.list_partition_offsets({KTP(t, p): OffsetSpec.EARLIEST for t, p in tps})
     except Exception as e:  # noqa: BLE001 - reported as unknown log range, with the reason
         log.debug("log range failed", exc_info=True)
@@ -569,6 +574,7 @@ def migration_status(
     admin: Any = None,
     timeout_ms: int = 15_000,
     log_range: Callable[[Sequence[TopicPartition]], LogRange] | None = None,
+    kafka: Mapping[str, Any] | None = None,
 ) -> MigrationStatus:
     """Both stores, the log range and both protocols' live members for ``group``.
 
@@ -577,12 +583,13 @@ def migration_status(
     ``topics`` restricts them. Partition lists come from ``/brokers/topics`` and, for topics
     ZooKeeper does not know, from the broker's metadata. ``log_range`` replaces
     :func:`broker_log_range` (tests use it for a log start above zero, which a broker
-    without DeleteRecords, such as Tansu, cannot produce).
+    without DeleteRecords, such as Tansu, cannot produce). ``kafka``: the brokers' security
+    settings (``zkconsumer._admin.command_config``).
     """
     _check_group(group)
     own_admin = admin is None
     if admin is None:
-        admin = modern_admin(bootstrap)
+        admin = modern_admin(bootstrap, kafka=kafka)
     try:
         wanted = set(topics) if topics else None
         zk_offsets = read_zk_offsets(zk, group, wanted)
@@ -618,7 +625,7 @@ def migration_status(
         # log end lookup wait for its whole timeout.
         if log_range is None:
             starts, ends, error = broker_log_range(admin, bootstrap, sorted(on_broker),
-                                                   timeout_ms)
+                                                   timeout_ms, kafka)
         else:
             starts, ends, error = log_range(sorted(on_broker))
         rows = []
@@ -805,6 +812,7 @@ def copy_offsets(
     check_interval_s: float = 1.0,
     wait_timeout_s: float = 30.0,
     admin: Any = None,
+    kafka: Mapping[str, Any] | None = None,
 ) -> CopyResult:
     """Copy ``group``'s offsets from ``source`` to ``dest`` once no consumer is alive.
 
@@ -812,7 +820,8 @@ def copy_offsets(
     legacy consumer and no modern member; a dry run looks once and reports what it saw
     instead. A partition is written when the destination has no offset or an older one;
     a newer destination offset is kept unless ``force``. The written values are verified by
-    reading them back.
+    reading them back. ``kafka``: the brokers' security settings
+    (``zkconsumer._admin.command_config``).
     """
     if source not in STORES or dest not in STORES:
         raise MigrationError(f"stores are 'zookeeper' and 'kafka', got {source!r} -> {dest!r}")
@@ -821,7 +830,7 @@ def copy_offsets(
     _check_group(group)
     own_admin = admin is None
     if admin is None:
-        admin = modern_admin(bootstrap)
+        admin = modern_admin(bootstrap, kafka=kafka)
     try:
         def probe() -> list[str]:
             return _live_consumers(zk, admin, group)

@@ -43,10 +43,12 @@ def _cmd_stack(args: argparse.Namespace) -> int:
 
 
 def _cmd_bridge(args: argparse.Namespace) -> int:
+    from ._admin import command_config
     from ._bridge import Bridge
 
     bridge = Bridge(args.zookeeper, args.bootstrap_server, interval_s=args.interval,
-                    connect_timeout_s=args.connect_timeout)
+                    connect_timeout_s=args.connect_timeout,
+                    kafka=command_config(args.command_config))
 
     def _stop(signum: int, frame: FrameType | None) -> None:
         bridge.stop()
@@ -74,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for each component to answer (up)")
     p.set_defaults(func=_cmd_stack)
 
-    from ._admin import SECURITY_HELP
+    from ._admin import COMMAND_CONFIG_HELP, SECURITY_HELP
 
     p = sub.add_parser("bridge", help="register a Kafka-protocol cluster in ZooKeeper",
                        description="Keep /brokers/ids and /brokers/topics in ZooKeeper equal "
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=0.5, help="seconds between syncs")
     p.add_argument("--connect-timeout", type=float, default=30.0,
                    help="seconds to wait for ZooKeeper at start")
+    p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.set_defaults(func=_cmd_bridge)
 
     # Subcommands that live in their own modules register themselves here.
