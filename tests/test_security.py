@@ -231,7 +231,9 @@ def test_bridge_logs_in_and_protects_its_registrations(
     with started_zk(chrooted) as zk:  # no login
         try:
             state = zp.partition_state_path(topic, 1)
-            wait_until(lambda: failed or zk.exists(state), 30, "the topic registered")
+            # A round writes every topic of the cluster, then the broker: wait for both.
+            wait_until(lambda: failed or (zk.exists(state) and zk.get_children(zp.BROKER_IDS)),
+                       60, "the topic and the broker registered")
             assert not failed, failed
             [broker] = zk.get_children(zp.BROKER_IDS)
             registered = zp.broker_path(int(broker))

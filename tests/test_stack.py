@@ -86,7 +86,7 @@ def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
         thread.start()
         try:
             if registers:
-                wait_until(lambda: zk.get_children(f"{root}{zp.BROKER_IDS}"), 15, "registered")
+                wait_until(lambda: zk.get_children(f"{root}{zp.BROKER_IDS}"), 60, "registered")
             else:
                 # The test broker has no SASL: the settings reached the admin client when the
                 # cluster is unreachable through it, and nothing is registered.
