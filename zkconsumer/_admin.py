@@ -80,6 +80,7 @@ __all__ = [
     "VerifyResult",
     "ZooKeeperUnreachableError",
     "check_brokers",
+    "command_config",
     "connect",
     "delete_group",
     "describe_group",
@@ -94,6 +95,7 @@ __all__ = [
     "partition_lag",
     "read_members",
     "reset_offsets",
+    "security_config",
     "security_settings",
     "verify_rebalance",
 ]
