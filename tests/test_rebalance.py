@@ -22,6 +22,8 @@ from zkconsumer import (
     ConsumerRebalanceFailedException,
     ConsumerRebalanceListener,
     MessageStreamsExistException,
+    PartitionsNotOwnedError,
+    TopicPartition,
     Whitelist,
     ZookeeperConsumerConnector,
 )
@@ -127,6 +129,84 @@ def test_listener_sees_release_and_global_assignment(stack, zk, names, topic_fac
             assert calls[0] == ("release", {topic: [0, 1, 2, 3]})
             assert calls[-1][0] == "start" and calls[-1][1] == {
                 topic: {p: th for p, th in expected_owners(zk, g, topic).items()}}
+
+
+def _offset_znodes(zk: KazooClient, group: str, topic: str, n: int) -> dict[int, int]:
+    out = {}
+    for p in range(n):
+        path = zp.offset_path(group, topic, p)
+        if zk.exists(path):
+            out[p] = zp.decode_offset(zk.get(path)[0])
+    return out
+
+
+def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topic_factory):
+    """``commit_offsets(offsets, retry_on_failure)``, the legacy second overload: exactly
+    those offsets; all-or-nothing; never for a partition a rebalance gave away."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        a.commit_offsets({(topic, 0): 5, TopicPartition(topic, 1): 7}, False)
+        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
+        a.commit_offsets(True)  # the first overload, positional: nothing consumed here
+        a.commit_offsets(retry_on_failure=False)
+        a.commit_offsets({})
+        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
+        for bad in ({(topic, 2): 3, (topic, 0): -1}, {(topic, 2): 3, (topic, 0): True},
+                    {(topic, 2): 3, (topic, 0): "9"}, {(topic, 2): 3, topic: 1},
+                    {(topic, 2): 3, (topic, -1): 1}, [((topic, 2), 3)]):
+            with pytest.raises(ValueError):
+                a.commit_offsets(bad)  # type: ignore[call-overload]
+        with pytest.raises(TypeError):
+            a.commit_offsets(True, retry_on_failure=True)  # type: ignore[call-overload]
+        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}  # nothing of a bad call
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.owned_partitions()) == 2, 20,
+                       "two members")
+            theirs = sorted(tp for tp in b.owned_partitions())
+            ours = sorted(tp for tp in a.owned_partitions())
+            with pytest.raises(PartitionsNotOwnedError) as exc:
+                a.commit_offsets({ours[0]: 50, theirs[0]: 50})
+            assert exc.value.partitions == [theirs[0]]
+            assert f"{topic}:{theirs[0].partition}" in str(exc.value)
+            assert 50 not in _offset_znodes(zk, g, topic, 4).values()
+            a.commit_offsets({tp: 60 + tp.partition for tp in ours})
+            b.commit_offsets({tp: 80 + tp.partition for tp in theirs})
+            assert _offset_znodes(zk, g, topic, 4) == {
+                **{tp.partition: 60 + tp.partition for tp in ours},
+                **{tp.partition: 80 + tp.partition for tp in theirs}}
+
+
+def test_listener_commits_processed_offsets_before_release(stack, zk, names, topic_factory):
+    """The pattern explicit offsets are for: auto-commit off, and the rebalance listener
+    commits what the application processed before the partitions go (from the rebalance's
+    own thread, with its lock held)."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    processed: dict[TopicPartition, int] = {}
+    released: list[list[int]] = []
+
+    class Committer(ConsumerRebalanceListener):
+        def __init__(self, connector: ZookeeperConsumerConnector) -> None:
+            self.connector = connector
+
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            mine = {tp: o for tp, o in processed.items()
+                    if tp.partition in partition_ownership.get(tp.topic, ())}
+            self.connector.commit_offsets(mine)
+            released.append(sorted(tp.partition for tp in mine))
+
+    with member(stack, g) as a:
+        a.set_consumer_rebalance_listener(Committer(a))
+        a.create_message_streams({topic: 1})
+        processed.update({TopicPartition(topic, p): 100 + p for p in range(4)})
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic), 20, "two members")
+            assert [0, 1, 2, 3] in released
+            assert _offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
 
 
 def test_member_killed_with_sigkill_loses_its_partitions(stack, zk, names, topic_factory):

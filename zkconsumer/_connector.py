@@ -52,7 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -72,6 +72,7 @@ from ._errors import (
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
     MessageStreamsExistException,
+    PartitionsNotOwnedError,
     ZkConnectionLostError,
     ZkConsumerError,
     ZkDataError,
@@ -362,19 +363,56 @@ class ZookeeperConsumerConnector:
         self._register_and_rebalance()
         return streams
 
-    def commit_offsets(self, retry_on_failure: bool = True) -> None:
-        """Commit each owned partition's consumed offset (the next offset to consume).
+    @overload
+    def commit_offsets(self, *, retry_on_failure: bool = True) -> None: ...
 
-        Raises :class:`ZkConnectionLostError` while :attr:`paused` (the member may no longer own
-        the partitions; the offsets stay and the next commit after the pause stores them).
+    @overload
+    def commit_offsets(self, retry_on_failure: bool, /) -> None: ...
+
+    @overload
+    def commit_offsets(
+        self, offsets: Mapping[tuple[str, int], int], retry_on_failure: bool = True
+    ) -> None: ...
+
+    def commit_offsets(
+        self, offsets: Mapping[tuple[str, int], int] | bool | None = None,
+        retry_on_failure: bool | None = None,
+    ) -> None:
+        """Commit offsets, as the legacy ``commitOffsets`` overloads did.
+
+        - ``commit_offsets(retry_on_failure=True)``: each owned partition's consumed offset
+          (the offset after the last message its stream handed out).
+        - ``commit_offsets(offsets, retry_on_failure=True)``: exactly these next offsets to
+          consume, ``{(topic, partition): offset}`` (a :class:`TopicPartition` key or a plain
+          pair), for an application that commits what it has *processed* rather than what it
+          has received (with ``auto.commit.enable=false``: auto-commits, and the commit
+          before a rebalance releases partitions, commit consumed offsets). Unlike the
+          original, every partition must be owned by this member: a partition a rebalance
+          gave away would have its new owner's offset overwritten, so then nothing is
+          committed and :class:`PartitionsNotOwnedError` names them. Offsets are checked
+          before anything is written (``ValueError``).
+
+        ``retry_on_failure`` retries a failed write ``offsets.commit.max.retries`` times,
+        ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
+        :attr:`paused` (the member may no longer own the partitions; consumed offsets stay and
+        the next commit after the pause stores them).
         """
+        if isinstance(offsets, bool):  # the positional form of the first overload
+            if retry_on_failure is not None:
+                raise TypeError("commit_offsets() got retry_on_failure twice")
+            offsets, retry_on_failure = None, offsets
+        retry = True if retry_on_failure is None else retry_on_failure
+        explicit = None if offsets is None else _explicit_offsets(offsets)
         self._check()
         if self._gate.closed:
             raise ZkConnectionLostError(
                 f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
                 "or the session was lost (the partitions may belong to another member now)"
             )
-        self._commit(retry_on_failure)
+        if explicit is None:
+            self._commit(retry)
+        elif explicit:
+            self._commit_explicit(explicit, retry)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """Partitions this member owns now, with the owning thread id.
@@ -967,27 +1005,30 @@ class ZookeeperConsumerConnector:
         # replace while the session lives, so it is deleted without reading it back; the
         # deletes are pipelined. They are sent only while the session is known to live (see
         # _session_guard): after a loss, the same path may already be another member's claim.
-        with self._session_guard:
-            self._check_session()
-            pending = [
-                (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
-                for tp in sorted(tps)
-                if tp in self._owned
-            ]
-        self._zk_ops += len(pending)
-        lost: BaseException | None = None
-        try:
-            for tp, result in pending:
-                try:
-                    result.get()
-                except NoNodeError:
-                    pass
-                except _CONNECTION_ERRORS as e:
-                    lost = lost or e  # maybe not deleted: stays in _owned, released later
-                    continue
-                self._owned.pop(tp, None)
-        finally:
-            self.metrics.set_owned_partitions(self._owned)
+        # Under _commit_lock: no commit of these partitions is written after their owner
+        # znodes go (the next owner reads the committed offsets once it has claimed).
+        with self._commit_lock:
+            with self._session_guard:
+                self._check_session()
+                pending = [
+                    (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+                    for tp in sorted(tps)
+                    if tp in self._owned
+                ]
+            self._zk_ops += len(pending)
+            lost: BaseException | None = None
+            try:
+                for tp, result in pending:
+                    try:
+                        result.get()
+                    except NoNodeError:
+                        pass
+                    except _CONNECTION_ERRORS as e:
+                        lost = lost or e  # maybe not deleted: stays in _owned, released later
+                        continue
+                    self._owned.pop(tp, None)
+            finally:
+                self.metrics.set_owned_partitions(self._owned)
         if lost is not None:
             raise lost
 
@@ -1017,26 +1058,43 @@ class ZookeeperConsumerConnector:
             # offsets back. What was consumed stays in the registry for the next commit.
             self.log.debug("not committing while paused (%s)", ", ".join(self._gate.reasons()))
             return
-        offsets = {
-            tp: info.consumed_offset
-            for tp, info in self._topic_registry.items()
-            if info.consumed_offset >= 0
-        }
+        with self._commit_lock:
+            # Only what this member still owns: between a rebalance's release and its new
+            # registry, the registry still holds the partitions given away (see _release).
+            owned = self._owned
+            offsets = {
+                tp: info.consumed_offset
+                for tp, info in self._topic_registry.items()
+                if info.consumed_offset >= 0 and tp in owned
+            }
+            self._write_offsets(offsets, retry_on_failure)
+
+    def _commit_explicit(self, offsets: dict[TopicPartition, int], retry_on_failure: bool) -> None:
+        with self._commit_lock:
+            # Checked under the lock _release holds while it gives partitions away: an owned
+            # partition's commit is written before its owner znode goes.
+            owned = self._owned
+            missing = [tp for tp in offsets if tp not in owned]
+            if missing:
+                raise PartitionsNotOwnedError(self.consumer_id, missing)
+            self._write_offsets(offsets, retry_on_failure)
+
+    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool) -> None:
+        """Store ``offsets``, retrying per the configuration; call with ``_commit_lock`` held."""
         if not offsets:
             return
         retries = self.config.offsets_commit_max_retries if retry_on_failure else 0
-        with self._commit_lock:
-            for attempt in range(retries + 1):
-                try:
-                    n = self._offsets.commit(offsets)
-                    if n:
-                        self.log.debug("committed %d offsets", n)
-                    return
-                except Exception as e:
-                    if attempt >= retries:
-                        raise
-                    self.log.warning("offset commit failed (%r); retrying", e)
-                    time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+        for attempt in range(retries + 1):
+            try:
+                n = self._offsets.commit(offsets)
+                if n:
+                    self.log.debug("committed %d offsets", n)
+                return
+            except Exception as e:
+                if attempt >= retries:
+                    raise
+                self.log.warning("offset commit failed (%r); retrying", e)
+                time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
 
     def _autocommit_loop(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0
@@ -1050,6 +1108,31 @@ class ZookeeperConsumerConnector:
     def broker_addresses(self) -> list[str]:
         """``host:port`` of every broker registered in ZooKeeper."""
         return broker_addresses(self._zk)
+
+
+def _explicit_offsets(offsets: Mapping[tuple[str, int], int]) -> dict[TopicPartition, int]:
+    """``commit_offsets(offsets)``'s argument checked: ``ValueError`` naming the bad item."""
+    if not isinstance(offsets, Mapping):
+        raise ValueError(
+            "offsets must be a mapping {(topic, partition): offset}, got "
+            f"{type(offsets).__name__}"
+        )
+    out: dict[TopicPartition, int] = {}
+    for key, offset in offsets.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str)
+                and _is_int(key[1]) and key[1] >= 0):
+            raise ValueError(f"offsets: a key must be (topic, partition), got {key!r}")
+        if not _is_int(offset) or offset < 0:
+            raise ValueError(
+                f"offsets: the offset of {key[0]}:{key[1]} must be an int >= 0 (the next "
+                f"offset to consume), got {offset!r}"
+            )
+        out[TopicPartition(key[0], key[1])] = offset
+    return out
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _fmt_owned(owned: Mapping[TopicPartition, str]) -> str:

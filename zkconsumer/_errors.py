@@ -11,6 +11,7 @@ The hierarchy::
     ├── ConsumerTimeoutException                 consumer.timeout.ms passed with no message
     ├── MessageDecodeError                       a decoder raised (topic, partition, offset)
     ├── OffsetCommitError                        Kafka refused some offsets of a commit
+    ├── PartitionsNotOwnedError                  explicit offsets for partitions not owned
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
     └── BackgroundThreadError                    a background thread died; carries its cause
@@ -21,7 +22,7 @@ same; the rest follow Python conventions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -82,6 +83,21 @@ class MessageDecodeError(ZkConsumerError):
 class ZkConnectionLostError(ZkConsumerError):
     """The ZooKeeper connection is down or the session was lost (the member cannot know what
     it owns); retry once the connector is no longer ``paused``."""
+
+
+class PartitionsNotOwnedError(ZkConsumerError):
+    """``commit_offsets(offsets)`` named partitions this member does not own (any more): a
+    rebalance gave them to another member, whose offsets the commit would overwrite. Nothing
+    of that commit was written; ``partitions`` lists the ones not owned."""
+
+    def __init__(self, consumer_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+        self.partitions = sorted(partitions)
+        shown = ", ".join(f"{t}:{p}" for t, p in self.partitions[:5])
+        more = f" and {len(self.partitions) - 5} more" if len(self.partitions) > 5 else ""
+        super().__init__(
+            f"{consumer_id} does not own {shown}{more}: nothing committed (a rebalance "
+            "moved them; commit the partitions in owned_partitions())"
+        )
 
 
 class OffsetCommitError(ZkConsumerError):
