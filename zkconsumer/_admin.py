@@ -39,10 +39,10 @@ import re
 import socket
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
@@ -90,6 +90,7 @@ __all__ = [
     "group_exists",
     "import_offsets",
     "list_groups",
+    "name_problem",
     "parse_offset_lines",
     "parse_reset_target",
     "partition_lag",
@@ -176,19 +177,24 @@ class OffsetFileError(AdminError):
 # --------------------------------------------------------------------------------------
 
 
+class _JsonRow:
+    """A result row whose JSON form (``--json``) is its dataclass fields, in order."""
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = asdict(cast(Any, self))  # lists and dicts copied
+        return row
+
+
 @dataclass(frozen=True)
-class GroupSummary:
+class GroupSummary(_JsonRow):
     """One group of ``groups list``."""
 
     group: str
     members: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"group": self.group, "members": self.members}
-
 
 @dataclass(frozen=True)
-class PartitionStatus:
+class PartitionStatus(_JsonRow):
     """One row of ``groups describe``.
 
     ``offset`` is the committed next offset (None: nothing committed), ``log_end_offset``
@@ -205,20 +211,9 @@ class PartitionStatus:
     lag: int | None
     owner: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-            "log_end_offset": self.log_end_offset,
-            "lag": self.lag,
-            "owner": self.owner,
-        }
-
 
 @dataclass(frozen=True)
-class MemberInfo:
+class MemberInfo(_JsonRow):
     """One registered member: its subscription, thread ids and how many partitions it owns."""
 
     group: str
@@ -227,16 +222,6 @@ class MemberInfo:
     subscription: dict[str, int]
     threads: list[str]
     owned_partitions: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "consumer_id": self.consumer_id,
-            "pattern": self.pattern,
-            "subscription": dict(self.subscription),
-            "threads": list(self.threads),
-            "owned_partitions": self.owned_partitions,
-        }
 
 
 @dataclass(frozen=True)
@@ -265,7 +250,7 @@ class GroupDescription:
 
 
 @dataclass(frozen=True)
-class OffsetEntry:
+class OffsetEntry(_JsonRow):
     """One committed offset: ``/consumers/<group>/offsets/<topic>/<partition>:<offset>``."""
 
     group: str
@@ -281,14 +266,6 @@ class OffsetEntry:
     def line(self) -> str:
         """The ExportZkOffsets / ImportZkOffsets line (without the newline)."""
         return f"{self.path}:{self.offset}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-        }
 
 
 @dataclass(frozen=True)
@@ -330,7 +307,7 @@ class ResetTarget:
 
 
 @dataclass(frozen=True)
-class ResetRow:
+class ResetRow(_JsonRow):
     """One partition of ``offsets reset``: the committed offset before and after."""
 
     group: str
@@ -338,15 +315,6 @@ class ResetRow:
     partition: int
     old_offset: int | None
     offset: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "topic": self.topic,
-            "partition": self.partition,
-            "old_offset": self.old_offset,
-            "offset": self.offset,
-        }
 
 
 @dataclass(frozen=True)
@@ -631,15 +599,23 @@ def _get_many(zk: KazooClient, paths: Sequence[str]) -> dict[str, bytes | None]:
     return out
 
 
-def _check_name(value: str, what: str) -> str:
-    """Validate a group or topic name as a path component; AdminError when unusable."""
+def name_problem(value: str, what: str) -> str | None:
+    """Why ``value`` cannot be a ``what`` ("group" or "topic") name, or None when it can."""
     try:
         if what == "group":
             zp.group_dir(value)
         else:
             zp.topic_path(value)
     except ValueError as e:
-        raise AdminError(f"bad {what} name: {e}") from e
+        return str(e)
+    return None
+
+
+def _check_name(value: str, what: str) -> str:
+    """Validate a group or topic name as a path component; AdminError when unusable."""
+    problem = name_problem(value, what)
+    if problem is not None:
+        raise AdminError(f"bad {what} name: {problem}")
     return value
 
 

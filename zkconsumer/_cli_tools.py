@@ -196,13 +196,9 @@ def _progress(label: str) -> Iterator[_LazyProgress]:
 
 def _name(value: str, what: str) -> str:
     """Validate a group/topic name from the command line (one clear line when unusable)."""
-    try:
-        if what == "group":
-            zp.group_dir(value)
-        else:
-            zp.topic_path(value)
-    except ValueError as e:
-        raise _command_error(f"bad --{what}: {e}") from e
+    problem = _admin.name_problem(value, what)
+    if problem is not None:
+        raise _command_error(f"bad --{what}: {problem}")
     return value
 
 
