@@ -604,3 +604,81 @@ def test_a_metadata_refresh_cancelled_by_a_close_is_not_logged_as_an_error(
         cluster.error("Metadata refresh: failed %s", KafkaConnectionError("reset"))
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset")]
+
+
+class _ScriptedBackend:
+    """A fetch backend whose polls return the given results, then nothing (stopping the
+    fetcher thread at the end of the script)."""
+
+    def __init__(self, thread: Any, script: list[Any]) -> None:
+        self.thread = thread
+        self.script = script
+        self.added: list[dict[TopicPartition, int]] = []
+        self.paused: list[TopicPartition] = []
+
+    def add(self, positions: Any) -> None:
+        self.added.append(dict(positions))
+
+    def remove(self, tps: Any) -> None:
+        pass
+
+    def pause(self, tps: Any) -> None:
+        self.paused.extend(tps)
+
+    def resume(self, tps: Any) -> None:
+        pass
+
+    def poll(self, timeout_ms: int) -> Any:
+        from zkconsumer._fetcher import PollResult
+
+        if not self.script:
+            self.thread.begin_stop()
+            return PollResult()
+        return self.script.pop(0)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return None
+
+    def reset(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_corrupt_data_of_a_held_partition_is_reported_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A poll with more data of a partition held by its full queue (fetched again from the
+    held chunk's end) and a corrupt batch after it: the corrupt batch is logged when it is
+    fetched again, not twice."""
+    from zkconsumer._fetcher import PollResult, _FetcherThread
+
+    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
+    manager = FetcherManager(config, "g_test", lambda: [])
+    held, other = TopicPartition("a", 0), TopicPartition("a", 1)
+    full = ChunkQueue(1)
+    full.put("a chunk nobody takes")
+
+    def records(p: int, offsets: range) -> list[MessageAndMetadata[Any, Any]]:
+        return [MessageAndMetadata("a", p, o, None, b"v", -1, -1) for o in offsets]
+
+    bad = RuntimeError("CRC mismatch")
+    thread = _FetcherThread(manager, 0, 0)
+    thread._partitions = {held: _info(full, "a", 0, 0), other: _info(ChunkQueue(10), "a", 1, 0)}
+    backend = _ScriptedBackend(thread, [
+        PollResult(batches=[(held, records(0, range(0, 10)))]),  # refused: held, paused
+        PollResult(batches=[(held, records(0, range(10, 15))), (other, records(1, range(3)))],
+                   corrupt={held: (20, 21, bad)}),
+        PollResult(corrupt={held: (20, 21, bad)}),  # fetched again after the held chunk
+    ])
+    with caplog.at_level(logging.ERROR, logger="zkconsumer.fetcher"):
+        thread._loop(backend)  # type: ignore[arg-type]
+    try:
+        assert backend.paused == [held, held]
+        assert backend.added == [{held: 10}]  # the second poll's data: fetched again later
+        reports = [r.getMessage() for r in caplog.records if "corrupt data" in r.getMessage()]
+        assert len(reports) == 1, reports
+        assert "a:0 at offset 20" in reports[0] and "from offset 21" in reports[0]
+    finally:
+        manager.shutdown()

@@ -1134,6 +1134,8 @@ class _FetcherThread(threading.Thread):
             if result.partition_errors:
                 self._partitions_failed(backend, result.partition_errors)
             for tp, (offset, next_offset, error) in result.corrupt.items():
+                if tp in again:
+                    continue  # re-sought to before it: reported when fetched again
                 # Skipped, not retried for ever: the consumed offset will pass it (see the
                 # module docstring), so this line is all that tells of the lost message(s).
                 log.error(
