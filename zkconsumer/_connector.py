@@ -37,7 +37,9 @@ Threads and locks:
   sent (asynchronously, never awaited under it) only after checking the flag under it. Kazoo
   fails every request still queued when it learns of the expiry, so no owner write of the old
   session can run under the new one.
-- ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user).
+- ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user) with
+  :meth:`_release`: a commit checks ownership and writes under it, so no offset of a
+  partition is written after its owner znode is deleted.
 - ``_state_lock`` guards ``_streams_created`` and ``_closed``.
 - ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
