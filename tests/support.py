@@ -99,6 +99,18 @@ class NullFetcher:
         pass
 
 
+def offset_znodes(zk: Any, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """Partition -> committed offset, read back from ZooKeeper (partitions with one only)."""
+    from zkconsumer import _zkpaths as zp
+
+    out: dict[int, int] = {}
+    for p in range(partitions):
+        path = zp.offset_path(group, topic, p)
+        if zk.exists(path):
+            out[p] = zp.decode_offset(zk.get(path)[0])
+    return out
+
+
 def group_owners(zk: Any, group: str, topic: str) -> dict[int, str]:
     """Partition -> owning thread id, read back from ZooKeeper."""
     from kazoo.exceptions import NoNodeError

@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 
-from tests.support import StackInfo, group_owners, produce, produce_bulk, wait_until
+from tests.support import StackInfo, group_owners, offset_znodes, produce, produce_bulk, wait_until
 from zkconsumer import (
     ConsumerConfig,
     ConsumerTimeoutException,
@@ -110,15 +109,6 @@ def _fill(stack: StackInfo, topic: str, partitions: int, n: int) -> None:
             ((i % partitions, str(i).encode(), f"m{i}".encode()) for i in range(n)))
 
 
-def _offsets_znodes(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, int]:
-    out = {}
-    for p in range(partitions):
-        path = zp.offset_path(group, topic, p)
-        if zk.exists(path):
-            out[p] = zp.decode_offset(zk.get(path)[0])
-    return out
-
-
 def test_legacy_program_two_connectors_exactly_once(stack, zk, names, topic_factory) -> None:
     topic = topic_factory(names.topic, 4)
     n = 50_000
@@ -134,7 +124,7 @@ def test_legacy_program_two_connectors_exactly_once(stack, zk, names, topic_fact
         assert a.stats.rebalances + b.stats.rebalances >= 2
         a.commit_offsets()
         b.commit_offsets()
-        assert _offsets_znodes(zk, names.group, topic, 4) == {p: n // 4 for p in range(4)}
+        assert offset_znodes(zk, names.group, topic, 4) == {p: n // 4 for p in range(4)}
     assert col.errors == []
     assert sorted(col.seen) == sorted((i % 4, i // 4) for i in range(n))
     assert col.values[(1, 0)] == b"m1"
@@ -312,7 +302,7 @@ def test_commit_before_release_on_rebalance(stack, zk, names, topic_factory) -> 
             b.create_message_streams({topic: 1})
             wait_until(lambda: len(a.owned_partitions()) == 1, 20, "a gave one partition up")
         wait_until(lambda: len(a.owned_partitions()) == 2, 20, "a owns both again")
-        offs = _offsets_znodes(zk, names.group, topic, 2)
+        offs = offset_znodes(zk, names.group, topic, 2)
         for p, o in consumed.items():
             assert offs[p] == o
 

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import NullFetcher, StackInfo, expected_owners, group_owners, wait_until
+from tests.support import (
+    NullFetcher,
+    StackInfo,
+    expected_owners,
+    group_owners,
+    offset_znodes,
+    wait_until,
+)
 from zkconsumer import (
     BackgroundThreadError,
     ConsumerConfig,
@@ -131,15 +138,6 @@ def test_listener_sees_release_and_global_assignment(stack, zk, names, topic_fac
                 topic: {p: th for p, th in expected_owners(zk, g, topic).items()}}
 
 
-def _offset_znodes(zk: KazooClient, group: str, topic: str, n: int) -> dict[int, int]:
-    out = {}
-    for p in range(n):
-        path = zp.offset_path(group, topic, p)
-        if zk.exists(path):
-            out[p] = zp.decode_offset(zk.get(path)[0])
-    return out
-
-
 def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topic_factory):
     """``commit_offsets(offsets, retry_on_failure)``, the legacy second overload: exactly
     those offsets; all-or-nothing; never for a partition a rebalance gave away."""
@@ -148,11 +146,11 @@ def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topi
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
         a.commit_offsets({(topic, 0): 5, TopicPartition(topic, 1): 7}, False)
-        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
+        assert offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
         a.commit_offsets(True)  # the first overload, positional: nothing consumed here
         a.commit_offsets(retry_on_failure=False)
         a.commit_offsets({})
-        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
+        assert offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}
         for bad in ({(topic, 2): 3, (topic, 0): -1}, {(topic, 2): 3, (topic, 0): True},
                     {(topic, 2): 3, (topic, 0): "9"}, {(topic, 2): 3, topic: 1},
                     {(topic, 2): 3, (topic, -1): 1}, [((topic, 2), 3)]):
@@ -160,7 +158,7 @@ def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topi
                 a.commit_offsets(bad)  # type: ignore[call-overload]
         with pytest.raises(TypeError):
             a.commit_offsets(True, retry_on_failure=True)  # type: ignore[call-overload]
-        assert _offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}  # nothing of a bad call
+        assert offset_znodes(zk, g, topic, 4) == {0: 5, 1: 7}  # nothing of a bad call
         with member(stack, g) as b:
             b.create_message_streams({topic: 1})
             wait_until(lambda: settled(zk, g, topic) and len(a.owned_partitions()) == 2, 20,
@@ -171,10 +169,10 @@ def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topi
                 a.commit_offsets({ours[0]: 50, theirs[0]: 50})
             assert exc.value.partitions == [theirs[0]]
             assert f"{topic}:{theirs[0].partition}" in str(exc.value)
-            assert 50 not in _offset_znodes(zk, g, topic, 4).values()
+            assert 50 not in offset_znodes(zk, g, topic, 4).values()
             a.commit_offsets({tp: 60 + tp.partition for tp in ours})
             b.commit_offsets({tp: 80 + tp.partition for tp in theirs})
-            assert _offset_znodes(zk, g, topic, 4) == {
+            assert offset_znodes(zk, g, topic, 4) == {
                 **{tp.partition: 60 + tp.partition for tp in ours},
                 **{tp.partition: 80 + tp.partition for tp in theirs}}
 
@@ -206,7 +204,7 @@ def test_listener_commits_processed_offsets_before_release(stack, zk, names, top
             b.create_message_streams({topic: 1})
             wait_until(lambda: settled(zk, g, topic), 20, "two members")
             assert [0, 1, 2, 3] in released
-            assert _offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
+            assert offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
 
 
 def test_member_killed_with_sigkill_loses_its_partitions(stack, zk, names, topic_factory):

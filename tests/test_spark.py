@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tests.support import (
     StackInfo,
     group_owners,
+    offset_znodes,
     owners_settled,
     produce,
     produce_with_bad_crc,
@@ -102,15 +103,6 @@ def _stream(spark: SparkSession, stack: StackInfo, group: str, topic: str | None
     return reader.load()
 
 
-def _zk_offsets(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, int]:
-    out = {}
-    for p in range(partitions):
-        path = zp.offset_path(group, topic, p)
-        if zk.exists(path):
-            out[p] = zp.decode_offset(zk.get(path)[0])
-    return out
-
-
 def _members(zk: KazooClient, group: str) -> list[str]:
     path = zp.ids_dir(group)
     return zk.get_children(path) if zk.exists(path) else []
@@ -158,13 +150,13 @@ def test_stream_reads_each_message_once_across_triggers_and_a_restart(
     # maxOffsetsPerTrigger: 60 messages in batches of at most 25.
     assert run() == [25, 25, 10]
     assert sorted(sink) == sorted(first)
-    assert _zk_offsets(zk, group, topic, 3) == {0: 20, 1: 20, 2: 20}
+    assert offset_znodes(zk, group, topic, 3) == {0: 20, 1: 20, 2: 20}
 
     second = _produce(stack, topic, 3, 10, first=20)
     assert run() == [25, 5]
     # Resumed exactly where the checkpoint says: only the new messages, each once.
     assert sorted(sink) == sorted(first + second)
-    assert _zk_offsets(zk, group, topic, 3) == {0: 30, 1: 30, 2: 30}
+    assert offset_znodes(zk, group, topic, 3) == {0: 30, 1: 30, 2: 30}
 
 
 def test_zookeeper_offsets_follow_the_batches(spark, stack, zk, names, topic_factory,
@@ -179,7 +171,7 @@ def test_zookeeper_offsets_follow_the_batches(spark, stack, zk, names, topic_fac
         if offsets:
             # What the legacy lag tools see while this batch runs.
             seen.append((min(offsets), max(offsets), len(offsets),
-                         _zk_offsets(zk, group, topic, 1)))
+                         offset_znodes(zk, group, topic, 1)))
 
     # A wildcard subscription this time (the legacy whitelist, matching this topic only).
     q = (_stream(spark, stack, group, None, whitelist=f" '{topic}' ", maxOffsetsPerTrigger="10")
@@ -190,7 +182,7 @@ def test_zookeeper_offsets_follow_the_batches(spark, stack, zk, names, topic_fac
     assert q.exception() is None
     # Each batch starts where ZooKeeper says the group is; the last one is committed at the end.
     assert seen == [(0, 9, 10, {0: 0}), (10, 19, 10, {0: 10}), (20, 29, 10, {0: 20})]
-    assert _zk_offsets(zk, group, topic, 1) == {0: 30}
+    assert offset_znodes(zk, group, topic, 1) == {0: 30}
     wait_until(lambda: _members(zk, group) == [], 20, "the query to leave the group")
 
 
@@ -247,7 +239,7 @@ def test_two_queries_and_a_legacy_consumer_split_a_group(spark, stack, zk, names
         # Each member read exactly the partitions it owns; together, everything once.
         assert sorted(parts, key=min) == sorted(map(frozenset, by_member.values()), key=min)
         assert sorted(got[0] + got[1] + got[2]) == sorted(expected)
-        wait_until(lambda: _zk_offsets(zk, group, topic, 6) == dict.fromkeys(range(6), 10), 30,
+        wait_until(lambda: offset_znodes(zk, group, topic, 6) == dict.fromkeys(range(6), 10), 30,
                    "every member to commit its offsets")
     finally:
         stop.set()
