@@ -163,8 +163,8 @@ def test_commit_explicit_offsets_of_owned_partitions_only(stack, zk, names, topi
             b.create_message_streams({topic: 1})
             wait_until(lambda: settled(zk, g, topic) and len(a.owned_partitions()) == 2, 20,
                        "two members")
-            theirs = sorted(tp for tp in b.owned_partitions())
-            ours = sorted(tp for tp in a.owned_partitions())
+            theirs = sorted(b.owned_partitions())
+            ours = sorted(a.owned_partitions())
             with pytest.raises(PartitionsNotOwnedError) as exc:
                 a.commit_offsets({ours[0]: 50, theirs[0]: 50})
             assert exc.value.partitions == [theirs[0]]
