@@ -20,7 +20,11 @@ from zkconsumer._compare import (
     CompareSettings,
     ProtocolResult,
     expected_range,
+    kafka_member_kwargs,
+    member_argv,
+    parse_member_argv,
     render_markdown,
+    zk_member_config,
 )
 
 
@@ -60,9 +64,13 @@ def test_short_compare_end_to_end(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any
 ) -> None:
     out_dir = tmp_path / "cmp"
+    # What a plaintext cluster's command config holds: every client of the run reads it.
+    settings_file = tmp_path / "client.properties"
+    settings_file.write_text("security.protocol=PLAINTEXT\n")
     code = cli.main([
         "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
         "--topic", names.topic, "--members", "2", "--short", "--output", str(out_dir),
+        "--command-config", str(settings_file),
     ])
     stdout, stderr = capsys.readouterr()
     report = (out_dir / "report.md").read_text()
@@ -133,3 +141,69 @@ def test_bad_arguments_are_one_line(
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert err == f"zkconsumer compare: {message}\n"
+
+
+SASL = (
+    "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+    "sasl.plain.username=alice\nsasl.plain.password=secret\n"
+)
+
+
+@pytest.mark.parametrize("protocol", ["zookeeper", "kafka"])
+def test_members_read_the_command_config(
+    protocol: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    (tmp_path / "sasl.properties").write_text(SASL)
+    monkeypatch.chdir(tmp_path)  # a relative path must reach the member as an absolute one
+    settings = CompareSettings("b:9092", "zk:2181", "t", 2, command_config="sasl.properties")
+    argv = member_argv("m00", protocol, settings, "g", go=False)
+    assert "secret" not in " ".join(argv)  # the member reads the file itself
+    args = parse_member_argv(argv)
+    assert args.command_config == str(tmp_path / "sasl.properties")
+    monkeypatch.chdir("/")
+    expected = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": "alice", "sasl_plain_password": "secret"}
+    if protocol == "zookeeper":
+        got = zk_member_config(args).kafka_client_kwargs()
+    else:
+        got = kafka_member_kwargs(args)
+        assert got["client_id"] == "m00" and got["group_id"] == "g"
+    assert {k: got.get(k) for k in expected} == expected
+
+    plain = parse_member_argv(member_argv("m00", protocol, CompareSettings(
+        "b:9092", "zk:2181", "t", 2), "g", go=False))
+    assert plain.command_config is None
+    got = (zk_member_config(plain).kafka_client_kwargs() if protocol == "zookeeper"
+           else kafka_member_kwargs(plain))
+    assert got.get("security_protocol", "PLAINTEXT") == "PLAINTEXT"
+    assert got.get("sasl_plain_username") is None
+
+
+def test_a_bad_command_config_is_one_line(tmp_path: Path, capsys: Any) -> None:
+    bad = tmp_path / "client.properties"
+    bad.write_text("security.protocol=PLAINTEXT\nbootstrap.servers=elsewhere:9092\n")
+    code = cli.main(["compare", "--bootstrap-server", "127.0.0.1:1", "--zookeeper",
+                     "127.0.0.1:1", "--topic", "t", "--members", "2", "--output",
+                     str(tmp_path / "out"), "--command-config", str(bad)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith(f"zkconsumer compare: {bad}: bootstrap.servers: not a broker "
+                          "security setting") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_the_harness_talks_to_the_brokers_with_the_command_config(
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any
+) -> None:
+    # The local broker has no SASL listener: a harness that used these settings cannot
+    # reach it (one that ignored them would create the topic and run).
+    sasl = tmp_path / "sasl.properties"
+    sasl.write_text(SASL)
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--output",
+        str(tmp_path / "out"), "--command-config", str(sasl),
+    ])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert f"cannot connect to the brokers at {stack.bootstrap}" in err, err

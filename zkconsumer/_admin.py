@@ -81,6 +81,7 @@ __all__ = [
     "ZooKeeperUnreachableError",
     "check_brokers",
     "command_config",
+    "command_config_properties",
     "connect",
     "delete_group",
     "describe_group",
@@ -455,6 +456,17 @@ def command_config(path: str | None) -> dict[str, Any]:
     """
     if path is None:
         return {}
+    props = command_config_properties(path)
+    kwargs = ConsumerConfig({**_VALIDATION_BASE, **props}).kafka_client_kwargs()
+    kwargs.pop("client_id", None)
+    return kwargs
+
+
+def command_config_properties(path: str | None) -> dict[str, str]:
+    """The properties of a ``--command-config`` file as ConsumerConfig keys, checked as
+    :func:`command_config` checks them (what a connector built from the file takes)."""
+    if path is None:
+        return {}
     try:
         props = read_properties(path)
     except ConfigError as e:
@@ -466,12 +478,10 @@ def command_config(path: str | None) -> dict[str, Any]:
             f"holds only {', '.join(COMMAND_CONFIG_KEYS)})"
         )
     try:
-        config = ConsumerConfig({**_VALIDATION_BASE, **props})
+        ConsumerConfig({**_VALIDATION_BASE, **props})
     except ConfigError as e:
         raise AdminError(f"{path}: {e}") from None
-    kwargs = config.kafka_client_kwargs()
-    kwargs.pop("client_id", None)
-    return kwargs
+    return props
 
 
 def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) -> None:

@@ -190,6 +190,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         settings.session_timeout_ms = args.session_timeout_ms
     if args.protocol:
         settings.protocols = tuple(args.protocol)
+    settings.command_config = args.command_config
     output = Path(args.output)
 
     def progress(msg: str) -> None:
@@ -222,8 +223,7 @@ def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
         p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--bootstrap-server", required=True, metavar="B",
                    help="Kafka bootstrap servers, host:port[,host:port]")
-    if group:  # not compare: it makes its own test clients
-        p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
+    p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.add_argument("--zookeeper", required=True, metavar="ZK",
                    help="ZooKeeper connect string, host:port[,host:port][/chroot]")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",

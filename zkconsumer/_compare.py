@@ -50,11 +50,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ._assignors import assign
 from ._errors import ZkConsumerError
 from ._types import TopicPartition
+
+if TYPE_CHECKING:
+    from ._config import ConsumerConfig
 
 log = logging.getLogger("zkconsumer.compare")
 
@@ -93,6 +96,9 @@ class CompareSettings:
     settle_timeout_s: float = 90.0
     drain_timeout_s: float = 60.0
     protocols: tuple[str, ...] = PROTOCOLS
+    # The brokers' security settings (``--command-config``): every client of the run uses
+    # them, members included (they read the file themselves: no secret on a command line).
+    command_config: str | None = None
 
     @classmethod
     def short(cls, bootstrap: str, zookeeper: str, topic: str, members: int,
@@ -218,7 +224,24 @@ class _Out:
                 os.write(1, data)
 
 
-def _member_main(argv: Sequence[str]) -> int:
+def member_argv(name: str, protocol: str, settings: CompareSettings, group: str,
+                go: bool) -> list[str]:
+    """The arguments of a member process after ``python -m zkconsumer._compare``."""
+    argv = [
+        "member", "--protocol", protocol, "--name", name, "--group", group,
+        "--topic", settings.topic, "--zookeeper", settings.zookeeper,
+        "--bootstrap", settings.bootstrap,
+        "--session-timeout-ms", str(settings.session_timeout_ms),
+        "--commit-interval-ms", str(settings.commit_interval_ms),
+    ] + (["--go"] if go else [])
+    if settings.command_config is not None:
+        # Absolute: the member reads the file itself (its secrets stay off the command line).
+        argv += ["--command-config", str(Path(settings.command_config).resolve())]
+    return argv
+
+
+def parse_member_argv(argv: Sequence[str]) -> Any:
+    """:func:`member_argv`'s arguments, parsed (an ``argparse.Namespace``)."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m zkconsumer._compare member")
@@ -231,8 +254,13 @@ def _member_main(argv: Sequence[str]) -> int:
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--session-timeout-ms", type=int, required=True)
     p.add_argument("--commit-interval-ms", type=int, required=True)
+    p.add_argument("--command-config", default=None)
     p.add_argument("--go", action="store_true", help="consume at once (no GO from stdin)")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def _member_main(argv: Sequence[str]) -> int:
+    args = parse_member_argv(argv)
 
     out = _Out()
     stop = threading.Event()
@@ -306,15 +334,15 @@ class _GatedFetcher:
                 self._inner.start_connections(pending)
 
 
-def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
-    from ._admin import security_settings
+def zk_member_config(args: Any) -> ConsumerConfig:
+    """A zookeeper member's connector configuration, from its parsed arguments."""
+    from ._admin import command_config_properties, security_settings
     from ._config import ConsumerConfig
-    from ._connector import ZookeeperConsumerConnector
-    from ._fetcher import FetcherManager
 
-    config = ConsumerConfig({
+    return ConsumerConfig({
         # The harness's login and ACL (ZKCONSUMER_ZOOKEEPER_*, inherited), as its own client.
         **security_settings(),
+        **command_config_properties(args.command_config),
         "zookeeper.connect": args.zookeeper,
         "group.id": args.group,
         "consumer.id": args.name,
@@ -324,6 +352,13 @@ def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event)
         "auto.offset.reset": "smallest",
         "partition.assignment.strategy": "range",
     })
+
+
+def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
+    from ._connector import ZookeeperConsumerConnector
+    from ._fetcher import FetcherManager
+
+    config = zk_member_config(args)
     gates: list[_GatedFetcher] = []
 
     def fetcher(c: ZookeeperConsumerConnector) -> _GatedFetcher:
@@ -370,13 +405,15 @@ def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event)
         t.join(timeout=10)
 
 
-def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
-    from kafka import KafkaConsumer
-    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+def kafka_member_kwargs(args: Any) -> dict[str, Any]:
+    """A kafka member's ``KafkaConsumer`` arguments, from its parsed arguments."""
     from kafka.coordinator.assignors.range import RangePartitionAssignor
 
+    from ._admin import command_config
+
     session = args.session_timeout_ms
-    consumer = KafkaConsumer(
+    return dict(
+        **command_config(args.command_config),
         bootstrap_servers=args.bootstrap.split(","),
         group_id=args.group,
         client_id=args.name,  # member ids are "<client id>-<uuid>": range sorts them by name
@@ -390,6 +427,13 @@ def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Eve
         auto_commit_interval_ms=args.commit_interval_ms,
         auto_offset_reset="earliest",
     )
+
+
+def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
+    from kafka import KafkaConsumer
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+    consumer = KafkaConsumer(**kafka_member_kwargs(args))
     current: set[int] = set()
     held: list[Any] = []  # partitions paused until GO
 
@@ -447,14 +491,8 @@ class _Member:
         self.exited = False
         self.killed = False
         self.stopped_at: float | None = None
-        cmd = [
-            sys.executable, "-m", "zkconsumer._compare", "member",
-            "--protocol", protocol, "--name", name, "--group", group,
-            "--topic", settings.topic, "--zookeeper", settings.zookeeper,
-            "--bootstrap", settings.bootstrap,
-            "--session-timeout-ms", str(settings.session_timeout_ms),
-            "--commit-interval-ms", str(settings.commit_interval_ms),
-        ] + (["--go"] if go else [])
+        cmd = [sys.executable, "-m", "zkconsumer._compare",
+               *member_argv(name, protocol, settings, group, go)]
         self._stderr: IO[bytes] = open(log_dir / f"{protocol}-{name}.log", "wb")
         # The member imports this very package, wherever it was imported from.
         env = dict(os.environ)
@@ -548,8 +586,9 @@ class _PacedProducer:
     """
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float,
-                 tag: str) -> None:
+                 tag: str, kafka: Mapping[str, Any]) -> None:
         self._args = (bootstrap, topic, partitions, rate, tag)
+        self._kafka = kafka
         self._stop = threading.Event()
         self.sent = 0
         self.error: BaseException | None = None
@@ -562,7 +601,8 @@ class _PacedProducer:
         from kafka import KafkaProducer
 
         bootstrap, topic, partitions, rate, tag = self._args
-        producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), linger_ms=5, acks=1)
+        producer = KafkaProducer(**self._kafka, bootstrap_servers=bootstrap.split(","),
+                                 linger_ms=5, acks=1)
         try:
             start = time.monotonic()
             while not self._stop.is_set():
@@ -584,11 +624,12 @@ class _PacedProducer:
         self._thread.join(timeout=60)
 
 
-def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str) -> None:
+def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str,
+             kafka: Mapping[str, Any]) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), linger_ms=10, acks=1,
-                             batch_size=65536)
+    producer = KafkaProducer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
+                             acks=1, batch_size=65536)
     try:
         for i in range(n):
             producer.send(topic, value=f"{tag}:{i}".encode(), partition=i % partitions)
@@ -597,22 +638,23 @@ def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str) -> N
         producer.close()
 
 
-def _log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+def _log_ends(bootstrap: str, topic: str, partitions: int,
+              kafka: Mapping[str, Any]) -> dict[int, int]:
     from ._fetcher import log_end_offsets
 
     ends = log_end_offsets([(topic, p) for p in range(partitions)],
-                           bootstrap_servers=bootstrap.split(","))
+                           bootstrap_servers=bootstrap.split(","), **kafka)
     return {p: int(ends[TopicPartition(topic, p)]) for p in range(partitions)}
 
 
-def _ensure_topic(settings: CompareSettings) -> int:
+def _ensure_topic(settings: CompareSettings, kafka: Mapping[str, Any]) -> int:
     """The topic's partition count, creating the topic (and waiting for it) if needed."""
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
     from ._migrate import modern_admin
 
-    admin = modern_admin(settings.bootstrap)
+    admin = modern_admin(settings.bootstrap, kafka=kafka)
     try:
         wanted = settings.partitions or 2 * (settings.members + 1)
         try:
@@ -661,9 +703,11 @@ class _Run:
     """One protocol's run of the scenario. Used from one thread (the caller's)."""
 
     def __init__(self, protocol: str, settings: CompareSettings, partitions: int,
-                 log_dir: Path, progress: Callable[[str], None]) -> None:
+                 log_dir: Path, progress: Callable[[str], None],
+                 kafka: Mapping[str, Any]) -> None:
         self.protocol = protocol
         self.s = settings
+        self.kafka = kafka  # the brokers' security settings, as kafka-python arguments
         self.partitions = partitions
         self.log_dir = log_dir
         self.progress = progress
@@ -691,7 +735,7 @@ class _Run:
         else:
             from ._migrate import modern_admin, write_kafka_offsets
 
-            admin = modern_admin(self.s.bootstrap)
+            admin = modern_admin(self.s.bootstrap, kafka=self.kafka)
             try:
                 write_kafka_offsets(admin, self.group, tps)
             finally:
@@ -773,7 +817,7 @@ class _Run:
     def run(self) -> ProtocolResult:
         s = self.s
         names = [f"m{i:02d}" for i in range(s.members + 1)]
-        start = _log_ends(s.bootstrap, s.topic, self.partitions)
+        start = _log_ends(s.bootstrap, s.topic, self.partitions, self.kafka)
         self._commit_start(start)
         self.t0 = time.time()
         changes: list[ChangeResult] = []
@@ -789,9 +833,10 @@ class _Run:
 
             # 2. the backlog, then release everyone at once
             t = time.monotonic()
-            _produce(s.bootstrap, s.topic, self.partitions, s.messages, f"{self.tag}:b")
+            _produce(s.bootstrap, s.topic, self.partitions, s.messages, f"{self.tag}:b",
+                     self.kafka)
             produce_s = time.monotonic() - t
-            backlog_end = _log_ends(s.bootstrap, s.topic, self.partitions)
+            backlog_end = _log_ends(s.bootstrap, s.topic, self.partitions, self.kafka)
             released = time.time()
             for m in self._live():
                 m.go()
@@ -808,7 +853,7 @@ class _Run:
 
             # 3. membership changes under steady traffic
             producer = _PacedProducer(s.bootstrap, s.topic, self.partitions, s.rate,
-                                      f"{self.tag}:p")
+                                      f"{self.tag}:p", self.kafka)
             producer.start()
             time.sleep(s.dwell_s)
             joiner = names[s.members]
@@ -836,7 +881,7 @@ class _Run:
             producer = None
 
             # 4. drain, then stop everyone cleanly
-            end = _log_ends(s.bootstrap, s.topic, self.partitions)
+            end = _log_ends(s.bootstrap, s.topic, self.partitions, self.kafka)
             all_ranges = {p: (start[p], end[p]) for p in range(self.partitions)}
             if not self._wait_delivered(all_ranges, s.drain_timeout_s):
                 self.errors.append(f"not everything was delivered within "
@@ -851,7 +896,7 @@ class _Run:
                     self.errors.append(f"member {m.name} did not stop within 30 s; killed")
                 m.close()
         duration = time.time() - self.t0
-        end = _log_ends(s.bootstrap, s.topic, self.partitions)
+        end = _log_ends(s.bootstrap, s.topic, self.partitions, self.kafka)
         return self._result(changes, start, end, produce_s, drain_s, duration)
 
     def _first_deliveries(self) -> list[tuple[float, str, int, int]]:
@@ -902,16 +947,19 @@ def run_compare(
     settings: CompareSettings, output: Path, progress: Callable[[str], None] | None = None
 ) -> CompareResult:
     """Run the scenario for each protocol in turn; see the module docstring."""
+    from ._admin import command_config
+
     settings.validate()
+    kafka = command_config(settings.command_config)  # checked before anything starts
     say = progress or (lambda _msg: None)
-    partitions = _ensure_topic(settings)
+    partitions = _ensure_topic(settings, kafka)
     log_dir = output / "members"
     log_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for protocol in settings.protocols:
         say(f"{protocol}: {settings.members} members on {settings.topic} "
             f"({partitions} partitions)")
-        results.append(_Run(protocol, settings, partitions, log_dir, say).run())
+        results.append(_Run(protocol, settings, partitions, log_dir, say, kafka).run())
     return CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"))
 
 
