@@ -19,7 +19,7 @@ from kazoo.client import KazooClient
 
 from tests.support import StackInfo, create_topic, started_zk, wait_until
 from zkconsumer import _zkpaths as zp
-from zkconsumer._stack import LocalStack
+from zkconsumer._stack import running_stack
 
 
 @pytest.fixture(scope="session")
@@ -29,13 +29,8 @@ def stack() -> Iterator[StackInfo]:
     if zk and bootstrap:
         yield StackInfo(zk, bootstrap, None)
         return
-    with tempfile.TemporaryDirectory(prefix="zkc-stack-") as d:
-        local = LocalStack(d)
-        try:
-            local.up()
-            yield StackInfo(local.zookeeper, local.bootstrap, local)
-        finally:
-            local.down()
+    with tempfile.TemporaryDirectory(prefix="zkc-stack-") as d, running_stack(d) as local:
+        yield StackInfo(local.zookeeper, local.bootstrap, local)
 
 
 @pytest.fixture

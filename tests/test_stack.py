@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 
 from tests.support import StackInfo, create_topic, wait_until
 from zkconsumer import _zkpaths as zp
-from zkconsumer._stack import LocalStack, running_stack, zk_four_letter
+from zkconsumer._stack import LocalStack, port_open, running_stack, zk_four_letter
 
 
 def _broker_ids(zk: KazooClient) -> list[str]:
@@ -163,3 +163,35 @@ def test_stack_cli_up_status_down(tmp_path: Path) -> None:
         [sys.executable, "-m", "zkconsumer", "stack", "status", "--dir", str(d)],
         capture_output=True, text=True, timeout=60)
     assert status.returncode == 1
+
+
+_HOLD_A_STACK = """
+import json, sys, time
+from pathlib import Path
+from zkconsumer._stack import running_stack
+with running_stack(sys.argv[1]) as s:
+    Path(sys.argv[2]).write_text(json.dumps([s.zookeeper, s.bootstrap]))
+    time.sleep(600)
+"""
+
+
+def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
+    # Its processes live in their own sessions: SIGTERM to the Python process that holds
+    # the stack must still stop them (a killed test run or benchmark leaves nothing behind).
+    directory, ready = tmp_path / "stack", tmp_path / "ready.json"
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_A_STACK, str(directory), str(ready)],
+                            stderr=subprocess.PIPE)
+    try:
+        wait_until(ready.exists, 120, "the stack up")
+        zookeeper, bootstrap = json.loads(ready.read_text())
+        assert port_open(zookeeper) and port_open(bootstrap)
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+        assert b"KeyboardInterrupt" in err  # stopped through the finally blocks
+        assert not port_open(zookeeper) and not port_open(bootstrap)
+        assert json.loads((directory / "stack.json").read_text())["procs"] == {}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        LocalStack(directory).down()  # whatever a failure left running

@@ -30,7 +30,7 @@ from kazoo.client import KazooClient  # noqa: E402
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
 from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer._stack import LocalStack  # noqa: E402
+from zkconsumer._stack import running_stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 
@@ -41,13 +41,8 @@ def stack() -> Iterator[tuple[str, str]]:
     if zk and bs:
         yield zk, bs
         return
-    with tempfile.TemporaryDirectory(prefix="zkc-bench-") as d:
-        s = LocalStack(d)
-        try:
-            s.up()
-            yield s.zookeeper, s.bootstrap
-        finally:
-            s.down()
+    with tempfile.TemporaryDirectory(prefix="zkc-bench-") as d, running_stack(d) as s:
+        yield s.zookeeper, s.bootstrap
 
 
 def progress(msg: str) -> None:

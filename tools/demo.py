@@ -31,7 +31,7 @@ from zkconsumer import (  # noqa: E402
     create_consumer_connector,  # noqa: E402
 )
 from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer._stack import LocalStack  # noqa: E402
+from zkconsumer._stack import LocalStack, sigterm_interrupts  # noqa: E402
 
 PARTITIONS = 6
 
@@ -49,15 +49,16 @@ def main() -> int:
                         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     stack = LocalStack(ROOT / ".stack" / "demo")
-    say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
-    addresses = stack.up()
-    print(json.dumps(addresses))
-    try:
-        return run(stack, args.messages)
-    finally:
-        if not args.keep:
-            say("stopping the stack")
-            stack.down()
+    with sigterm_interrupts():  # a demo stopped by SIGTERM stops its stack too
+        say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
+        addresses = stack.up()
+        print(json.dumps(addresses))
+        try:
+            return run(stack, args.messages)
+        finally:
+            if not args.keep:
+                say("stopping the stack")
+                stack.down()
 
 
 def run(stack: LocalStack, n_messages: int) -> int:

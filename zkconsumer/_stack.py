@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -352,11 +353,34 @@ class LocalStack:
 
 
 @contextmanager
-def running_stack(directory: str | os.PathLike[str]) -> Iterator[LocalStack]:
-    """A stack for the length of a ``with`` block; always stopped on the way out."""
-    stack = LocalStack(directory)
+def sigterm_interrupts() -> Iterator[None]:
+    """Inside, SIGTERM raises KeyboardInterrupt in the main thread, as Ctrl-C does, so that
+    ``finally`` blocks run. The stack's processes live in their own sessions: without this, a
+    test run or benchmark stopped by SIGTERM would leave ZooKeeper and the broker running.
+    Does nothing outside the main thread, or when SIGTERM already has a handler."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
     try:
-        stack.up()
-        yield stack
+        yield
     finally:
-        stack.down()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def running_stack(directory: str | os.PathLike[str]) -> Iterator[LocalStack]:
+    """A stack for the length of a ``with`` block; always stopped on the way out, also when
+    the process is told to stop by SIGTERM (:func:`sigterm_interrupts`)."""
+    stack = LocalStack(directory)
+    with sigterm_interrupts():
+        try:
+            stack.up()
+            yield stack
+        finally:
+            stack.down()
