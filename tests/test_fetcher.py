@@ -465,6 +465,19 @@ def test_a_configuration_librdkafka_refuses_is_a_config_error_not_a_retry() -> N
         manager.shutdown()
 
 
+def test_tls_files_that_do_not_load_are_a_config_error_with_kafka_python_too() -> None:
+    config = ConsumerConfig({
+        "zookeeper.connect": "127.0.0.1:1", "group.id": "g", "fetch.backend": "kafka-python",
+        "security.protocol": "SSL", "ssl.cafile": "/nonexistent/ca.pem"})
+    manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
+    try:
+        # Not a connection failure retried for ever (what kafka-python makes of it).
+        with pytest.raises(ConfigError, match="ssl.cafile=/nonexistent/ca.pem"):
+            manager._make_backend()
+    finally:
+        manager.shutdown()
+
+
 def _msg(topic: str, partition: int, offset: int, ts_type: int = 1, err: Any = None) -> Any:
     """A real ``confluent_kafka.Message`` as librdkafka gives it: key ``k<offset>``, value
     ``v<offset>``, timestamp ``1000 + offset`` of librdkafka type ``ts_type`` (0 none, 1 create

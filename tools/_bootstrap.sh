@@ -16,6 +16,7 @@ ensure_apt_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]} from Debian's packages" >&2
     _as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2

@@ -51,6 +51,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from . import _zkpaths as zp
 from ._config import CONFIG_KEYS, ConsumerConfig, read_properties
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
+from ._tls import with_tls_deadline
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
 
@@ -459,7 +460,10 @@ def command_config(path: str | None) -> dict[str, Any]:
     props = command_config_properties(path)
     kwargs = ConsumerConfig({**_VALIDATION_BASE, **props}).kafka_client_kwargs()
     kwargs.pop("client_id", None)
-    return kwargs
+    try:
+        return with_tls_deadline(kwargs)
+    except ConfigError as e:
+        raise AdminError(f"{path}: {e}") from None
 
 
 def command_config_properties(path: str | None) -> dict[str, str]:

@@ -68,6 +68,7 @@ from ._assignors import java_string_hashcode
 from ._errors import BackgroundThreadError, ConfigError, ConsumerShutdownError
 from ._partition import INVALID_OFFSET, PartitionTopicInfo
 from ._stream import MessageAndMetadata
+from ._tls import with_tls_deadline
 from ._types import TopicPartition
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dic
         "metrics_enabled": False,
     }
     kwargs.update(config.kafka_client_kwargs())
-    return kwargs
+    return with_tls_deadline(kwargs)
 
 
 # kafka-python keyword -> librdkafka property.
@@ -885,7 +886,7 @@ class _MetadataClient:
             try:
                 if self._admin is None:
                     m = self._manager
-                    kwargs = m.config.kafka_client_kwargs()
+                    kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
                     kwargs["request_timeout_ms"] = _request_timeout_ms(m.config)
                     self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
                 described = self._admin.describe_topics(sorted(topics))

@@ -28,6 +28,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from . import _zkpaths as zp
 from ._errors import OffsetCommitError, ZkDataError
+from ._tls import with_tls_deadline
 from ._types import TopicPartition
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class KafkaOffsetStore:
             brokers = list(self._brokers())
             if not brokers:
                 raise KafkaConnectionError("no broker is registered in ZooKeeper")
-            kwargs = self._config.kafka_client_kwargs()
+            kwargs = with_tls_deadline(self._config.kafka_client_kwargs())
             kwargs["request_timeout_ms"] = self._config.offsets_channel_socket_timeout_ms
             self._admin = KafkaAdminClient(bootstrap_servers=brokers, **kwargs)
         return self._admin
