@@ -125,6 +125,22 @@ def test_a_silent_peer_ends_the_handshake_at_the_deadline(
             tls.do_handshake()
 
 
+def test_a_connection_closed_before_the_deadline_is_not_reported(
+    silent_peer: tuple[str, int], monkeypatch: Any, caplog: Any
+) -> None:
+    monkeypatch.setattr(_tls, "HANDSHAKE_TIMEOUT_S", 0.2)
+    context = with_tls_deadline({"security_protocol": "SSL"})["ssl_context"]
+    tls = _client_socket(silent_peer, context)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    timer = tls._zkc_timer
+    assert timer is not None
+    tls.close()  # as kafka-python closes a connection it gives up for another reason
+    timer.join(5)
+    assert not timer.is_alive()
+    assert "no TLS handshake answer" not in caplog.text
+
+
 def test_ssl_settings_against_a_plaintext_broker_fail_instead_of_hanging(
     stack: StackInfo, tmp_path: Path, monkeypatch: Any
 ) -> None:

@@ -71,6 +71,8 @@ class _DeadlineSSLSocket(ssl.SSLSocket):
         self._zkc_timer.cancel()  # reached only once the handshake is complete
 
     def _zkc_give_up(self, timeout: float) -> None:
+        if self.fileno() == -1:
+            return  # closed already (the handshake failed otherwise): nothing to end
         try:
             host, port = self.getpeername()[:2]
             peer = f"{host}:{port}"

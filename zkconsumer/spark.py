@@ -597,9 +597,14 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
     from ._fetcher import kafka_python_kwargs
 
     key = ("kafka-python", rng.bootstrap, rng.props)
-    kwargs = kafka_python_kwargs(config, rng.bootstrap)
-    kwargs["max_poll_records"] = ARROW_BATCH_ROWS
-    consumer = _client(key, lambda: KafkaConsumer(**kwargs))
+
+    def make() -> Any:
+        # Only for a new client: with TLS, the settings load certificate files.
+        kwargs = kafka_python_kwargs(config, rng.bootstrap)
+        kwargs["max_poll_records"] = ARROW_BATCH_ROWS
+        return KafkaConsumer(**kwargs)
+
+    consumer = _client(key, make)
     schema = _arrow_schema()
     ktp = KTP(rng.topic, rng.partition)
     ok = False
