@@ -453,26 +453,20 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         m.shutdown()
 
 
-def test_a_configuration_librdkafka_refuses_is_a_config_error_not_a_retry() -> None:
+@pytest.mark.parametrize("backend, message", [
+    ("confluent", "librdkafka refused the configuration.*ssl.ca"),
+    ("kafka-python", "ssl.cafile=/nonexistent/ca.pem"),
+])
+def test_tls_files_that_do_not_load_are_a_config_error_not_a_retry(
+    backend: str, message: str
+) -> None:
+    # Not a connection failure retried for ever (what kafka-python alone makes of it).
     config = ConsumerConfig({
-        "zookeeper.connect": "127.0.0.1:1", "group.id": "g", "fetch.backend": "confluent",
+        "zookeeper.connect": "127.0.0.1:1", "group.id": "g", "fetch.backend": backend,
         "security.protocol": "SSL", "ssl.cafile": "/nonexistent/ca.pem"})
     manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
     try:
-        with pytest.raises(ConfigError, match="librdkafka refused the configuration.*ssl.ca"):
-            manager._make_backend()
-    finally:
-        manager.shutdown()
-
-
-def test_tls_files_that_do_not_load_are_a_config_error_with_kafka_python_too() -> None:
-    config = ConsumerConfig({
-        "zookeeper.connect": "127.0.0.1:1", "group.id": "g", "fetch.backend": "kafka-python",
-        "security.protocol": "SSL", "ssl.cafile": "/nonexistent/ca.pem"})
-    manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
-    try:
-        # Not a connection failure retried for ever (what kafka-python makes of it).
-        with pytest.raises(ConfigError, match="ssl.cafile=/nonexistent/ca.pem"):
+        with pytest.raises(ConfigError, match=message):
             manager._make_backend()
     finally:
         manager.shutdown()
