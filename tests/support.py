@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -204,3 +206,16 @@ def produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
             producer.send(topic, f"p1-{i}".encode(), partition=1).get(10)
     finally:
         producer.close()
+
+
+def self_signed_cert(directory: Path) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (also a CA file that verifies it) and its
+    key, made by ``openssl`` in ``directory``."""
+    crt, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(crt)],
+        check=True, capture_output=True,
+    )
+    return str(crt), str(key)

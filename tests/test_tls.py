@@ -5,7 +5,6 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import StackInfo, wait_until
+from tests.support import StackInfo, self_signed_cert, wait_until
 from zkconsumer import _tls
 from zkconsumer._admin import AdminError, command_config
 from zkconsumer._errors import ConfigError
@@ -23,15 +22,7 @@ from zkconsumer._tls import with_tls_deadline
 
 @pytest.fixture
 def cert(tmp_path: Path) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 and its key."""
-    crt, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(crt)],
-        check=True, capture_output=True,
-    )
-    return str(crt), str(key)
+    return self_signed_cert(tmp_path)
 
 
 @pytest.fixture

@@ -24,7 +24,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import make_digest_acl_credential
 
-from tests.support import NullFetcher, StackInfo, group_owners, produce, wait_until
+from tests.support import (
+    NullFetcher,
+    StackInfo,
+    group_owners,
+    produce,
+    self_signed_cert,
+    wait_until,
+)
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
 from zkconsumer._connector import kazoo_security_kwargs
@@ -692,16 +699,17 @@ SASL_PLAIN = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
 def test_command_config_holds_broker_security_settings_only(tmp_path: Any) -> None:
     from zkconsumer._admin import AdminError, command_config
 
+    ca, _ = self_signed_cert(tmp_path)  # the CA file must load (a TLS client is built)
     good = tmp_path / "client.properties"
     good.write_text("# a secured cluster\nsecurity.protocol=sasl_ssl\n"
                     "sasl.mechanism=SCRAM-SHA-512\nsasl.plain.username=alice\nsasl.plain.password=wonder-land\n"
-                    "ssl.cafile=/etc/kafka/ca.pem\nssl.check.hostname=false\n")
+                    f"ssl.cafile={ca}\nssl.check.hostname=false\n")
     kwargs = command_config(str(good))
     assert {k: kwargs[k] for k in ("security_protocol", "sasl_mechanism", "sasl_plain_username",
                                    "sasl_plain_password", "ssl_cafile", "ssl_check_hostname")} \
         == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
             "sasl_plain_username": "alice", "sasl_plain_password": "wonder-land",
-            "ssl_cafile": "/etc/kafka/ca.pem", "ssl_check_hostname": False}
+            "ssl_cafile": ca, "ssl_check_hostname": False}
     assert "client_id" not in kwargs  # each command names its own client
     assert command_config(None) == {}
 
