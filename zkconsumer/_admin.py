@@ -457,8 +457,7 @@ def command_config(path: str | None) -> dict[str, Any]:
     """
     if path is None:
         return {}
-    props = command_config_properties(path)
-    kwargs = ConsumerConfig({**_VALIDATION_BASE, **props}).kafka_client_kwargs()
+    kwargs = _read_command_config(path)[1].kafka_client_kwargs()
     kwargs.pop("client_id", None)
     try:
         return with_tls_deadline(kwargs)
@@ -469,8 +468,11 @@ def command_config(path: str | None) -> dict[str, Any]:
 def command_config_properties(path: str | None) -> dict[str, str]:
     """The properties of a ``--command-config`` file as ConsumerConfig keys, checked as
     :func:`command_config` checks them (what a connector built from the file takes)."""
-    if path is None:
-        return {}
+    return {} if path is None else _read_command_config(path)[0]
+
+
+def _read_command_config(path: str) -> tuple[dict[str, str], ConsumerConfig]:
+    """The file's properties, and the ConsumerConfig that checked them."""
     try:
         props = read_properties(path)
     except ConfigError as e:
@@ -482,10 +484,9 @@ def command_config_properties(path: str | None) -> dict[str, str]:
             f"holds only {', '.join(COMMAND_CONFIG_KEYS)})"
         )
     try:
-        ConsumerConfig({**_VALIDATION_BASE, **props})
+        return props, ConsumerConfig({**_VALIDATION_BASE, **props})
     except ConfigError as e:
         raise AdminError(f"{path}: {e}") from None
-    return props
 
 
 def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) -> None:
