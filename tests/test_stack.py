@@ -129,6 +129,43 @@ def test_bridge_follows_broker_and_its_own_restarts(private_stack: LocalStack) -
         zk.close()
 
 
+def test_bridge_rides_out_zookeeper_going_away(private_stack: LocalStack) -> None:
+    # kazoo's synchronous calls wait for ever while ZooKeeper is down: the bridge used to hang
+    # in its round, and stop() (SIGTERM) could not end it.
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from zkconsumer._bridge import Bridge, ClusterView
+
+    private_stack.stop("bridge")  # ours is the only one
+    bridge = Bridge(private_stack.zookeeper, private_stack.bootstrap, interval_s=0.2,
+                    request_timeout_s=1.0)
+    thread = threading.Thread(target=bridge.run, daemon=True)
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        thread.start()
+        wait_until(lambda: _broker_ids(zk), 30, "broker registered")
+        private_stack.stop("zookeeper")
+        # A round that meets the dead connection fails within the request timeout.
+        stranded = Bridge(private_stack.zookeeper, private_stack.bootstrap,
+                          request_timeout_s=1.0)
+        stranded._zk = zk
+        wait_until(lambda: not zk.connected, 15, "the client disconnected")
+        with pytest.raises(KazooTimeoutError):
+            stranded.apply(ClusterView(brokers={}))
+
+        private_stack.start("zookeeper")  # the same port and data
+        wait_until(lambda: zk.connected and _broker_ids(zk), 30, "broker registered again")
+        private_stack.stop("zookeeper")
+        wait_until(lambda: not zk.connected, 15, "the client disconnected again")
+    finally:
+        bridge.stop()
+        thread.join(15)
+        zk.stop()
+        zk.close()
+    assert not thread.is_alive(), "the bridge did not stop with ZooKeeper gone"
+
+
 def test_stack_cli_up_status_down(tmp_path: Path) -> None:
     d = tmp_path / "cli-stack"
     env = dict(os.environ)

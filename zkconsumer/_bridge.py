@@ -18,6 +18,13 @@ Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event)
 state shared with other threads; ``_resync`` is set from kazoo's state listener and only
 makes the next round rewrite everything (ephemerals vanish with an expired session).
 
+ZooKeeper going away must not hang the bridge: kazoo's synchronous calls wait for ever while
+the connection is down, and then :meth:`Bridge.stop` could not end it. So no round runs while
+the client is disconnected, and every request is made asynchronously and waited for at most
+``request_timeout_s``; a round that meets a dead connection fails with one warning and the
+next round, once ZooKeeper is back, rewrites everything. At stop, the broker registrations are
+deleted only while connected: otherwise they are ephemeral and go with the session.
+
 ZooKeeper security as for the command-line tools: the bridge logs in with
 ``ZKCONSUMER_ZOOKEEPER_AUTH`` and gives every znode it creates the ACL of
 ``ZKCONSUMER_ZOOKEEPER_ACL`` (as a secured ZooKeeper-mode broker did with
@@ -36,8 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState
 
 from . import _zkpaths as zp
@@ -95,10 +103,13 @@ class Bridge:
         connect_timeout_s: float = 30.0,
         environ: Mapping[str, str] | None = None,
         kafka: Mapping[str, Any] | None = None,
+        request_timeout_s: float = 5.0,
     ) -> None:
         """``environ`` (default ``os.environ``) holds the ZooKeeper login and ACL variables;
         ``kafka`` the brokers' security settings as kafka-python arguments
-        (``zkconsumer._admin.command_config``)."""
+        (``zkconsumer._admin.command_config``); ``request_timeout_s`` bounds each ZooKeeper
+        request."""
+        self._request_timeout = request_timeout_s
         self._kafka = dict(kafka or {})
         self._zk_connect = zookeeper
         self._connect_timeout = connect_timeout_s
@@ -115,6 +126,7 @@ class Bridge:
         self._written_topics: dict[str, bytes] = {}
         self._written_states: dict[tuple[str, int], bytes] = {}
         self._unreachable_since: float | None = None
+        self._paths_made = False  # the top-level paths exist (made again after a resync)
         self.rounds = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -126,22 +138,49 @@ class Bridge:
         zk = self._connect()
         self._zk = zk
         try:
-            zk.ensure_path(zp.BROKER_IDS)
-            zk.ensure_path(zp.BROKER_TOPICS)
-            zk.ensure_path(MANAGED_DIR)
             log.info("bridge: %s -> ZooKeeper %s", self._bootstrap, self._zk_connect)
+            away = False  # ZooKeeper unreachable, already logged
             while not self._stop.is_set():
-                try:
-                    self.reconcile_once()
-                except Exception:  # noqa: BLE001 - one bad round must not end the bridge
-                    log.exception("bridge round failed; retrying")
+                if not zk.connected:
+                    if not away:
+                        log.warning("bridge: ZooKeeper %s unreachable; waiting for it",
+                                    self._zk_connect)
+                        away = True
+                else:
+                    if away:
+                        log.info("bridge: ZooKeeper %s reachable again", self._zk_connect)
+                        away = False
+                    try:
+                        self.reconcile_once()
+                    except (KazooTimeoutError, ConnectionLoss, SessionExpiredError) as e:
+                        self._resync.set()
+                        log.warning("bridge: ZooKeeper request failed (%s); retrying",
+                                    type(e).__name__)
+                    except Exception:  # noqa: BLE001 - one bad round must not end the bridge
+                        log.exception("bridge round failed; retrying")
                 self._stop.wait(self._interval)
         finally:
             self._close_admin()
-            for bid in list(self._written_brokers):
-                self._delete(zp.broker_path(bid))
+            self._deregister_all()
             zk.stop()
             zk.close()
+
+    def _deregister_all(self) -> None:
+        """Delete this bridge's broker registrations, as a broker's clean shutdown did; when
+        ZooKeeper is unreachable, leave them to go with the session (they are ephemeral)."""
+        zk = self._zk
+        assert zk is not None
+        left = sorted(self._written_brokers)
+        self._written_brokers.clear()
+        try:
+            while zk.connected and left:
+                self._delete(zp.broker_path(left[0]))
+                left.pop(0)
+        except (KazooTimeoutError, ConnectionLoss, SessionExpiredError):
+            pass
+        if left:
+            log.warning("bridge: ZooKeeper unreachable; broker registrations %s go when its "
+                        "session expires", left)
 
     def _connect(self) -> KazooClient:
         """A started client, logged in and with the default ACL from the environment;
@@ -196,6 +235,13 @@ class Bridge:
             self._written_brokers.clear()
             self._written_topics.clear()
             self._written_states.clear()
+            self._paths_made = False
+        if not self._paths_made:  # as a ZooKeeper-mode broker did, even before any broker
+            zk = self._zk
+            assert zk is not None
+            for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
+                self._wait(zk.ensure_path_async(path))
+            self._paths_made = True
         try:
             if self._admin is None:
                 from kafka import KafkaAdminClient
@@ -230,8 +276,8 @@ class Bridge:
         """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics)."""
         zk = self._zk
         assert zk is not None
-        managed = set(zk.get_children(MANAGED_DIR))
-        existing = set(zk.get_children(zp.BROKER_TOPICS))
+        managed = set(self._wait(zk.get_children_async(MANAGED_DIR)))
+        existing = set(self._wait(zk.get_children_async(zp.BROKER_TOPICS)))
         for topic, parts in sorted(view.topics.items()):
             if topic in existing and topic not in managed:
                 continue  # someone else's topic znode: leave it alone
@@ -240,7 +286,7 @@ class Bridge:
             if self._written_topics.get(topic) != data:
                 self._write(zp.topic_path(topic), data)
                 if topic not in managed:
-                    zk.ensure_path(f"{MANAGED_DIR}/{topic}")
+                    self._wait(zk.ensure_path_async(f"{MANAGED_DIR}/{topic}"))
                 self._written_topics[topic] = data
                 log.info("bridge: topic %s with %d partitions", topic, len(parts))
             for p, (_, leader, epoch, isr) in parts.items():
@@ -272,7 +318,8 @@ class Bridge:
                 path = zp.broker_path(bid)
                 self._delete(path)
                 try:
-                    zk.create(path, reg.encode(), ephemeral=True, makepath=True)
+                    self._wait(zk.create_async(path, reg.encode(), ephemeral=True,
+                                               makepath=True))
                 except NodeExistsError:
                     log.warning("bridge: %s is held by another session; not replacing it", path)
                     continue
@@ -284,18 +331,27 @@ class Bridge:
             del self._written_brokers[bid]
 
     # -- small ZooKeeper helpers -------------------------------------------------------------
+    def _wait(self, result: IAsyncResult) -> Any:
+        """The answer of a request, or KazooTimeoutError after ``request_timeout_s``. A request
+        given up on stays queued in kazoo and may still run once the connection is back: the
+        caller's round fails, and the next one rewrites everything after it."""
+        return result.get(timeout=self._request_timeout)
+
     def _write(self, path: str, data: bytes) -> None:
         zk = self._zk
         assert zk is not None
         try:
-            zk.set(path, data)
+            self._wait(zk.set_async(path, data))
         except NoNodeError:
-            zk.create(path, data, makepath=True)
+            self._wait(zk.create_async(path, data, makepath=True))
 
     def _delete(self, path: str, recursive: bool = False) -> None:
         zk = self._zk
         assert zk is not None
         try:
-            zk.delete(path, recursive=recursive)
+            if recursive:
+                for child in self._wait(zk.get_children_async(path)):
+                    self._delete(f"{path}/{child}", recursive=True)
+            self._wait(zk.delete_async(path))
         except NoNodeError:
             pass
