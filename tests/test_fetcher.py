@@ -613,6 +613,72 @@ def test_a_metadata_refresh_cancelled_by_a_close_is_not_logged_as_an_error(
         ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset")]
 
 
+def test_a_cancelled_metadata_refresh_is_not_shown_by_a_warning_level_application() -> None:
+    # As logging.basicConfig(level=WARNING) sets things up: the level on the logger, none on
+    # the handler. The demoted record must not reach the handler labelled DEBUG.
+    from kafka.errors import Cancelled, KafkaConnectionError
+
+    seen: list[tuple[str, str]] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.levelname, record.getMessage()))
+
+    cluster = logging.getLogger("kafka.cluster")
+    handler, level = _Collect(), cluster.level
+    cluster.addHandler(handler)
+    try:
+        for enabled in (logging.WARNING, logging.DEBUG):
+            cluster.setLevel(enabled)
+            cluster.error("Metadata refresh: failed %s", Cancelled())
+            cluster.error("Metadata refresh: failed %s", KafkaConnectionError("reset"))
+    finally:
+        cluster.removeHandler(handler)
+        cluster.setLevel(level)
+    assert seen == [
+        ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset"),  # at WARNING
+        ("DEBUG", "Metadata refresh: failed Cancelled"),  # at DEBUG: shown, as DEBUG
+        ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset"),
+    ]
+
+
+def test_a_read_woken_after_a_clean_close_is_not_logged_as_an_error() -> None:
+    # kafka-python 3.0.12's race: a read resumes after close() set the socket to None; the
+    # AttributeError is logged at ERROR with a traceback on a clean shutdown.
+    class _Transport:  # what the record's argument is, as far as the filter looks
+        _closed = False
+
+        def __str__(self) -> str:
+            return f"<KafkaTCPTransport [127.0.0.1:9092]{' (closed)' if self._closed else ''}>"
+
+    seen: list[tuple[str, str]] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.levelname, type(record.exc_info[1]).__name__
+                         if record.exc_info else ""))
+
+    transport_log = logging.getLogger("kafka.net.transport")
+    handler, level = _Collect(), transport_log.level
+    transport_log.addHandler(handler)
+    transport_log.setLevel(logging.WARNING)
+    transport = _Transport()
+    try:
+        for closed, error in ((True, AttributeError("'NoneType' object has no attribute 'recv'")),
+                              (True, ConnectionResetError("reset")),
+                              (False, AttributeError("a real bug"))):
+            transport._closed = closed
+            try:
+                raise error
+            except Exception:
+                transport_log.exception("%s: Error receiving network data closing socket",
+                                        transport)
+    finally:
+        transport_log.removeHandler(handler)
+        transport_log.setLevel(level)
+    assert seen == [("ERROR", "ConnectionResetError"), ("ERROR", "AttributeError")]
+
+
 class _ScriptedBackend:
     """A fetch backend whose polls return the given results, then nothing (stopping the
     fetcher thread at the end of the script)."""

@@ -104,20 +104,43 @@ _tuple_new = tuple.__new__
 
 
 class _DeliberateCloseFilter(logging.Filter):
-    """kafka-python (3.0) logs ``Metadata refresh: failed Cancelled`` at ERROR when a client
-    closes with a metadata request in flight, which every clean shutdown can do: a deliberate
-    close (``Cancelled`` is what a connection closed without an error fails its requests
-    with), not a failure. Such records are demoted to DEBUG; every other one passes as it is.
+    """Records kafka-python (3.0.12) logs at ERROR when a client closes cleanly, which every
+    clean shutdown can do; not failures:
+
+    - ``Metadata refresh: failed Cancelled`` (``kafka.cluster``): the client closed with a
+      metadata request in flight (``Cancelled`` is what a connection closed without an error
+      fails its requests with);
+    - ``Error receiving network data closing socket`` with an ``AttributeError`` and a
+      traceback (``kafka.net.transport``): a read woke up just after the close had set the
+      transport's socket to None.
+
+    Such records are demoted to DEBUG, and dropped unless the logger is enabled for DEBUG (its
+    level was checked for ERROR before filters run, and handlers usually have no level of their
+    own); every other record passes as it is.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg == "Metadata refresh: failed %s" and isinstance(record.args, tuple) \
-                and record.args and type(record.args[0]).__name__ == "Cancelled":
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-        return True
+        if not (self._cancelled_refresh(record) or self._read_after_close(record)):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+    @staticmethod
+    def _cancelled_refresh(record: logging.LogRecord) -> bool:
+        return record.msg == "Metadata refresh: failed %s" and isinstance(record.args, tuple) \
+            and bool(record.args) and type(record.args[0]).__name__ == "Cancelled"
+
+    @staticmethod
+    def _read_after_close(record: logging.LogRecord) -> bool:
+        return record.msg == "%s: Error receiving network data closing socket" \
+            and isinstance(record.args, tuple) and bool(record.args) \
+            and getattr(record.args[0], "_closed", False) is True \
+            and record.exc_info is not None and isinstance(record.exc_info[1], AttributeError)
 
 
-logging.getLogger("kafka.cluster").addFilter(_DeliberateCloseFilter())
+_DELIBERATE_CLOSE = _DeliberateCloseFilter()
+logging.getLogger("kafka.cluster").addFilter(_DELIBERATE_CLOSE)
+logging.getLogger("kafka.net.transport").addFilter(_DELIBERATE_CLOSE)
 
 
 # -- small helpers ---------------------------------------------------------------------------
