@@ -72,7 +72,8 @@ def produce(
     """Send (partition, key, value) records; return how many."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
+                             enable_idempotence=False)
     n = 0
     try:
         for partition, key, value in values:
@@ -184,14 +185,16 @@ def produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
     import kafka.record.default_records as records
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1,
+                             enable_idempotence=False)
     try:
         producer.send(topic, b"ok-0", partition=0).get(10)
         crc = records.calc_crc32c
         records.calc_crc32c = lambda data: crc(data) ^ 1  # type: ignore[assignment]
         try:
             # One batch: a producer that waits long enough to put them all in it.
-            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1)
+            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1,
+                                    enable_idempotence=False)
             try:
                 sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
                 batcher.flush(10)

@@ -61,7 +61,8 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int, size: int) -> 
         return
     from kafka import KafkaProducer
 
-    kp = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=262144, acks=1)
+    kp = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=262144, acks=1,
+                       enable_idempotence=False)
     for i in range(n):
         kp.send(topic, value=payload, partition=i % partitions)
         if i and i % 100_000 == 0:

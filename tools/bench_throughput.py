@@ -34,7 +34,7 @@ def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=262144,
-                             acks=1)
+                             acks=1, enable_idempotence=False)
     payload = b"x" * size
     for i in range(n):
         producer.send(topic, value=payload, partition=i % 4)

@@ -102,7 +102,8 @@ def _produce_orders(bootstrap: str, topic: str, n: int, users: int) -> float:
     """``n`` orders over the last minute, then one clock event; returns the total amount."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks=1,
+                             enable_idempotence=False)
     base = time.time() - 60.0
     total = 0.0
     try:

@@ -602,7 +602,7 @@ class _PacedProducer:
 
         bootstrap, topic, partitions, rate, tag = self._args
         producer = KafkaProducer(**self._kafka, bootstrap_servers=bootstrap.split(","),
-                                 linger_ms=5, acks=1)
+                                 linger_ms=5, acks=1, enable_idempotence=False)
         try:
             start = time.monotonic()
             while not self._stop.is_set():
@@ -629,7 +629,7 @@ def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str,
     from kafka import KafkaProducer
 
     producer = KafkaProducer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
-                             acks=1, batch_size=65536)
+                             acks=1, enable_idempotence=False, batch_size=65536)
     try:
         for i in range(n):
             producer.send(topic, value=f"{tag}:{i}".encode(), partition=i % partitions)
