@@ -575,6 +575,39 @@ def test_unreachable_zookeeper_and_bad_flags(capsys: pytest.CaptureFixture[str])
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+def test_a_command_whose_zookeeper_goes_away_fails_in_one_line(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kazoo's client reconnects for ever by default, and a request made meanwhile waits for
+    # ever: a tool whose ZooKeeper went away mid-command hung instead of failing.
+    import threading
+
+    from zkconsumer import _admin
+    from zkconsumer._stack import running_stack
+
+    with running_stack(tmp_path / "stack") as stack:
+        real_connect = _admin.connect
+
+        def connect_then_lose_zookeeper(*args: Any, **kwargs: Any) -> KazooClient:
+            client = real_connect(*args, **kwargs)
+            stack.stop("zookeeper")
+            return client
+
+        monkeypatch.setattr(_admin, "connect", connect_then_lose_zookeeper)
+        result: list[tuple[int, str, str]] = []
+        command = threading.Thread(target=lambda: result.append(run(
+            capsys, "groups", "list", "--zookeeper", stack.zookeeper, "--connect-timeout", "2")),
+            daemon=True)
+        command.start()
+        command.join(60)
+        assert not command.is_alive(), "the command waited for ever for ZooKeeper"
+    rc, _, err = result[0]
+    assert rc == 2
+    assert err.strip().startswith(
+        f"zkconsumer groups: ZooKeeper at {stack.zookeeper} failed: Connection"), err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 # --------------------------------------------------------------------------------------
 # console-consumer
 

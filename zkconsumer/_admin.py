@@ -512,11 +512,12 @@ def connect(
     """A started kazoo client for ``zookeeper`` (``host:port,...[/chroot]``).
 
     Waits at most ``timeout_s`` for a session; raises :class:`ZooKeeperUnreachableError`
-    naming the address otherwise. Logs in with :data:`AUTH_ENV` and gives every znode it
-    creates the ACL of :data:`ACL_ENV` (read from ``environ``, default ``os.environ``), as
-    the connector does with ``zookeeper.auth`` / ``zookeeper.acl``; a refused login is an
-    AdminError naming the variable, never showing the credentials. The caller stops and
-    closes the client.
+    naming the address otherwise. If the connection is lost later, the client tries to
+    reconnect for ``timeout_s``, then closes: the waiting request raises ``ConnectionLoss``.
+    Logs in with :data:`AUTH_ENV` and gives every znode it creates the ACL of :data:`ACL_ENV`
+    (read from ``environ``, default ``os.environ``), as the connector does with
+    ``zookeeper.auth`` / ``zookeeper.acl``; a refused login is an AdminError naming the
+    variable, never showing the credentials. The caller stops and closes the client.
     """
     if not zookeeper or not zookeeper.strip():
         raise AdminError("--zookeeper is empty")
@@ -533,7 +534,10 @@ def connect(
             client = KazooClient(
                 hosts=zookeeper.strip(),
                 timeout=max(timeout_s, 1.0),
-                connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+                # A ZooKeeper gone mid-command: after timeout_s of failed reconnects the client
+                # closes and the request waiting fails (kazoo would otherwise wait for ever).
+                connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0,
+                                  "deadline": max(timeout_s, 1.0)},
                 command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
                 logger=_kazoo_log,
                 **security,
