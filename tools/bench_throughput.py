@@ -8,6 +8,11 @@ clients poll in one thread. zkconsumer runs, on each backend:
   application does. This is the configuration the goals (and the README) are about.
 - ``zkconsumer_<backend>_1stream``: one stream over the 4 partitions, drained by one thread
   (no GIL contention between draining threads), reported beside it.
+- ``zkconsumer_<backend>_poll_only``: a diagnostic, not a way to consume: the fetch backend
+  alone (the client zkconsumer's fetcher thread polls, and the grouping of each poll into
+  per-partition chunks), polled in one thread, its chunks dropped. Its rate against the raw
+  client's is the cost of zkconsumer's fetch path; the rest of the gap is handing the chunks
+  to the application's threads and making the messages there.
 
 A round runs every client once, one after the other, raw client first, each after a full
 garbage collection; ``--rounds`` rounds (default 3) run in one process. A ratio is
@@ -133,6 +138,35 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
     return n / (end - min(first))
 
 
+def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: str) -> float:
+    from zkconsumer import ConsumerConfig
+    from zkconsumer._fetcher import ConfluentBackend, FetchBackend, KafkaPythonBackend
+    from zkconsumer._types import TopicPartition
+
+    config = ConsumerConfig({"zookeeper.connect": zk, "group.id": "bench-poll-only",
+                             "fetch.backend": backend})
+    fetch: FetchBackend = (
+        ConfluentBackend(config, [bootstrap], f"bench-{uuid.uuid4().hex[:8]}")
+        if backend == "confluent" else KafkaPythonBackend(config, [bootstrap])
+    )
+    got = 0
+    start = None
+    try:
+        fetch.add({TopicPartition(topic, p): 0 for p in range(4)})
+        deadline = time.monotonic() + 600
+        while got < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"poll only ({backend}): {got} of {n} messages in 600 s")
+            for _, records in fetch.poll(1000).batches:
+                if start is None:
+                    start = time.perf_counter()
+                got += len(records)
+        elapsed = time.perf_counter() - (start or time.perf_counter())
+    finally:
+        fetch.close()
+    return n / elapsed
+
+
 def bench_throughput(args: argparse.Namespace) -> None:
     n = args.messages
     with stack() as (zk, bootstrap):
@@ -158,10 +192,14 @@ def bench_throughput(args: argparse.Namespace) -> None:
              lambda: zkconsumer_streams(zk, topic, n, "kafka-python")),
             ("zkconsumer_kafka_python_1stream",
              lambda: zkconsumer_streams(zk, topic, n, "kafka-python", streams=1)),
+            ("zkconsumer_kafka_python_poll_only",
+             lambda: zkconsumer_poll_only(zk, bootstrap, topic, n, "kafka-python")),
             ("raw_confluent", lambda: raw_confluent(bootstrap, topic, n)),
             ("zkconsumer_confluent", lambda: zkconsumer_streams(zk, topic, n, "confluent")),
             ("zkconsumer_confluent_1stream",
              lambda: zkconsumer_streams(zk, topic, n, "confluent", streams=1)),
+            ("zkconsumer_confluent_poll_only",
+             lambda: zkconsumer_poll_only(zk, bootstrap, topic, n, "confluent")),
         ]
         runs: dict[str, list[int]] = {name: [] for name, _ in clients}
         for round_no in range(1, args.rounds + 1):
@@ -175,7 +213,7 @@ def bench_throughput(args: argparse.Namespace) -> None:
     ratios: dict[str, list[float]] = {}
     for backend in ("kafka_python", "confluent"):
         raw = runs[f"raw_{backend}"]
-        for suffix in ("", "_1stream"):
+        for suffix in ("", "_1stream", "_poll_only"):
             zkc = runs[f"zkconsumer_{backend}{suffix}"]
             ratios[f"{backend}{suffix}"] = [round(z / r, 3) for z, r in zip(zkc, raw, strict=True)]
     median_ratio = {k: round(statistics.median(v), 3) for k, v in ratios.items()}
@@ -186,6 +224,8 @@ def bench_throughput(args: argparse.Namespace) -> None:
             "raw_*": "the client alone: assign + poll in one thread",
             "zkconsumer_*": "4 streams drained by 4 threads (the goals' configuration)",
             "zkconsumer_*_1stream": "1 stream over the 4 partitions, drained by 1 thread",
+            "zkconsumer_*_poll_only": "diagnostic: the fetch backend alone, polled in one "
+                                      "thread, chunks dropped (no streams, no messages made)",
         },
         "msgs_per_s": {name: int(statistics.median(v)) for name, v in runs.items()},
         "msgs_per_s_per_round": runs,
@@ -193,6 +233,8 @@ def bench_throughput(args: argparse.Namespace) -> None:
         "ratio_per_round": {k: ratios[k] for k in goals},
         "ratio_1stream": {k: median_ratio[f"{k}_1stream"] for k in goals},
         "ratio_1stream_per_round": {k: ratios[f"{k}_1stream"] for k in goals},
+        "ratio_poll_only": {k: median_ratio[f"{k}_poll_only"] for k in goals},
+        "ratio_poll_only_per_round": {k: ratios[f"{k}_poll_only"] for k in goals},
         "goals": {k: f">= {v}" for k, v in goals.items()},
         "goal_met": {k: median_ratio[k] >= v for k, v in goals.items()},
     })
