@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -613,29 +614,37 @@ def test_a_metadata_refresh_cancelled_by_a_close_is_not_logged_as_an_error(
         ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset")]
 
 
+@contextmanager
+def _handled(name: str) -> Iterator[tuple[logging.Logger, list[logging.LogRecord]]]:
+    """Logger ``name`` with a handler of no level (as ``logging.basicConfig`` sets up) that
+    collects what reaches it; the logger's level is restored after."""
+    records: list[logging.LogRecord] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger(name)
+    handler, level = _Collect(), logger.level
+    logger.addHandler(handler)
+    try:
+        yield logger, records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def test_a_cancelled_metadata_refresh_is_not_shown_by_a_warning_level_application() -> None:
     # As logging.basicConfig(level=WARNING) sets things up: the level on the logger, none on
     # the handler. The demoted record must not reach the handler labelled DEBUG.
     from kafka.errors import Cancelled, KafkaConnectionError
 
-    seen: list[tuple[str, str]] = []
-
-    class _Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append((record.levelname, record.getMessage()))
-
-    cluster = logging.getLogger("kafka.cluster")
-    handler, level = _Collect(), cluster.level
-    cluster.addHandler(handler)
-    try:
+    with _handled("kafka.cluster") as (cluster, records):
         for enabled in (logging.WARNING, logging.DEBUG):
             cluster.setLevel(enabled)
             cluster.error("Metadata refresh: failed %s", Cancelled())
             cluster.error("Metadata refresh: failed %s", KafkaConnectionError("reset"))
-    finally:
-        cluster.removeHandler(handler)
-        cluster.setLevel(level)
-    assert seen == [
+    assert [(r.levelname, r.getMessage()) for r in records] == [
         ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset"),  # at WARNING
         ("DEBUG", "Metadata refresh: failed Cancelled"),  # at DEBUG: shown, as DEBUG
         ("ERROR", "Metadata refresh: failed KafkaConnectionError: reset"),
@@ -651,19 +660,9 @@ def test_a_read_woken_after_a_clean_close_is_not_logged_as_an_error() -> None:
         def __str__(self) -> str:
             return f"<KafkaTCPTransport [127.0.0.1:9092]{' (closed)' if self._closed else ''}>"
 
-    seen: list[tuple[str, str]] = []
-
-    class _Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            seen.append((record.levelname, type(record.exc_info[1]).__name__
-                         if record.exc_info else ""))
-
-    transport_log = logging.getLogger("kafka.net.transport")
-    handler, level = _Collect(), transport_log.level
-    transport_log.addHandler(handler)
-    transport_log.setLevel(logging.WARNING)
     transport = _Transport()
-    try:
+    with _handled("kafka.net.transport") as (transport_log, records):
+        transport_log.setLevel(logging.WARNING)
         for closed, error in ((True, AttributeError("'NoneType' object has no attribute 'recv'")),
                               (True, ConnectionResetError("reset")),
                               (False, AttributeError("a real bug"))):
@@ -673,10 +672,8 @@ def test_a_read_woken_after_a_clean_close_is_not_logged_as_an_error() -> None:
             except Exception:
                 transport_log.exception("%s: Error receiving network data closing socket",
                                         transport)
-    finally:
-        transport_log.removeHandler(handler)
-        transport_log.setLevel(level)
-    assert seen == [("ERROR", "ConnectionResetError"), ("ERROR", "AttributeError")]
+    assert [(r.levelname, type(r.exc_info[1]).__name__ if r.exc_info else "")
+            for r in records] == [("ERROR", "ConnectionResetError"), ("ERROR", "AttributeError")]
 
 
 class _ScriptedBackend:

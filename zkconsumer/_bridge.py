@@ -56,6 +56,9 @@ log = logging.getLogger("zkconsumer.bridge")
 
 MANAGED_DIR = "/zkconsumer/bridge/topics"
 
+# What a ZooKeeper request raises when the connection is gone (see the module docstring).
+_ZK_GONE = (KazooTimeoutError, ConnectionLoss, SessionExpiredError)
+
 
 @dataclass(frozen=True)
 class ClusterView:
@@ -152,7 +155,7 @@ class Bridge:
                         away = False
                     try:
                         self.reconcile_once()
-                    except (KazooTimeoutError, ConnectionLoss, SessionExpiredError) as e:
+                    except _ZK_GONE as e:
                         self._resync.set()
                         log.warning("bridge: ZooKeeper request failed (%s); retrying",
                                     type(e).__name__)
@@ -176,7 +179,7 @@ class Bridge:
             while zk.connected and left:
                 self._delete(zp.broker_path(left[0]))
                 left.pop(0)
-        except (KazooTimeoutError, ConnectionLoss, SessionExpiredError):
+        except _ZK_GONE:
             pass
         if left:
             log.warning("bridge: ZooKeeper unreachable; broker registrations %s go when its "
