@@ -13,7 +13,8 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionLoss
 
 from tests.support import (
     NullFetcher,
@@ -21,6 +22,7 @@ from tests.support import (
     expected_owners,
     group_owners,
     offset_znodes,
+    started_zk,
     wait_until,
 )
 from zkconsumer import (
@@ -207,6 +209,128 @@ def test_listener_commits_processed_offsets_before_release(stack, zk, names, top
             assert offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
 
 
+def test_listener_commits_consumed_offsets_before_release(stack, zk, names, topic_factory):
+    """The legacy pattern (MirrorMaker's): auto-commit off, and the listener calls
+    ``commit_offsets()`` to commit what was consumed. The registry is still there when it
+    runs, as in the original, so the partitions go with their offsets."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+
+    class Committer(ConsumerRebalanceListener):
+        def __init__(self, connector: ZookeeperConsumerConnector) -> None:
+            self.connector = connector
+
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            self.connector.commit_offsets()
+
+    with member(stack, g) as a:
+        a.set_consumer_rebalance_listener(Committer(a))
+        a.create_message_streams({topic: 1})
+        for tp, info in a.partition_infos().items():
+            info.reset_consumed_offset(100 + tp.partition)  # as if the stream handed them out
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic), 20, "two members")
+            assert offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
+
+
+def test_a_commit_before_release_waits_for_a_connection_dropped_meanwhile(
+    stack, zk, names, topic_factory
+) -> None:
+    """The connection drops between reading the group and the commit before release: the
+    attempt stops there and the next one (once connected) commits, instead of releasing
+    uncommitted partitions."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    holder: list[ZookeeperConsumerConnector] = []
+
+    class DroppingFetcher(NullFetcher):
+        stops = 0
+
+        def stop_connections(self) -> None:
+            super().stop_connections()
+            DroppingFetcher.stops += 1
+            if DroppingFetcher.stops == 2:  # the rebalance b's joining starts
+                c = holder[0]
+                c._on_zk_state(KazooState.SUSPENDED)  # what kazoo says when it drops
+                threading.Timer(0.5, c._on_zk_state, (KazooState.CONNECTED,)).start()
+
+    a = ZookeeperConsumerConnector(
+        _config(stack, g, auto_commit_enable=True, auto_commit_interval_ms=600_000),
+        fetcher_factory=DroppingFetcher)
+    holder.append(a)
+    try:
+        a.create_message_streams({topic: 1})
+        for tp, info in a.partition_infos().items():
+            info.reset_consumed_offset(100 + tp.partition)
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and not a.paused, 20, "two members")
+            assert DroppingFetcher.stops >= 3  # the attempt was cut short, then run again
+            assert offset_znodes(zk, g, topic, 4) == {p: 100 + p for p in range(4)}
+    finally:
+        a.shutdown()
+
+
+@contextmanager
+def _creates_lost(c: ZookeeperConsumerConnector, path: str, then: Any = None) -> Iterator[None]:
+    """The first create of ``path`` by ``c`` fails with ConnectionLoss without being sent (as
+    kazoo fails queued requests when the connection drops); ``then()`` runs at that moment."""
+    real = c._zk.create_async
+    failed: list[str] = []
+
+    def create_async(p: str, *args: Any, **kwargs: Any) -> Any:
+        if p == path and not failed:
+            failed.append(p)
+            if then is not None:
+                then()
+            result = c._zk.handler.async_result()
+            result.set_exception(ConnectionLoss())
+            return result
+        return real(p, *args, **kwargs)
+
+    c._zk.create_async = create_async  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        c._zk.create_async = real  # type: ignore[method-assign]
+    assert failed, f"{path} was never created"
+
+
+def test_a_claim_lost_with_the_connection_is_made_again(stack, zk, names, topic_factory):
+    """A create that failed with the connection may never have reached ZooKeeper: the next
+    attempt claims the partition again rather than fetching it with no owner znode."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as a:
+        with _creates_lost(a, zp.owner_path(g, topic, 3)):
+            a.create_message_streams({topic: 1})
+        assert sorted(a.owned_partitions()) == [TopicPartition(topic, p) for p in range(4)]
+        assert group_owners(zk, g, topic) == {p: f"{a.consumer_id}-0" for p in range(4)}
+        _, stat = zk.get(zp.owner_path(g, topic, 3))
+        assert stat.ephemeralOwner == a._zk.client_id[0]
+
+
+def test_a_doubtful_claim_another_member_holds_is_never_deleted(stack, zk, names, topic_factory):
+    """The lost create never reached ZooKeeper and another member claimed the partition
+    meanwhile: this member reads the znode back and leaves it alone (it would have deleted
+    another member's claim when leaving)."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    path = zp.owner_path(g, topic, 3)
+    with ExitStack() as stack_:
+        other = stack_.enter_context(started_zk(stack.zookeeper))
+        a = stack_.enter_context(member(stack, g, rebalance_max_retries=1))
+        with _creates_lost(a, path, then=lambda: other.create(
+                path, b"someone-else-0", ephemeral=True, makepath=True)):
+            with pytest.raises(ConsumerRebalanceFailedException):
+                a.create_message_streams({topic: 1})  # waits for someone-else, in vain
+        a.shutdown()
+        holder, stat = zk.get(path)
+        assert holder == b"someone-else-0" and stat.ephemeralOwner == other.client_id[0]
+        assert group_owners(zk, g, topic) == {3: "someone-else-0"}
+
+
 def test_member_killed_with_sigkill_loses_its_partitions(stack, zk, names, topic_factory):
     topic = topic_factory(names.topic, 4)
     g = names.group
@@ -380,5 +504,30 @@ def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_fact
             next(iter(stream))  # and on every later call
         with pytest.raises(BackgroundThreadError):
             c.commit_offsets()
+    finally:
+        c.shutdown()
+
+
+def test_a_fetch_failure_outlives_a_rebalance_before_anyone_iterates(stack, names, topic_factory):
+    """The failure put on the queues is put again after a rebalance clears them: the
+    iterator still raises it (it blocked for ever before)."""
+    topic = topic_factory(names.topic, 1)
+
+    class DyingFetcher(NullFetcher):
+        error: BaseException | None = None
+
+    fetcher = DyingFetcher()
+    c = ZookeeperConsumerConnector(_config(stack, names.group, consumer_timeout_ms=5000),
+                                   fetcher_factory=lambda _c: fetcher)
+    try:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        fetcher.error = RuntimeError("fetcher thread died")
+        wait_until(lambda: stream.chunk_queue.qsize() > 0, 10, "the failure queued")
+        done = c.stats.rebalances
+        c.rebalance_now()
+        wait_until(lambda: c.stats.rebalances > done, 10, "a rebalance")
+        with pytest.raises(BackgroundThreadError) as exc:
+            next(iter(stream))
+        assert isinstance(exc.value.__cause__, RuntimeError)
     finally:
         c.shutdown()

@@ -246,7 +246,13 @@ class ZookeeperConsumerConnector:
 
         # Rebalance state (under _rebalance_lock).
         self._owned: dict[TopicPartition, str] = {}  # owner znodes this session holds
+        # Entries of _owned whose last create or delete failed with a connection error: the
+        # request may or may not have reached ZooKeeper (kazoo fails unsent ones too), so
+        # the znode may be missing, ours, or another member's claim. Claimed again, and read
+        # back before any delete.
+        self._uncertain: set[TopicPartition] = set()
         self._topic_registry: dict[TopicPartition, PartitionTopicInfo] = {}
+        self._fetch_failure: FetcherFailed | None = None  # what _check_fetcher queued
         self._zk_ops = 0
         self._listener: ConsumerRebalanceListener | None = None
 
@@ -529,8 +535,11 @@ class ZookeeperConsumerConnector:
 
     def _leave_group(self) -> None:
         """Release every owner znode, then delete the registration (ids znode)."""
-        if not self._zk.connected:
+        if not self._zk.connected or self._session_lost.is_set():
+            # Nothing to delete: a lost session's ephemerals are gone, and the session's end
+            # takes a live one's.
             self._owned.clear()
+            self._uncertain.clear()
             return
         try:
             self._release(set(self._owned))
@@ -542,6 +551,7 @@ class ZookeeperConsumerConnector:
             self.log.warning("leaving the group explicitly failed (%r); the session close "
                              "will remove the znodes", e)
         self._owned.clear()
+        self._uncertain.clear()
         self.metrics.set_owned_partitions(self._owned)
 
     # -- internals: set-up ---------------------------------------------------------------
@@ -629,6 +639,12 @@ class ZookeeperConsumerConnector:
 
     def _on_zk_state(self, state: str) -> None:
         # Runs in kazoo's thread: only flags, and locks held for microseconds.
+        if state == KazooState.LOST:
+            # Recorded during shutdown too: shutdown must not delete the owner znodes of a
+            # lost session (the paths may be other members' claims by now).
+            with self._session_guard:
+                self._session_gen += 1
+                self._session_lost.set()
         if self._shutdown_event.is_set():
             return  # shutdown() stops the client (LOST) after opening the gate for good
         if state == KazooState.SUSPENDED:
@@ -637,9 +653,6 @@ class ZookeeperConsumerConnector:
         elif state == KazooState.LOST:
             self._gate.close("connection")
             self._gate.close("session")
-            with self._session_guard:
-                self._session_gen += 1
-                self._session_lost.set()
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
             self._gate.open("connection")
@@ -700,9 +713,17 @@ class ZookeeperConsumerConnector:
         if error is None or self._bg_error is not None:
             return
         self._bg_error = error
+        self._fetch_failure = FetcherFailed(error)
         self.log.error("fetching failed: %r; iterators will raise it", error)
-        for q in self._all_queues():
-            q.put_shutdown(FetcherFailed(error))
+        self._requeue_fetch_failure()
+
+    def _requeue_fetch_failure(self) -> None:
+        # Put again after every clear of the queues: a rebalance must not drop it before an
+        # iterator has taken it (an iterator that took it raises it on every later call).
+        failure = self._fetch_failure
+        if failure is not None:
+            for q in self._all_queues():
+                q.put_shutdown(failure)
 
     def _handle_session_loss(self) -> None:
         """The session expired: our ephemerals are gone. Stop fetching, forget the owner
@@ -713,7 +734,9 @@ class ZookeeperConsumerConnector:
                 self.log.warning("ZooKeeper session lost: stopping fetchers, forgetting "
                                  "%d owned partitions", len(self._owned))
                 self._stop_fetching(commit=False)
+                self._topic_registry = {}
             self._owned = {}
+            self._uncertain.clear()
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
                 return
@@ -750,6 +773,10 @@ class ZookeeperConsumerConnector:
                 self.stats.attempts += 1
                 try:
                     self._rebalance_attempt()
+                except _Disconnected:
+                    self.log.warning("rebalance attempt cut short: the commit before release "
+                                     "waits for ZooKeeper")
+                    raise
                 except _Restart:
                     self.stats.restarts += 1
                     self.log.info("group view changed during the rebalance; starting again")
@@ -788,8 +815,11 @@ class ZookeeperConsumerConnector:
                         _fmt_owned(self._owned),
                     )
                     return
-                # All-or-nothing: a failed attempt leaves this member owning nothing.
-                self._stop_fetching(commit=False)
+                # All-or-nothing: a failed attempt leaves this member owning nothing. What
+                # was consumed is committed first, as in step 2 (an attempt that failed after
+                # step 3 left nothing to commit).
+                self._stop_fetching(commit=self.config.auto_commit_enable)
+                self._topic_registry = {}
                 try:
                     self._release(set(self._owned))
                 except _CONNECTION_ERRORS as e:
@@ -818,6 +848,7 @@ class ZookeeperConsumerConnector:
             for tp in self._owned:
                 ownership.setdefault(tp.topic, set()).add(tp.partition)
             self._listener.before_releasing_partitions(ownership)
+        self._topic_registry = {}  # kept until now: the listener may commit from it
         # 5 (computed before 4 so that partitions staying here keep their owner znodes)
         strategy = self.config.partition_assignment_strategy
         global_assignment = assign(
@@ -933,7 +964,8 @@ class ZookeeperConsumerConnector:
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
-        todo = sorted((tp, th) for tp, th in mine.items() if self._owned.get(tp) != th)
+        todo = sorted((tp, th) for tp, th in mine.items()
+                      if self._owned.get(tp) != th or tp in self._uncertain)
         # First every create at once (pipelined: one round trip, not one per partition);
         # only the conflicts go through the one-by-one wait below.
         self._zk_ops += len(todo)
@@ -950,12 +982,13 @@ class ZookeeperConsumerConnector:
         for tp, thread, result in pending:
             try:
                 result.get()
-                self._owned[tp] = thread
+                self._own(tp, thread)
             except NodeExistsError:
-                conflicts.append((tp, thread))
+                conflicts.append((tp, thread))  # or ours already, if uncertain: read back
             except _CONNECTION_ERRORS as e:
-                # Maybe created: count it as ours, so that it is released if it moves away.
-                self._owned[tp] = thread
+                # Maybe created: released (after reading it back) if it moves away, and
+                # claimed again otherwise.
+                self._own(tp, thread, uncertain=True)
                 lost = lost or e
         if lost is not None:
             raise lost
@@ -973,12 +1006,12 @@ class ZookeeperConsumerConnector:
                     created = self._zk.create_async(path, data, ephemeral=True, makepath=True)
                 try:
                     created.get()
-                    self._owned[tp] = thread
+                    self._own(tp, thread)
                     break
                 except NodeExistsError:
                     pass
                 except _CONNECTION_ERRORS:
-                    self._owned[tp] = thread  # maybe created, as above
+                    self._own(tp, thread, uncertain=True)  # maybe created, as above
                     raise
                 gone = threading.Event()
                 try:
@@ -987,8 +1020,13 @@ class ZookeeperConsumerConnector:
                 except NoNodeError:
                     continue
                 holder_thread = holder.decode(errors="replace")
-                if holder_thread == thread and stat.ephemeralOwner == self._zk.client_id[0]:
-                    self._owned[tp] = thread  # ours already (a retried create)
+                if stat.ephemeralOwner == self._zk.client_id[0]:
+                    # Ours already: a create whose reply was lost. Written again if it names
+                    # another of our threads (the version: nobody else can have touched it).
+                    if holder_thread != thread:
+                        self._zk_ops += 1
+                        self._zk.set(path, data, version=stat.version)
+                    self._own(tp, thread)
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -1002,33 +1040,68 @@ class ZookeeperConsumerConnector:
                         break
                     gone.wait(0.05)
 
+    def _own(self, tp: TopicPartition, thread: str, uncertain: bool = False) -> None:
+        self._owned[tp] = thread
+        if uncertain:
+            self._uncertain.add(tp)
+        else:
+            self._uncertain.discard(tp)
+
+    def _disown(self, tp: TopicPartition) -> None:
+        self._owned.pop(tp, None)
+        self._uncertain.discard(tp)
+
     def _release(self, tps: set[TopicPartition]) -> None:
-        # Every tp here is in _owned: an ephemeral this session created and nobody else can
-        # replace while the session lives, so it is deleted without reading it back; the
-        # deletes are pipelined. They are sent only while the session is known to live (see
-        # _session_guard): after a loss, the same path may already be another member's claim.
+        # A tp in _owned and not _uncertain is an ephemeral this session created, which
+        # nobody else can replace while the session lives: it is deleted without reading it
+        # back. An uncertain one is read back first and deleted only if this session holds
+        # it (else it is another member's claim, or missing). Requests are pipelined and
+        # sent only while the session is known to live (see _session_guard): after a loss,
+        # the same path may already be another member's claim.
         # Under _commit_lock: no commit of these partitions is written after their owner
         # znodes go (the next owner reads the committed offsets once it has claimed).
+        owned = sorted(tp for tp in tps if tp in self._owned)
+        path = zp.owner_path
         with self._commit_lock:
-            with self._session_guard:
-                self._check_session()
-                pending = [
-                    (tp, self._zk.delete_async(zp.owner_path(self.group, tp.topic, tp.partition)))
-                    for tp in sorted(tps)
-                    if tp in self._owned
-                ]
-            self._zk_ops += len(pending)
             lost: BaseException | None = None
             try:
+                doubtful = [tp for tp in owned if tp in self._uncertain]
+                ours = set(owned) - set(doubtful)
+                if doubtful:
+                    with self._session_guard:
+                        self._check_session()
+                        reads = [(tp, self._zk.exists_async(path(self.group, tp.topic,
+                                                                tp.partition)))
+                                 for tp in doubtful]
+                    self._zk_ops += len(reads)
+                    for tp, result in reads:
+                        try:
+                            stat = result.get()
+                        except _CONNECTION_ERRORS as e:
+                            lost = lost or e
+                            continue
+                        if stat is not None and stat.ephemeralOwner == self._zk.client_id[0]:
+                            ours.add(tp)
+                        else:
+                            self._disown(tp)  # missing, or another member's: not ours
+                with self._session_guard:
+                    self._check_session()
+                    pending = [
+                        (tp, self._zk.delete_async(path(self.group, tp.topic, tp.partition)))
+                        for tp in sorted(ours)
+                    ]
+                self._zk_ops += len(pending)
                 for tp, result in pending:
                     try:
                         result.get()
                     except NoNodeError:
                         pass
                     except _CONNECTION_ERRORS as e:
-                        lost = lost or e  # maybe not deleted: stays in _owned, released later
+                        # Maybe not deleted: stays in _owned, read back and released later.
+                        self._uncertain.add(tp)
+                        lost = lost or e
                         continue
-                    self._owned.pop(tp, None)
+                    self._disown(tp)
             finally:
                 self.metrics.set_owned_partitions(self._owned)
         if lost is not None:
@@ -1040,18 +1113,28 @@ class ZookeeperConsumerConnector:
             raise SessionExpiredError()
 
     def _stop_fetching(self, commit: bool) -> None:
-        """Step 2: stop fetchers, clear queues and streams, commit consumed offsets."""
+        """Step 2: stop fetchers, clear queues and streams, commit consumed offsets.
+
+        The registry stays, as in the original: the listener (step 3) may commit from it;
+        the caller forgets it. A commit ZooKeeper is not there for raises
+        :class:`_Disconnected` rather than letting the partitions go uncommitted (what was
+        consumed stays in the registry, and the next attempt commits it).
+        """
         self._fetcher.stop_connections()
         for q in self._all_queues():
             q.clear()
+        self._requeue_fetch_failure()
         for s in self._streams:
             s.clear()
         if commit and self._topic_registry:
+            if self._gate.closed:
+                raise _Disconnected()
             try:
                 self._commit(retry_on_failure=True)
-            except Exception:  # noqa: BLE001 - the rebalance goes on; logged
+            except _CONNECTION_ERRORS as e:
+                raise _Disconnected() from e
+            except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
                 self.log.exception("commit before release failed")
-        self._topic_registry = {}
 
     # -- commits ---------------------------------------------------------------------------
     def _commit(self, retry_on_failure: bool) -> None:
