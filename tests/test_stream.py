@@ -9,6 +9,7 @@ covered by test_fetcher.py.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from itertools import islice
@@ -164,6 +165,42 @@ def test_negative_timeout_blocks_until_data() -> None:
     _put(info, range(0, 1))
     t.join(5)
     assert got == [0]
+
+
+def test_an_exception_while_blocked_leaves_the_stream_usable() -> None:
+    """A signal handler that raises (Ctrl-C, say) while the iterator waits on its queue: the
+    caller gets the exception and the stream goes on (``chain`` drops a source that raises:
+    every later ``next()`` said StopIteration, as after a shutdown)."""
+    assert threading.current_thread() is threading.main_thread()
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted()
+
+    q = ChunkQueue(2)
+    info = _info(q)
+    it = iter(KafkaStream(q, consumer_timeout_ms=-1))
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:
+        wait_until(lambda: q.not_empty._waiters, 5, "the iterator blocks")  # type: ignore[attr-defined]
+        signal.pthread_kill(main, signal.SIGUSR1)
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        t = threading.Thread(target=interrupt, daemon=True)
+        t.start()
+        with pytest.raises(Interrupted):
+            next(it)
+        t.join(5)
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    _put(info, range(0, 2))
+    assert [m.offset for m in islice(it, 2)] == [0, 1]
+    assert info.consumed_offset == 2
 
 
 def test_decoders_apply_to_key_and_value_and_none_stays_none() -> None:

@@ -381,7 +381,14 @@ class _Chunks:
 
     def next_chunk(self) -> Iterator[Any]:
         """The chain's next iterator: the next chunk's (or the rest of the current one, after
-        a gate wait), a :class:`_Raise`, or ``_END``. Never raises."""
+        a gate wait), a :class:`_Raise`, or ``_END``. Never raises: ``chain`` drops a source
+        that raises, which would end the stream for good (a Ctrl-C while it blocks, say)."""
+        try:
+            return self._next_chunk()
+        except BaseException as e:  # noqa: BLE001 - raised by the chain, once
+            return _Raise(e)
+
+    def _next_chunk(self) -> Iterator[Any]:
         deadline: float | None = None
         with self._next_lock:
             while True:
