@@ -198,10 +198,16 @@ def test_classify_each_class_and_precedence() -> None:
     assert classify(4, None, 0, 10) == "missing_in_kafka"
     assert classify(4, -1, 0, 10) == "missing_in_kafka"  # Kafka's -1 is "no offset"
     assert classify(None, None, 0, 10) == "no_offset"
-    # Out of range wins over everything else: the copy would move a dead position.
-    assert classify(2, 6, 5, 10) == "below_log_start"
+    # Out of range wins over everything else, for the offset the switch would use (the
+    # newer: the copy never overwrites it): the copy would move a dead position.
+    assert classify(2, 3, 5, 10) == "below_log_start"
     assert classify(None, 2, 5, 10) == "below_log_start"
     assert classify(12, 12, 0, 10) == "above_log_end"
+    assert classify(12, 4, 0, 10) == "above_log_end"
+    # A stale offset below the log start does not matter when the other is newer and valid
+    # (ZooKeeper left behind once dual commit is off): it blocked the documented path.
+    assert classify(2, 6, 5, 10) == "kafka_ahead"
+    assert classify(6, 2, 5, 10) == "zk_ahead"
     assert classify(10, 10, 0, 10) == "equal"  # the log end itself is a valid position
 
 
@@ -247,7 +253,7 @@ def test_status_classes_each_produced_on_purpose(
     group = names.group
     produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(7) for _ in range(10)])
     zk_side = {0: 5, 1: 7, 2: 3, 4: 4, 5: 2, 6: 12}
-    kafka_side = {0: 5, 1: 4, 2: 6, 3: 4, 5: 6, 6: 12}
+    kafka_side = {0: 5, 1: 4, 2: 6, 3: 4, 5: 3, 6: 12}
     set_zk(zk, group, topic, zk_side)
     set_kafka(stack.bootstrap, group, topic, kafka_side)
 
@@ -268,12 +274,12 @@ def test_status_classes_each_produced_on_purpose(
         4: "missing_in_kafka", 5: "below_log_start", 6: "above_log_end", 7: "no_offset",
     }
     assert [(r.zookeeper_offset, r.kafka_offset) for r in rows.values()] == [
-        (5, 5), (7, 4), (3, 6), (None, 4), (4, None), (2, 6), (12, 12), (None, None)
+        (5, 5), (7, 4), (3, 6), (None, 4), (4, None), (2, 3), (12, 12), (None, None)
     ]
     assert [r.log_end for r in rows.values()] == [10] * 7 + [0]  # the true ends (fetched)
     assert [r.log_start for r in rows.values()] == [0] * 5 + [5, 0, 0]
     assert [(r.zookeeper_lag, r.kafka_lag) for r in rows.values()] == [
-        (5, 5), (3, 6), (7, 4), (None, 6), (6, None), (8, 4), (0, 0), (None, None)
+        (5, 5), (3, 6), (7, 4), (None, 6), (6, None), (8, 7), (0, 0), (None, None)
     ]
     assert not status.safe
     assert status.reason.startswith("ZooKeeper is ahead of Kafka on 1 partition(s) (")
@@ -412,6 +418,21 @@ def test_copy_respects_newer_offsets_and_round_trips(
     assert read_zk_offsets(zk, group) == {TP(topic, 0): 9, TP(topic, 1): 11, TP(topic, 2): 8}
     code, out, _ = run_cli(capsys, *base, "--from", "zookeeper", "--to", "kafka")
     assert kafka_offsets(stack.bootstrap, group) == read_zk_offsets(zk, group)
+
+
+def test_copy_to_zookeeper_over_a_minus_one_offset_znode(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any
+) -> None:
+    """A ``-1`` offset znode (no offset) is what the plan reads as none: the rollback copy
+    writes over it (it failed with "changed since the plan (-1)" on every run)."""
+    group = names.group
+    topic = topic_factory(names.topic, 2)
+    set_zk(zk, group, topic, {0: -1, 1: 3})
+    set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
+    result = copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
+                          check_interval_s=0.1)
+    assert result.written == 2
+    assert read_zk_offsets(zk, group) == {TP(topic, 0): 9, TP(topic, 1): 4}
 
 
 def test_copy_bad_input_is_one_line(stack: StackInfo, capsys: Any, names: Any) -> None:

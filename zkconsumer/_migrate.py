@@ -66,8 +66,8 @@ STORES: tuple[Store, ...] = ("zookeeper", "kafka")
 #: Partition classes, in the order they are checked (the first that applies wins).
 CLASSES = (
     "no_offset",         # neither store has an offset: both protocols apply their reset policy
-    "below_log_start",   # an offset points at deleted messages
-    "above_log_end",     # an offset points past the log end (log truncated or recreated)
+    "below_log_start",   # the newer offset points at deleted messages
+    "above_log_end",     # the newer offset points past the log end (truncated or recreated)
     "missing_in_zk",     # only Kafka has an offset
     "missing_in_kafka",  # only ZooKeeper has an offset
     "equal",
@@ -222,16 +222,25 @@ def classify(
 
     >>> classify(5, 5), classify(7, 5), classify(5, 7), classify(None, 3), classify(3, None)
     ('equal', 'zk_ahead', 'kafka_ahead', 'missing_in_zk', 'missing_in_kafka')
-    >>> classify(2, 9, log_start=4), classify(None, None)
+    >>> classify(2, 3, log_start=4), classify(None, None)
     ('below_log_start', 'no_offset')
+
+    The range is checked on the newer offset, the one the modern consumers start from once
+    the copy (which never overwrites a newer offset) is done: a stale ZooKeeper offset below
+    the log start does not matter when Kafka's is newer and valid (dual commit turned off,
+    say)::
+
+    >>> classify(2, 9, log_start=4)
+    'kafka_ahead'
     """
     zk_offset, kafka_offset = _present(zk_offset), _present(kafka_offset)
     present = [o for o in (zk_offset, kafka_offset) if o is not None]
     if not present:
         return "no_offset"
-    if log_start is not None and log_start >= 0 and any(o < log_start for o in present):
+    used = max(present)
+    if log_start is not None and log_start >= 0 and used < log_start:
         return "below_log_start"
-    if log_end is not None and log_end >= 0 and any(o > log_end for o in present):
+    if log_end is not None and log_end >= 0 and used > log_end:
         return "above_log_end"
     if zk_offset is None:
         return "missing_in_zk"
@@ -757,6 +766,8 @@ def _write_zookeeper(
             current = zp.decode_offset(data, path)
         except ZkDataError:
             current = None
+        if current is not None and current < 0:
+            current = None  # "no offset", as the plan read it (read_zk_offsets skips it)
         if current != expected.get(tp):
             raise MigrationError(f"{path} changed since the plan ({current}); run again")
         tx.set_data(path, zp.encode_offset(off), version=stat.version)
