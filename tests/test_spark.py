@@ -16,6 +16,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -452,3 +453,83 @@ def test_corrupt_data_fails_the_read_naming_partition_and_offset(
     with pytest.raises(ZkConsumerError, match=rf"corrupt data in {topic}:0 at offset 1 "):
         offsets(0, 10)
     assert offsets(2, 10) == list(range(2, 10))
+
+
+@contextmanager
+def _driver(stack: StackInfo, group: str, topic: str, **options: str) -> Iterator[Any]:
+    """The streaming source's driver side without Spark: Spark's calls made by hand."""
+    from zkconsumer.spark import ZkConsumerStreamReader
+
+    reader = ZkConsumerStreamReader(parse_options({
+        "zookeeper.connect": stack.zookeeper, "group.id": group, "topics": topic,
+        "zookeeper.session.timeout.ms": "2000", "rebalance.backoff.ms": "200", **options}))
+    try:
+        yield reader
+    finally:
+        reader.stop()
+
+
+def test_a_batch_planned_during_a_rebalance_keeps_every_position(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """A rebalance still under way when Spark plans: no new batch, and no partition is
+    dropped from the offsets (they came back at the group's offsets, a batch behind)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 2)
+    _produce(stack, topic, 2, 5)
+    with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+        start = reader.initialOffset()
+        assert start == {topic: {"0": 0, "1": 0}}
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {topic: {"0": 5, "1": 5}}
+        reader._member.membership.stop_connections()  # what a rebalance's step 2 says
+        assert reader.latestOffset(end, ReadAllAvailable()) == end
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_position_beyond_the_log_end_is_lost_data(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+    fail_on_data_loss: bool,
+) -> None:
+    """The log end is below the position (truncated, or the topic recreated): an error
+    (failOnDataLoss), or the partition goes on from the log end; never a silent wait that
+    skips what is written up to the old position."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    import zkconsumer.spark as source
+
+    monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 5)
+    with _driver(stack, names.group, topic, startingOffsets=json.dumps({topic: {"0": 40}}),
+                 failOnDataLoss=str(fail_on_data_loss).lower()) as reader:
+        start = reader.initialOffset()
+        assert start == {topic: {"0": 40}}
+        if fail_on_data_loss:
+            with pytest.raises(ZkConsumerError, match=rf"{topic}:0: our position 40 is "
+                                                      r"beyond the log end 5"):
+                reader.latestOffset(start, ReadAllAvailable())
+            return
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {topic: {"0": 5}}
+        assert reader.partitions(start, end) == []
+        _produce(stack, topic, 1, 3)
+        later = reader.latestOffset(end, ReadAllAvailable())
+        assert later == {topic: {"0": 8}}
+        (rng,) = reader.partitions(end, later)
+        assert (rng.start, rng.end) == (5, 8)
+
+
+def test_a_first_batch_whose_start_moved_past_its_end_fails_the_query(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """Spark replays the first batch after a restart from initialOffset() asked again: a
+    start beyond the batch's logged end would skip its rows silently."""
+    topic = topic_factory(names.topic, 1)
+    with _driver(stack, names.group, topic) as reader:
+        with pytest.raises(ZkConsumerError, match=rf"{topic}:0: this batch was planned to end "
+                                                  r"at 40, but its start is now 50"):
+            reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}})
+    with _driver(stack, names.group, topic, failOnDataLoss="false") as reader:
+        assert reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}}) == []

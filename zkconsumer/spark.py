@@ -11,7 +11,7 @@ the ZooKeeper group::
           .option("topics", "orders,payments")      # or .option("whitelist", "orders.*")
           .load())      # columns: key, value, topic, partition, offset, timestamp
 
-How it works (docs/spark.md has the user's view and the options table):
+How it works (the README's Spark section has the user's view and the options table):
 
 - **Driver** (the Python process Spark runs the stream reader in, for the query's lifetime):
   a :class:`~zkconsumer.ZookeeperConsumerConnector` joins the group with a fetch side that does
@@ -38,11 +38,16 @@ other member consumed is not read twice. A partition lost to another member is d
 next batch.
 
 The hand-over (:class:`_Membership`): a rebalance releases this member's partitions only once
-no batch is being planned and the running batch is done, after committing where it ended, so
-the next owner starts exactly there; it waits at most ``zookeeper.session.timeout.ms`` (a
-slower batch lets the next owner read its rows again, the legacy consumer's at-least-once).
+no batch is being planned and the last batch is known to be done (Spark says so only by
+planning the next one), after committing where it ended, so the next owner starts exactly
+there; it waits at most ``zookeeper.session.timeout.ms`` (with a longer trigger interval, or a
+slower batch, the next owner reads the last batch's rows again: the legacy consumer's
+at-least-once). A batch planned while a rebalance is still under way is empty.
 Across restarts of one query nothing is lost or read twice (Spark's checkpoint); a batch
-replayed after a crash is replayed as planned, whoever owns its partitions by then.
+replayed after a crash is replayed as planned, whoever owns its partitions by then. The one
+exception is the first batch: Spark does not log its start, and asks ``initialOffset()``
+again, so a start resolved again beyond the batch's end fails the query (failOnDataLoss)
+rather than skip its rows.
 """
 
 from __future__ import annotations
@@ -112,6 +117,13 @@ __all__ = [
 ]
 
 log = logging.getLogger("zkconsumer.spark")
+
+#: initialOffset() waits this many planning waits for a rebalance to end.
+STARTUP_REBALANCE_WAITS = 3
+#: A log end found below a partition's position is looked up again this often, this far
+#: apart, before it counts as lost data.
+LOG_END_RETRIES = 3
+LOG_END_RETRY_S = 1.0
 
 #: The rows: what Spark's own Kafka source has, less the headers and timestamp type.
 SCHEMA = StructType(
@@ -921,9 +933,10 @@ class _Membership(ConsumerRebalanceListener):
             while (self.planning or self.in_flight is not None) and not self.closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    log.warning("releasing partitions while a micro-batch still reads them "
-                                "(waited %.1f s): its rows may be read again by their next "
-                                "owner", self.release_wait_s)
+                    log.warning("releasing partitions before Spark has said that the last "
+                                "micro-batch is done (it says so when it plans the next one; "
+                                "waited %.1f s): its rows of them may be read again by their "
+                                "next owner", self.release_wait_s)
                     break
                 self.cond.wait(min(remaining, 0.5))
             done = {tp: off for tp, off in (self.done or {}).items()
@@ -959,17 +972,18 @@ class _Membership(ConsumerRebalanceListener):
             self.in_flight = None
             self.cond.notify_all()
 
-    def begin_planning(self, wait_s: float) -> tuple[int, frozenset[TopicPartition]]:
-        """Wait out a running rebalance; (generation, owned partitions) until end_planning."""
+    def begin_planning(self, wait_s: float) -> tuple[int, frozenset[TopicPartition], bool]:
+        """Wait out a running rebalance; (generation, owned partitions, whether no rebalance
+        is under way) until end_planning. Owned is empty while one is."""
         with self.cond:
             deadline = time.monotonic() + wait_s
             while self.rebalancing and not self.closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    break  # still rebalancing: plan with what we own now (nothing)
+                    break  # still rebalancing: the caller must not plan with this
                 self.cond.wait(min(remaining, 0.5))
             self.planning = True
-            return self.generation, self.assigned
+            return self.generation, self.assigned, not self.rebalancing
 
     def end_planning(self, in_flight: Positions | None) -> None:
         with self.cond:
@@ -1089,6 +1103,9 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._initial: dict[str, dict[str, int]] | None = None
         #: Trigger.AvailableNow: the log ends when the run began.
         self._target: Positions | None = None
+        #: Partitions the batch planned last moves back to a log end below its start
+        #: (failOnDataLoss=false): :meth:`partitions` expects them.
+        self._moved_back: Positions = {}
         self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -1139,7 +1156,21 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if self._initial is None:
             member = self._join()
             m = member.membership
-            generation, owned = m.begin_planning(self._wait_s(member))
+            # The starting offsets apply to what this member owns: never decided in the
+            # middle of a rebalance (it owns nothing then, and partitions it gets later are
+            # positioned by the group's offsets instead).
+            deadline = time.monotonic() + STARTUP_REBALANCE_WAITS * self._wait_s(member)
+            while True:
+                generation, owned, settled = m.begin_planning(self._wait_s(member))
+                if settled:
+                    break
+                m.end_planning(None)
+                if time.monotonic() > deadline:
+                    raise ZkConsumerError(
+                        f"zkconsumer source: {member.consumer_id} is still rebalancing after "
+                        f"{STARTUP_REBALANCE_WAITS * self._wait_s(member):.0f} s; cannot "
+                        "choose the starting offsets"
+                    )
             try:
                 tps = sorted(owned)
                 spec: OffsetSpec = self.opts.starting or "committed"
@@ -1172,10 +1203,18 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # Spark plans the next batch only once the one that ended at `start` is complete in
         # the sink: a rebalance waiting to release partitions may go on now.
         m.batch_done(begin)
-        generation, owned = m.begin_planning(self._wait_s(member))
+        generation, owned, settled = m.begin_planning(self._wait_s(member))
         end: Positions | None = None
         try:
-            end = self._plan(member, begin, generation, owned, limit)
+            if settled:
+                end = self._plan(member, begin, generation, owned, limit)
+            else:
+                # Ownership is unknown: no batch this time rather than one that drops every
+                # partition from the offsets (they would come back at the group's offsets,
+                # which may be a batch behind).
+                log.info("%s: a rebalance is still under way; no new batch this trigger",
+                         member.consumer_id)
+                end = dict(begin)
         finally:
             m.end_planning(end if end is not None and end != begin else None)
         return encode_offsets(end)
@@ -1186,6 +1225,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # is only read by a rebalance when no batch is being planned.
         m = member.membership
         lookup = member.offsets()
+        self._moved_back = {}
         # Partitions owned since an earlier rebalance or before a restart: is our position
         # still the group's? Another member may have consumed and committed beyond it.
         unsure = [tp for tp in begin if tp in owned and m.verified.get(tp) != generation]
@@ -1218,9 +1258,28 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             # Trigger.AvailableNow: nothing newer than when the run began.
             for tp in reading:
                 available[tp] = min(available[tp], self._target.get(tp, begin[tp]))
+        behind = [tp for tp in reading if available[tp] < begin[tp]]
+        for _ in range(LOG_END_RETRIES):
+            if not behind:
+                break
+            time.sleep(LOG_END_RETRY_S)  # a new leader's high watermark may lag a moment
+            available.update(lookup.latest(behind))
+            behind = [tp for tp in behind if available[tp] < begin[tp]]
+        for tp in behind:
+            # The log was truncated (an unclean leader election) or the topic recreated:
+            # what is written from its end on would be skipped up to our position.
+            message = (f"{tp.topic}:{tp.partition}: our position {begin[tp]} is beyond the "
+                       f"log end {available[tp]} (the log was truncated or the topic "
+                       "recreated)")
+            if self.opts.fail_on_data_loss:
+                raise ZkConsumerError(f"zkconsumer source: {message}; set failOnDataLoss=false "
+                                      "to go on from the log end")
+            log.warning("%s; going on from the log end", message)
+            self._moved_back[tp] = available[tp]
         for tp in reading:
-            available[tp] = max(available[tp], begin[tp])
-        base = {tp: begin[tp] for tp in reading}
+            if tp not in behind:
+                available[tp] = max(available[tp], begin[tp])
+        base = {tp: min(begin[tp], available[tp]) for tp in reading}
         if isinstance(limit, ReadMaxRows):
             end.update(rate_limit(base, available, limit.max_rows))
         else:
@@ -1229,6 +1288,20 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin, finish = decode_offsets(start), decode_offsets(end)
+        for tp, off in sorted(finish.items()):
+            if tp in begin and off < begin[tp] and self._moved_back.get(tp) != off:
+                # Only a start computed again can be beyond the end Spark logged: the first
+                # batch replayed after a restart starts at initialOffset() of this process
+                # (a new "latest", say), so the rows between are never read.
+                message = (f"{tp.topic}:{tp.partition}: this batch was planned to end at "
+                           f"{off}, but its start is now {begin[tp]} (the first batch, "
+                           "replayed after a restart, starts at the starting offsets "
+                           "resolved again)")
+                if self.opts.fail_on_data_loss:
+                    raise ZkConsumerError(f"zkconsumer source: {message}; the rows this "
+                                          f"batch was to read, up to offset {off}, would be "
+                                          "skipped; set failOnDataLoss=false to go on")
+                log.warning("%s; going on from %d", message, begin[tp])
         ranges = [(tp, begin[tp], off) for tp, off in sorted(finish.items())
                   if tp in begin and off > begin[tp]]
         if not ranges:
