@@ -309,7 +309,11 @@ class ZookeeperConsumerConnector:
         key_decoder: Decoder | None = None,
         value_decoder: Decoder | None = None,
     ) -> dict[str, list[KafkaStream[Any, Any]]]:
-        """Register in the group, rebalance, and return ``n`` streams for each topic."""
+        """Register in the group, rebalance, and return ``n`` streams for each topic.
+
+        If the first rebalance fails (:class:`ConsumerRebalanceFailedException`), the
+        connector shuts down, leaving the group, before the error is raised.
+        """
         if not topic_count_map:
             raise ValueError("topic_count_map is empty")
         for topic, n in topic_count_map.items():
@@ -579,8 +583,17 @@ class ZookeeperConsumerConnector:
             ) from self._bg_error
 
     def _register_and_rebalance(self) -> None:
-        self._register()
-        self._watcher.start()
+        try:
+            self._register()
+            self._watcher.start()
+            self._first_rebalance()
+        except BaseException:
+            # The caller never gets the streams: leave the group, rather than stay a member
+            # the others give partitions to that nobody reads (as the original did).
+            self.shutdown()
+            raise
+
+    def _first_rebalance(self) -> None:
         # The first rebalance runs here so its failure reaches the caller; a connection that
         # drops meanwhile is waited for (zookeeper.connection.timeout.ms) like at start.
         deadline = time.monotonic() + self.config.zookeeper_connection_timeout_ms / 1000.0
