@@ -35,6 +35,7 @@ from zkconsumer import (
     PartitionsNotOwnedError,
     TopicPartition,
     Whitelist,
+    ZkConnectionLostError,
     ZookeeperConsumerConnector,
 )
 from zkconsumer import _zkpaths as zp
@@ -536,3 +537,25 @@ def test_a_fetch_failure_outlives_a_rebalance_before_anyone_iterates(stack, name
         assert isinstance(exc.value.__cause__, RuntimeError)
     finally:
         c.shutdown()
+
+
+def test_an_offset_commit_is_never_sent_after_the_session_is_lost(
+    stack, zk, names, topic_factory
+) -> None:
+    """The session is lost between the commit's check and its write: the write is not sent
+    (under the next session it could move another member's offset back), and the caller
+    gets ZkConnectionLostError."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        real = a._offsets.commit
+
+        def commit_after_the_loss(offsets: Any) -> int:
+            a._on_zk_state(KazooState.LOST)  # what kazoo says when the session expired
+            return real(offsets)
+
+        a._offsets.commit = commit_after_the_loss  # type: ignore[method-assign]
+        with pytest.raises(ZkConnectionLostError):
+            a.commit_offsets({(topic, 0): 50})
+        assert offset_znodes(zk, g, topic, 2) == {}

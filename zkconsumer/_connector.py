@@ -33,10 +33,10 @@ Threads and locks:
   ``dict(d)`` of a plain dict is one C call under the GIL, so a copy is consistent, and the
   registry is replaced wholesale, never mutated.
 - ``_session_guard`` (Lock) makes "the session is not lost" and "send this write" one step:
-  the LOST listener sets ``_session_lost`` under it, and owner znode creates and deletes are
-  sent (asynchronously, never awaited under it) only after checking the flag under it. Kazoo
-  fails every request still queued when it learns of the expiry, so no owner write of the old
-  session can run under the new one.
+  the LOST listener sets ``_session_lost`` under it, and owner znode creates and deletes and
+  ZooKeeper offset commits are sent (asynchronously, never awaited under it) only after
+  checking the flag under it (:meth:`_live_session`). Kazoo fails every request still queued
+  when it learns of the expiry, so no such write of the old session runs under the new one.
 - ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user) with
   :meth:`_release`: a commit checks ownership and writes under it, so no offset of a
   partition is written after its owner znode is deleted.
@@ -52,7 +52,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -407,7 +408,8 @@ class ZookeeperConsumerConnector:
         ``retry_on_failure`` retries a failed write ``offsets.commit.max.retries`` times,
         ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
         :attr:`paused` (the member may no longer own the partitions; consumed offsets stay and
-        the next commit after the pause stores them).
+        the next commit after the pause stores them), and when the connection or the session
+        goes while it commits (a write after a lost session is never sent).
         """
         if isinstance(offsets, bool):  # the positional form of the first overload
             if retry_on_failure is not None:
@@ -416,15 +418,19 @@ class ZookeeperConsumerConnector:
         retry = True if retry_on_failure is None else retry_on_failure
         explicit = None if offsets is None else _explicit_offsets(offsets)
         self._check()
+        lost = ZkConnectionLostError(
+            f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
+            "or the session was lost (the partitions may belong to another member now)"
+        )
         if self._gate.closed:
-            raise ZkConnectionLostError(
-                f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
-                "or the session was lost (the partitions may belong to another member now)"
-            )
-        if explicit is None:
-            self._commit(retry)
-        elif explicit:
-            self._commit_explicit(explicit, retry)
+            raise lost
+        try:
+            if explicit is None:
+                self._commit(retry)
+            elif explicit:
+                self._commit_explicit(explicit, retry)
+        except _CONNECTION_ERRORS as e:
+            raise lost from e  # lost meanwhile: the write was not sent, or its fate unknown
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """Partitions this member owns now, with the owning thread id.
@@ -560,7 +566,17 @@ class ZookeeperConsumerConnector:
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:
-        return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics)
+        return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics,
+                                 self._live_session)
+
+    @contextmanager
+    def _live_session(self) -> Iterator[None]:
+        """Held while an owner or offset write is sent: raises if the session that owns the
+        partitions is lost (see :meth:`_on_zk_state`), so the write never goes out under the
+        next session, when the partitions may be another member's."""
+        with self._session_guard:
+            self._check_session()
+            yield
 
     def _claim_streams(self) -> None:
         with self._state_lock:
@@ -748,8 +764,12 @@ class ZookeeperConsumerConnector:
                                  "%d owned partitions", len(self._owned))
                 self._stop_fetching(commit=False)
                 self._topic_registry = {}
-            self._owned = {}
-            self._uncertain.clear()
+            # Under _commit_lock: a commit under way (it checked ownership under it) ends
+            # first, while _session_lost is still set, so its write is not sent; later ones
+            # find nothing owned.
+            with self._commit_lock:
+                self._owned = {}
+                self._uncertain.clear()
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
                 return
@@ -982,8 +1002,7 @@ class ZookeeperConsumerConnector:
         # First every create at once (pipelined: one round trip, not one per partition);
         # only the conflicts go through the one-by-one wait below.
         self._zk_ops += len(todo)
-        with self._session_guard:
-            self._check_session()
+        with self._live_session():
             pending = [
                 (tp, th, self._zk.create_async(
                     zp.owner_path(self.group, tp.topic, tp.partition), zp.encode_owner(th),
@@ -1014,8 +1033,7 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.is_set():
                     raise _Conflict("shutting down")
                 self._zk_ops += 1
-                with self._session_guard:
-                    self._check_session()
+                with self._live_session():
                     created = self._zk.create_async(path, data, ephemeral=True, makepath=True)
                 try:
                     created.get()
@@ -1081,8 +1099,7 @@ class ZookeeperConsumerConnector:
                 doubtful = [tp for tp in owned if tp in self._uncertain]
                 ours = set(owned) - set(doubtful)
                 if doubtful:
-                    with self._session_guard:
-                        self._check_session()
+                    with self._live_session():
                         reads = [(tp, self._zk.exists_async(path(self.group, tp.topic,
                                                                 tp.partition)))
                                  for tp in doubtful]
@@ -1097,8 +1114,7 @@ class ZookeeperConsumerConnector:
                             ours.add(tp)
                         else:
                             self._disown(tp)  # missing, or another member's: not ours
-                with self._session_guard:
-                    self._check_session()
+                with self._live_session():
                     pending = [
                         (tp, self._zk.delete_async(path(self.group, tp.topic, tp.partition)))
                         for tp in sorted(ours)
@@ -1121,7 +1137,7 @@ class ZookeeperConsumerConnector:
             raise lost
 
     def _check_session(self) -> None:
-        """Call with ``_session_guard`` held, before sending owner writes."""
+        """Call with ``_session_guard`` held, before sending owner or offset writes."""
         if self._session_lost.is_set():
             raise SessionExpiredError()
 
@@ -1189,7 +1205,7 @@ class ZookeeperConsumerConnector:
                     self.log.debug("committed %d offsets", n)
                 return
             except Exception as e:
-                if attempt >= retries:
+                if attempt >= retries or self._session_lost.is_set():
                     raise
                 self.log.warning("offset commit failed (%r); retrying", e)
                 time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)

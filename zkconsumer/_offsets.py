@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kazoo.client import KazooClient
@@ -54,8 +55,14 @@ class OffsetStore(Protocol):
 class ZkOffsetStore:
     """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds)."""
 
-    def __init__(self, zk: KazooClient, group: str, metrics: Any = None) -> None:
+    def __init__(
+        self, zk: KazooClient, group: str, metrics: Any = None,
+        send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> None:
         self._metrics = metrics  # a ConsumerMetrics (ZooKeeperCommitsPerSec), or None
+        # Held while a commit's transaction is sent (not while its answer is awaited): the
+        # connector's check that the session that owns the partitions still lives.
+        self._send_guard = send_guard
         self._zk = zk
         self._group = group
         self._lock = threading.Lock()
@@ -101,7 +108,9 @@ class ZkOffsetStore:
             for tp, off in sorted(changed.items()):
                 path = zp.offset_path(self._group, tp.topic, tp.partition)
                 tx.set_data(path, zp.encode_offset(off))
-            results = tx.commit()
+            with self._send_guard():
+                sent = tx.commit_async()
+            results = sent.get()
             failed = [r for r in results if isinstance(r, Exception)]
             if not failed:
                 break
@@ -261,13 +270,15 @@ def make_offset_store(
     zk: KazooClient,
     brokers: Callable[[], list[str]],
     metrics: Any = None,
+    send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> OffsetStore:
     """The store ``offsets.storage`` and ``dual.commit.enabled`` ask for.
 
     zookeeper: ZooKeeper only (dual commit applies to Kafka storage only, as in the original);
-    kafka: Kafka, plus ZooKeeper when dual commit is on.
+    kafka: Kafka, plus ZooKeeper when dual commit is on. ``send_guard``: see
+    :class:`ZkOffsetStore`.
     """
-    zk_store = ZkOffsetStore(zk, config.group_id, metrics)
+    zk_store = ZkOffsetStore(zk, config.group_id, metrics, send_guard)
     if config.offsets_storage != "kafka":
         return zk_store
     kafka_store = KafkaOffsetStore(config, config.group_id, brokers, metrics)
