@@ -559,3 +559,22 @@ def test_an_offset_commit_is_never_sent_after_the_session_is_lost(
         with pytest.raises(ZkConnectionLostError):
             a.commit_offsets({(topic, 0): 50})
         assert offset_znodes(zk, g, topic, 2) == {}
+
+
+def test_brokers_are_found_on_the_endpoint_of_the_security_protocol(stack, zk, names) -> None:
+    """A cluster whose brokers register only TLS listeners: the fetchers and the Kafka
+    offset store get those addresses (with the PLAINTEXT default they got none)."""
+    chroot = f"/{names.group}-tls"
+    reg = zp.BrokerRegistration(
+        1, ["INTERNAL://10.0.0.1:9092", "EXTERNAL://broker1:9093"], None, -1,
+        timestamp_ms=1, listener_security_protocol_map={"INTERNAL": "PLAINTEXT",
+                                                        "EXTERNAL": "SSL"})
+    zk.create(chroot + zp.broker_path(1), reg.encode(), makepath=True)
+    for protocol, expected in (("SSL", ["broker1:9093"]), ("PLAINTEXT", ["10.0.0.1:9092"])):
+        c = ZookeeperConsumerConnector(ConsumerConfig({
+            "zookeeper.connect": stack.zookeeper + chroot, "group.id": names.group,
+            "security.protocol": protocol}), fetcher_factory=NullFetcher)
+        try:
+            assert c.broker_addresses() == expected
+        finally:
+            c.shutdown()

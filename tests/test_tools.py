@@ -779,11 +779,19 @@ def test_describe_reaches_the_brokers_with_the_command_config(
     sasl.write_text(SASL_PLAIN)
     # The test broker has no SASL: the settings reached the client when the log end is
     # unknown for that reason.
-    rc, out, err = run(capsys, *argv, "--command-config", str(sasl), "--json")
+    rc, out, err = run(capsys, *argv, "--command-config", str(sasl), "--bootstrap-server",
+                       stack.bootstrap, "--json")
     assert rc == 0, err
     [row] = json.loads(out)
     assert (row["offset"], row["log_end_offset"], row["lag"]) == (1, None, None)
     assert err.startswith("zkconsumer groups describe: warning:"), err
+    # Brokers found in ZooKeeper are taken on the endpoint of the command config's security
+    # protocol (the bridge registers PLAINTEXT only); the offsets are shown all the same.
+    rc, out, err = run(capsys, *argv, "--command-config", str(sasl), "--json")
+    assert rc == 0, err
+    [row] = json.loads(out)
+    assert (row["offset"], row["log_end_offset"]) == (1, None)
+    assert "with a SASL_PLAINTEXT endpoint" in err, err
     typo = tmp_path / "typo.properties"
     typo.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechansim=PLAIN\n")
     assert "sasl.mechansim: not a broker security setting" in fails(

@@ -730,17 +730,22 @@ def _read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
 # --------------------------------------------------------------------------------------
 
 
-def find_bootstrap(zk: KazooClient, bootstrap: str | None = None) -> str:
-    """``bootstrap`` if given, else every broker registered in ``/brokers/ids``.
+def find_bootstrap(
+    zk: KazooClient, bootstrap: str | None = None, kafka: Mapping[str, Any] | None = None
+) -> str:
+    """``bootstrap`` if given, else every broker registered in ``/brokers/ids``, on the
+    endpoint of the security protocol in ``kafka`` (:func:`command_config`; PLAINTEXT).
 
     This is how the legacy tools found the brokers. AdminError when none is registered.
     """
     if bootstrap:
         return bootstrap
-    addresses = broker_addresses(zk)
+    protocol = str((kafka or {}).get("security_protocol", "PLAINTEXT"))
+    addresses = broker_addresses(zk, protocol)
     if not addresses:
         raise AdminError(
-            f"no broker is registered in ZooKeeper ({zp.BROKER_IDS}); pass --bootstrap-server"
+            f"no broker is registered in ZooKeeper ({zp.BROKER_IDS}) with a {protocol} "
+            "endpoint; pass --bootstrap-server"
         )
     return ",".join(addresses)
 
@@ -867,8 +872,10 @@ def describe_group(
     error: str | None = None
     if known:
         reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
-        servers = find_bootstrap(zk, bootstrap)
         try:
+            # Inside: with no broker reachable (or registered), the offsets and owners in
+            # ZooKeeper are still worth showing.
+            servers = find_bootstrap(zk, bootstrap, kafka)
             check_brokers(servers)
             ends = reader(servers, known)
         except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
@@ -1247,7 +1254,7 @@ def reset_offsets(
     if not force:
         _require_no_members(zk, group, "reset offsets", "; stop it first or pass --force")
     tps = [TopicPartition(topic, p) for p in partitions]
-    servers = find_bootstrap(zk, bootstrap)
+    servers = find_bootstrap(zk, bootstrap, kafka)
     check_brokers(servers)
     ends_reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
     new: dict[TopicPartition, int] = {}

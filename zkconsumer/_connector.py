@@ -1220,8 +1220,10 @@ class ZookeeperConsumerConnector:
 
     # -- brokers, for the fetchers ---------------------------------------------------------
     def broker_addresses(self) -> list[str]:
-        """``host:port`` of every broker registered in ZooKeeper."""
-        return broker_addresses(self._zk)
+        """``host:port`` of every broker registered in ZooKeeper, on the endpoint of
+        ``security.protocol`` (a broker registered only with an SSL listener has no
+        PLAINTEXT address)."""
+        return broker_addresses(self._zk, self.config.security_protocol)
 
 
 def _explicit_offsets(offsets: Mapping[tuple[str, int], int]) -> dict[TopicPartition, int]:
