@@ -13,6 +13,7 @@ from kazoo.client import KazooClient
 from tests.support import StackInfo
 from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
+from zkconsumer._errors import OffsetCommitError
 from zkconsumer._offsets import (
     DualOffsetStore,
     KafkaOffsetStore,
@@ -140,3 +141,24 @@ def test_make_offset_store_follows_the_configuration(
         assert type(store) is kind
     finally:
         store.close()
+
+
+def test_a_kafka_commit_answered_not_coordinator_asks_for_the_coordinator_again(
+    stack: StackInfo, names: Any, topic_factory: Any, kafka_store: KafkaOffsetStore
+) -> None:
+    """The coordinator moved: the answer says NOT_COORDINATOR per partition (no exception),
+    and kafka-python keeps the coordinator it found for good. The store drops that client,
+    so the next try (a retry, the next auto-commit) finds the coordinator again."""
+    from kafka.errors import NotCoordinatorError
+
+    topic = topic_factory(names.topic, 1)
+    tp = TopicPartition(topic, 0)
+    assert kafka_store.commit({tp: 3}) == 1
+    stale = kafka_store._admin
+    stale.alter_group_offsets = lambda group, offsets: {  # type: ignore[union-attr]
+        k: NotCoordinatorError for k in offsets}
+    with pytest.raises(OffsetCommitError, match="NotCoordinatorError"):
+        kafka_store.commit({tp: 5})
+    assert kafka_store.commit({tp: 5}) == 1
+    assert kafka_store._admin is not stale
+    assert kafka_store.read([tp]) == {tp: 5}

@@ -131,8 +131,10 @@ class ZkOffsetStore:
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
         for tp, off in offsets.items():
             path = zp.offset_path(self._group, tp.topic, tp.partition)
+            with self._send_guard():  # a write of the offset too
+                created = self._zk.create_async(path, zp.encode_offset(off), makepath=True)
             try:
-                self._zk.create(path, zp.encode_offset(off), makepath=True)
+                created.get()
             except NodeExistsError:
                 pass
 
@@ -210,11 +212,16 @@ class KafkaOffsetStore:
             except BaseException:
                 self._drop()
                 raise
-        errors = {
-            TopicPartition(k.topic, k.partition): getattr(e, "__name__", str(e))
-            for k, e in result.items()
-            if e is not NoError
-        }
+            errors = {
+                TopicPartition(k.topic, k.partition): getattr(e, "__name__", str(e))
+                for k, e in result.items()
+                if e is not NoError
+            }
+            if errors:
+                # Errors come back per partition, not raised: NOT_COORDINATOR among them
+                # means the coordinator moved, and kafka-python never forgets the one it
+                # found. A new client finds it again on the next try.
+                self._drop()
         if errors:
             raise OffsetCommitError(self._group, errors)
         if self._metrics is not None:
