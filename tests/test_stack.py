@@ -8,7 +8,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -97,6 +100,97 @@ def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
             bridge.stop()
             thread.join(15)
         assert not thread.is_alive()
+
+
+@contextmanager
+def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> Iterator[Any]:
+    """A Bridge connected to a tree of its own (the stack's bridge owns /brokers), for
+    driving :meth:`apply` with views made by hand."""
+    from zkconsumer._bridge import MANAGED_DIR, Bridge
+
+    for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
+        zk.ensure_path(root + path)
+    bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, environ={}, **kwargs)
+    bridge._zk = bridge._connect()
+    try:
+        yield bridge
+    finally:
+        bridge._zk.stop()
+        bridge._zk.close()
+
+
+def test_read_cluster_leaves_out_fenced_brokers() -> None:
+    from zkconsumer._bridge import read_cluster
+
+    class Admin:
+        def describe_cluster(self) -> dict[str, Any]:
+            return {"brokers": [
+                {"broker_id": 1, "host": "a", "port": 9092, "rack": None, "is_fenced": False},
+                {"broker_id": 2, "host": "b", "port": 9092, "rack": None, "is_fenced": True},
+                {"broker_id": 3, "host": "c", "port": 9092, "rack": "r1"},  # older brokers
+            ]}
+
+        def describe_topics(self) -> list[dict[str, Any]]:
+            return []
+
+    assert read_cluster(Admin()).brokers == {1: ("a", 9092, None), 3: ("c", 9092, "r1")}
+
+
+def test_bridge_registers_the_listener_of_its_security_protocol(
+    stack: StackInfo, zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a broker with that listener alone: readers find it by their security.protocol
+    (the endpoint said PLAINTEXT whatever the cluster's protocol was). A registration held by
+    another session is left alone; one of its own, forgotten by a resync, is rewritten."""
+    from zkconsumer._bridge import ClusterView
+
+    root = f"/bridge-{names.suffix}"
+    zk.create(root + zp.broker_path(2), b"{}", ephemeral=True, makepath=True)  # someone's
+    with _bridge_on(stack, zk, root, kafka={"security_protocol": "SSL"}) as bridge:
+        view = ClusterView({1: ("h1", 9093, None), 2: ("h2", 9093, None)})
+        for _ in range(2):
+            bridge.apply(view)
+        data = zk.get(root + zp.broker_path(1))[0]
+        reg = json.loads(data)
+        assert (reg["endpoints"], reg["host"], reg["port"]) == (["SSL://h1:9093"], None, -1)
+        assert reg["listener_security_protocol_map"] == {"SSL": "SSL"}
+        assert zp.BrokerRegistration.decode(data).endpoint("SSL") == ("h1", 9093)
+        assert zk.get(root + zp.broker_path(2))[0] == b"{}"  # not replaced
+        assert sum("held by another session" in r.getMessage() for r in caplog.records) == 1
+        bridge._written_brokers.clear()  # as a resync does
+        bridge.apply(ClusterView({1: ("h1", 9094, None)}))
+        reg = json.loads(zk.get(root + zp.broker_path(1))[0])
+        assert reg["endpoints"] == ["SSL://h1:9094"]
+
+
+def test_a_round_cut_short_never_leaves_a_topic_the_bridge_takes_for_someone_elses(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    from kazoo.exceptions import ConnectionLoss
+
+    from zkconsumer._bridge import MANAGED_DIR, ClusterView
+
+    root = f"/bridge-{names.suffix}"
+    with _bridge_on(stack, zk, root) as bridge:
+        real = bridge._zk.ensure_path_async
+        calls: list[str] = []
+
+        def marker_fails(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path.startswith(MANAGED_DIR) and not calls:
+                calls.append(path)
+                raise ConnectionLoss()
+            return real(path, *args, **kwargs)
+
+        bridge._zk.ensure_path_async = marker_fails
+        brokers = {1: ("h1", 9092, None)}
+        two = {0: ([1], 1, 0, [1]), 1: ([1], 1, 0, [1])}
+        with pytest.raises(ConnectionLoss):
+            bridge.apply(ClusterView(brokers, {"t": two}))
+        assert calls
+        bridge.apply(ClusterView(brokers, {"t": two}))
+        bridge.apply(ClusterView(brokers, {"t": {**two, 2: ([1], 1, 0, [1])}}))
+        assignment = zp.TopicAssignment.decode(zk.get(root + zp.topic_path("t"))[0])
+        assert sorted(assignment.partitions) == [0, 1, 2]
 
 
 @pytest.fixture

@@ -77,6 +77,9 @@ def read_cluster(admin: Any) -> ClusterView:
     brokers = {
         int(b["broker_id"]): (str(b["host"]), int(b["port"]), b.get("rack"))
         for b in cluster["brokers"]
+        # A fenced broker (KRaft, KIP-1073) is down: its ZooKeeper-mode znode would have
+        # gone with its session.
+        if not b.get("is_fenced")
     }
     topics: dict[str, dict[int, tuple[list[int], int, int, list[int]]]] = {}
     for t in admin.describe_topics():
@@ -114,6 +117,10 @@ class Bridge:
         request."""
         self._request_timeout = request_timeout_s
         self._kafka = dict(kafka or {})
+        # Brokers are registered with one listener of this protocol, as a broker with that
+        # listener alone would (readers look endpoints up by their security.protocol).
+        self._protocol = str(self._kafka.get("security_protocol", "PLAINTEXT")).upper()
+        self._warned_held: set[int] = set()  # broker ids held by another session, warned
         self._zk_connect = zookeeper
         self._connect_timeout = connect_timeout_s
         self._environ = environ
@@ -287,9 +294,12 @@ class Bridge:
             assignment = zp.TopicAssignment({p: r for p, (r, _, _, _) in parts.items()})
             data = assignment.encode()
             if self._written_topics.get(topic) != data:
-                self._write(zp.topic_path(topic), data)
                 if topic not in managed:
+                    # The marker first: a round cut short in between leaves a managed topic
+                    # without its znode (written next round), never a topic znode the
+                    # bridge would then take for someone else's and leave for good.
                     self._wait(zk.ensure_path_async(f"{MANAGED_DIR}/{topic}"))
+                self._write(zp.topic_path(topic), data)
                 self._written_topics[topic] = data
                 log.info("bridge: topic %s with %d partitions", topic, len(parts))
             for p, (_, leader, epoch, isr) in parts.items():
@@ -306,28 +316,43 @@ class Bridge:
                 del self._written_states[stale]
 
         now_ms = int(time.time() * 1000)
+        proto = self._protocol
+        plaintext = proto == "PLAINTEXT"
         for bid, (host, port, rack) in sorted(view.brokers.items()):
             reg = zp.BrokerRegistration(
                 broker_id=bid,
-                endpoints=[f"PLAINTEXT://{host}:{port}"],
-                host=host,
-                port=port,
+                endpoints=[f"{proto}://{host}:{port}"],
+                # The top-level host and port are the PLAINTEXT listener's (null and -1
+                # without one), as ZooKeeper-mode brokers wrote them.
+                host=host if plaintext else None,
+                port=port if plaintext else -1,
                 timestamp_ms=now_ms,
                 rack=rack,
-                listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+                listener_security_protocol_map={proto: proto},
             )
-            key = f"{host}:{port}:{rack}".encode()
+            key = f"{proto}:{host}:{port}:{rack}".encode()
             if self._written_brokers.get(bid) != key:
                 path = zp.broker_path(bid)
-                self._delete(path)
                 try:
                     self._wait(zk.create_async(path, reg.encode(), ephemeral=True,
                                                makepath=True))
                 except NodeExistsError:
-                    log.warning("bridge: %s is held by another session; not replacing it", path)
-                    continue
+                    # Ours (written before a resync, or with other details): rewritten. Another
+                    # session's (a second bridge, a real broker): left alone, as a broker
+                    # starting with a taken id would.
+                    stat = self._wait(zk.exists_async(path))
+                    if stat is None:
+                        continue  # gone meanwhile: next round
+                    if stat.ephemeralOwner != zk.client_id[0]:
+                        if bid not in self._warned_held:
+                            self._warned_held.add(bid)
+                            log.warning("bridge: %s is held by another session; not "
+                                        "replacing it", path)
+                        continue
+                    self._wait(zk.set_async(path, reg.encode(), version=stat.version))
+                self._warned_held.discard(bid)
                 self._written_brokers[bid] = key
-                log.info("bridge: registered broker %d at %s:%d", bid, host, port)
+                log.info("bridge: registered broker %d at %s://%s:%d", bid, proto, host, port)
         for bid in sorted(set(self._written_brokers) - set(view.brokers)):
             log.info("bridge: broker %d left the cluster", bid)
             self._delete(zp.broker_path(bid))
