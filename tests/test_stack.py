@@ -326,3 +326,44 @@ def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         LocalStack(directory).down()  # whatever a failure left running
+
+
+def test_sigterm_during_stack_up_stops_what_it_started(tmp_path: Path) -> None:
+    """`zkconsumer stack up` killed by SIGTERM while it waits (a CI timeout, say) stops
+    ZooKeeper and the broker it started (they live in their own sessions)."""
+    directory = tmp_path / "stack"
+    state = directory / "stack.json"
+    proc = subprocess.Popen([sys.executable, "-m", "zkconsumer", "stack", "up", "--dir",
+                             str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def started() -> dict[str, Any] | None:
+        try:
+            procs: dict[str, Any] = json.loads(state.read_text())["procs"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return procs or None
+
+    try:
+        procs = wait_until(started, 60, "a component started")
+        proc.terminate()
+        proc.communicate(timeout=60)
+        for p in procs.values():
+            wait_until(lambda pid=p["pid"]: not _alive(pid), 30, f"pid {p['pid']} stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        LocalStack(directory).down()  # whatever a failure left running
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie of a process we did not start is not ours to reap: it is stopped.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

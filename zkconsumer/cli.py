@@ -26,11 +26,14 @@ class CommandError(ZkConsumerError):
 
 
 def _cmd_stack(args: argparse.Namespace) -> int:
-    from ._stack import LocalStack
+    from ._stack import LocalStack, sigterm_interrupts
 
     stack = LocalStack(args.dir)
     if args.action == "up":
-        addresses = stack.up(timeout=args.timeout)
+        # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
+        # started, as Ctrl-C does: the components live in their own sessions.
+        with sigterm_interrupts():
+            addresses = stack.up(timeout=args.timeout)
         print(json.dumps(addresses), flush=True)
     elif args.action == "down":
         stopped = stack.down()
