@@ -27,9 +27,18 @@ ensure_apt_packages() {
 ensure_venv() {
   local py="${PYTHON:-python3.11}"
   command -v "$py" >/dev/null 2>&1 || py=python3
-  if [ ! -x "$VENV/bin/python" ]; then
+  if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/pip" ]; then
+    # (Re)made whole: a venv left without pip by a failed first run would fail every run.
+    rm -rf "$VENV"
     echo "setup: creating $VENV" >&2
-    "$py" -m venv "$VENV"
+    if ! "$py" -m venv "$VENV" >&2; then
+      # Debian's own python3 makes venvs only with python3-venv (ensurepip).
+      rm -rf "$VENV"
+      echo "setup: installing python3-venv from Debian's packages" >&2
+      _as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+      _as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >&2
+      "$py" -m venv "$VENV"
+    fi
   fi
   local stamp="$VENV/.zkconsumer-installed"
   local want
