@@ -154,7 +154,9 @@ def test_tests_service_runs_the_suite(services: dict[str, Any]) -> None:
     assert tests["working_dir"] == "/src"
     command = tests["command"]
     script = command if isinstance(command, str) else " ".join(command)
-    assert "pip install -e '.[dev]' && pytest" in script
+    # Everything the suite imports and starts: the extras, Java, Debian's ZooKeeper.
+    assert "pip install -e '.[dev,spark,fast]' && pytest" in script
+    assert "openjdk-17-jre-headless" in script and " zookeeper " in script
 
 
 def test_tests_service_only_with_the_test_profile(services: dict[str, Any]) -> None:

@@ -61,6 +61,10 @@ def test_bridge_registers_new_topics_with_partition_state(
 def test_bridge_leaves_topics_it_does_not_manage_alone(
     stack: StackInfo, zk: KazooClient, names
 ) -> None:
+    if stack.local is None:
+        # A ZooKeeper-mode Kafka (docker-compose.yml) has no bridge: its controller creates
+        # the topic from the hand-written znode, so there is nothing of the bridge to check.
+        pytest.skip("the bridge is part of the local stack only")
     # The ZooKeeper-era way to change a partition count: an admin tool writes the assignment.
     foreign = names("foreign")
     mine = names("mine")
