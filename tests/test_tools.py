@@ -483,6 +483,14 @@ def test_reset_offsets(
                  "--to", "yesterday") == (
         "zkconsumer offsets: --to 'yesterday' is not earliest, latest, an offset or an "
         "ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)")
+    # Dates the clock cannot hold, or before Kafka's timestamps (negative ones mean
+    # latest/earliest to ListOffsets): one line, no traceback.
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                 "--to", "0001-01-01") == "zkconsumer offsets: --to '0001-01-01' is out of range"
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                 "--to", "1969-12-31T00:00:00Z") == (
+        "zkconsumer offsets: --to '1969-12-31T00:00:00Z' is before 1970, when Kafka "
+        "timestamps begin")
     assert fails(capsys, "offsets", "reset", *zkc, "--group", names("none"), "--topic", topic,
                  "--to", "earliest").startswith(f"zkconsumer offsets: group '{names('none')}'")
     dead = f"127.0.0.1:{free_port()}"
@@ -796,3 +804,45 @@ def test_describe_reaches_the_brokers_with_the_command_config(
     typo.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechansim=PLAIN\n")
     assert "sasl.mechansim: not a broker security setting" in fails(
         capsys, *argv, "--command-config", str(typo))
+
+
+def test_a_member_registering_during_a_whole_group_delete_is_not_deleted(
+    zk: KazooClient, names: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The member check and the walk of the tree are two reads: a member registering in
+    between was deleted with the group. It is refused now."""
+    from zkconsumer import _admin
+
+    group = names.group
+    seed(zk, group, {("t", 0): 1})
+    zk.ensure_path(zp.ids_dir(group))
+    real = _admin._subtree
+    member = zp.id_path(group, f"{group}_late")
+
+    def subtree_after_a_join(client: Any, path: str) -> list[str]:
+        if not zk.exists(member):
+            zk.create(member, b"{}", ephemeral=True)
+        return real(client, path)
+
+    monkeypatch.setattr(_admin, "_subtree", subtree_after_a_join)
+    with pytest.raises(_admin.GroupActiveError):
+        _admin.delete_group(zk, group)
+    assert zk.exists(member) is not None
+    assert zk.exists(zp.offset_path(group, "t", 0)) is not None
+
+
+def test_the_member_guard_keeps_the_ids_znode_acl(zk: KazooClient, names: Any) -> None:
+    """The guard deletes and makes /consumers/G/ids again: with its own ACL, not the tools'
+    (consumers that protect their group would find it open, or be locked out of it)."""
+    from kazoo.security import ACL, Id, Permissions
+
+    from zkconsumer import _admin
+
+    group = names.group
+    seed(zk, group, {("a", 0): 1, ("b", 0): 2})
+    custom = [ACL(Permissions.READ | Permissions.WRITE | Permissions.CREATE
+                  | Permissions.DELETE, Id("world", "anyone"))]
+    zk.create(zp.ids_dir(group), b"", acl=custom)
+    _admin.delete_group(zk, group, "a")  # one topic: the guarded transaction
+    assert zk.exists(zp.offsets_topic_dir(group, "a")) is None
+    assert zk.get_acls(zp.ids_dir(group))[0] == custom

@@ -923,8 +923,12 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
     """
     ids = zp.ids_dir(group)
     if zk.exists(ids) is not None:
+        try:
+            acl: Any = zk.get_acls(ids)[0]  # made again as it was, not with the tools' ACL
+        except NoAuthError:
+            acl = None  # unreadable: the tools' default ACL, the best that can be done
         tx.delete(ids)
-        tx.create(ids, b"")
+        tx.create(ids, b"", acl=acl)
     elif zk.exists(zp.group_dir(group)) is not None:
         tx.create(ids, b"")
         tx.delete(ids)
@@ -1015,6 +1019,8 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
             whole = topics == {topic}
         if whole:
             paths = _subtree(zk, zp.group_dir(group))
+            if any(p.startswith(zp.ids_dir(group) + "/") for p in paths):
+                continue  # a member registered since the check: it refuses now
         else:
             assert topic is not None
             paths = _subtree(zk, zp.offsets_topic_dir(group, topic)) + _subtree(
@@ -1216,9 +1222,15 @@ def parse_reset_target(text: str) -> ResetTarget:
             f"--to {text!r} is not earliest, latest, an offset or an ISO-8601 date-time "
             "(e.g. 2024-05-01T12:00:00Z)"
         ) from None
-    if when.tzinfo is None:
-        when = when.astimezone()  # local time, as the modern reset tool reads it
-    return ResetTarget("datetime", timestamp_ms=int(when.timestamp() * 1000), text=t)
+    try:
+        if when.tzinfo is None:
+            when = when.astimezone()  # local time, as the modern reset tool reads it
+        stamp = int(when.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):  # a year the platform's clock cannot hold
+        raise AdminError(f"--to {text!r} is out of range") from None
+    if stamp < 0:
+        raise AdminError(f"--to {text!r} is before 1970, when Kafka timestamps begin")
+    return ResetTarget("datetime", timestamp_ms=stamp, text=t)
 
 
 def reset_offsets(
