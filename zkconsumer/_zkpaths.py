@@ -392,6 +392,15 @@ class _Decoder:
         return version
 
 
+def _lenient_int(value: object, default: int, minimum: int | None = None) -> int:
+    """An integer (or decimal string) in a field nobody relies on; else ``default``."""
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return default if minimum is not None and value < minimum else value
+
+
 def _check_int(value: object, what: str, minimum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{what} must be an int, got {value!r}")
@@ -489,14 +498,17 @@ class ConsumerRegistration:
     def decode(cls, data: bytes | None, path: str | None = None) -> ConsumerRegistration:
         """Decode an ids znode.
 
-        Tolerates a timestamp as a number, a string or missing (then -1), stream counts
-        written as strings, a missing version (1), and a missing or unknown pattern, which
+        Tolerates a timestamp as a number, a string or anything else (then -1), stream
+        counts written as strings, a version missing or unusable (1), and a missing or
+        unknown pattern, which
         reads as ``static`` (as the JVM consumer does). A wildcard pattern with an empty
         subscription also reads as static, again like the original.
         """
         d = _Decoder("consumer registration", data, path)
         obj = d.json_object()
-        version = d.version(obj)
+        # The JVM reads only the pattern and the subscription: a member whose version or
+        # timestamp it would accept is never left out of the group view for those.
+        version = _lenient_int(obj.get("version"), 1, minimum=1)
         raw_pattern = obj.get("pattern")
         if raw_pattern is not None and not isinstance(raw_pattern, str):
             d.fail(f"'pattern' must be a string, got {raw_pattern!r}")
@@ -517,7 +529,7 @@ class ConsumerRegistration:
                 pattern = PATTERN_STATIC
             elif len(subscription) != 1:
                 d.fail(f"a {pattern} subscription must hold exactly one regex")
-        timestamp = d.opt_int(obj, "timestamp", -1, allow_str=True)
+        timestamp = _lenient_int(obj.get("timestamp"), -1)
         try:
             return cls(subscription, pattern, timestamp, version)
         except ValueError as exc:
