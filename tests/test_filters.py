@@ -11,6 +11,7 @@ from zkconsumer._filters import (
     TopicFilter,
     Whitelist,
     filter_from_registration,
+    java_regex_to_python,
     normalise_regex,
 )
 
@@ -116,3 +117,57 @@ def test_filter_from_registration() -> None:
     assert filter_from_registration(wl.pattern_name, wl.regex) == wl
     with pytest.raises(ZkDataError):
         filter_from_registration("white_list", "a(")
+
+
+@pytest.mark.parametrize(("java", "python"), [
+    ("a.*", "a.*"),
+    ("t[0-9]{2,3}|u{2,}", "t[0-9]{2,3}|u{2,}"),
+    ("(?<env>prod|stage)-(\\k<env>)", "(?P<env>prod|stage)-((?P=env))"),
+    ("\\Qa.b\\E-x", "a\\.b-x"),
+    ("\\Qa.b", "a\\.b"),  # \Q to the end
+    ("a\\z", "a\\Z"),
+    ("[]a]|[^]b]", "[\\]a]|[^\\]b]"),
+    ("a(?<=a)(?<!b)", "a(?<=a)(?<!b)"),
+    ("x*+(?>a|b)\\{1\\}[{]", "x*+(?>a|b)\\{1\\}[{]"),
+])
+def test_java_regex_dialect_is_translated(java: str, python: str) -> None:
+    assert java_regex_to_python(java) == python
+
+
+@pytest.mark.parametrize("java", [
+    "topic-{a|b}",  # a '{' that starts no quantifier: Java's "illegal repetition"
+    "ev{,2}",  # Python reads {0,2}
+    "{2}a",
+    "(?P<x>o)",  # Python-only named group
+    "a(?#comment)",
+    "[a-z&&[^x]]+",  # Java intersection: Python would read it another way
+    "[a[b]]",  # Java union
+    "\\p{Alpha}+",
+    "[ab",
+    "a\\",
+])
+def test_what_java_rejects_or_reads_otherwise_is_refused(java: str) -> None:
+    with pytest.raises(ValueError):
+        java_regex_to_python(java)
+
+
+def test_filters_are_read_in_the_java_dialect() -> None:
+    """Nothing is registered that JVM members fail on, and a JVM member's filter with Java
+    syntax is understood (it was skipped, so the members computed other assignments)."""
+    with pytest.raises(ConfigError, match="illegal repetition"):
+        Whitelist("topic-{a,b}")  # normalised to topic-{a|b}
+    theirs = filter_from_registration("white_list", "(?<env>prod|stage)-events")
+    assert theirs is not None and theirs.regex == "(?<env>prod|stage)-events"
+    assert theirs.is_topic_allowed("prod-events", True)
+    assert not theirs.is_topic_allowed("dev-events", True)
+    with pytest.raises(ZkDataError):
+        filter_from_registration("white_list", "\\p{Alpha}+")
+
+
+def test_the_module_examples_hold() -> None:
+    import doctest
+
+    from zkconsumer import _filters
+
+    result = doctest.testmod(_filters)
+    assert result.attempted >= 2 and result.failed == 0

@@ -17,12 +17,15 @@ pattern ``white_list`` or ``black_list``), and every group member re-evaluates t
 filters locally; so the internal topics excluded by ``exclude.internal.topics`` are the
 ones of Kafka 0.10.2 (``__consumer_offsets`` only), to agree with JVM members.
 
-The regex is interpreted with Python's :mod:`re`, which agrees with ``java.util.regex``
-for the common syntax (classes, alternation, quantifiers, anchors, groups, possessive
-quantifiers and atomic groups). Java-only constructs such as ``\\p{Alpha}`` or ``\\Q..\\E``
-are rejected as invalid (ConfigError); a few differ silently (``\\Z``; a ``{`` that starts
-no quantifier is a literal in Python but an error in Java), which topic names, limited to
-``[a-zA-Z0-9._-]``, rarely exercise.
+The regex is shared with JVM members, which read it with ``java.util.regex``, so it is read
+here in that dialect (:func:`java_regex_to_python`) and run with Python's :mod:`re`, which
+agrees with Java on the common syntax (classes, alternation, quantifiers, anchors, groups,
+possessive quantifiers and atomic groups). Java's named groups, ``\\k<name>``, ``\\Q..\\E``
+and ``\\z`` are translated. What Java rejects or reads otherwise is refused (ConfigError for
+the application's own filter, so nothing is registered that JVM members would fail on):
+Python-only syntax (``(?P<name>``, ``(?#...)``, ``{,n}``), a ``{`` that starts no quantifier
+(a literal in Python, an error in Java), and the class operations Python lacks (``&&``, a
+class inside a class). Java-only classes such as ``\\p{Alpha}`` are refused too.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "TopicFilter",
     "Whitelist",
     "filter_from_registration",
+    "java_regex_to_python",
     "normalise_regex",
 ]
 
@@ -57,6 +61,97 @@ def _java_trim(text: str) -> str:
     while end > start and text[end - 1] <= " ":
         end -= 1
     return text[start:end]
+
+
+_QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+_GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def java_regex_to_python(regex: str) -> str:
+    r"""The Python :mod:`re` pattern that means what ``java.util.regex`` reads ``regex`` as;
+    ValueError for what Java rejects or Python cannot mean the same way::
+
+        >>> java_regex_to_python(r"(?<env>prod|stage)-\Qa.b\E")
+        '(?P<env>prod|stage)-a\\.b'
+        >>> java_regex_to_python("topic-{a,b}")
+        Traceback (most recent call last):
+        ...
+        ValueError: '{' at 6 starts no quantifier (Java: illegal repetition)
+    """
+    out: list[str] = []
+    i, n = 0, len(regex)
+    in_class = 0  # depth of [...]
+    while i < n:
+        c = regex[i]
+        if c == "\\":
+            if i + 1 >= n:
+                raise ValueError("a trailing backslash")
+            e = regex[i + 1]
+            if e == "Q" and not in_class:
+                end = regex.find("\\E", i + 2)
+                literal = regex[i + 2:] if end < 0 else regex[i + 2:end]
+                out.append(re.escape(literal))
+                i = n if end < 0 else end + 2
+                continue
+            if e == "k" and not in_class and regex.startswith("<", i + 2):
+                close = regex.find(">", i + 3)
+                if close < 0 or not _GROUP_NAME.fullmatch(regex[i + 3:close]):
+                    raise ValueError(f"a bad group reference at {i}")
+                out.append(f"(?P={regex[i + 3:close]})")
+                i = close + 1
+                continue
+            if e == "z":
+                out.append("\\Z")
+            elif e in "pPhHRXN" or (e == "G" and not in_class):
+                raise ValueError(f"\\{e} at {i} is Java-only")
+            else:
+                out.append(c + e)
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                raise ValueError(f"a class inside a class at {i} (Java: union)")
+            if regex.startswith("&&", i):
+                raise ValueError(f"'&&' at {i} (Java: class intersection)")
+            if c == "]":
+                in_class = 0
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = 1
+            out.append(c)
+            i += 1
+            # A ']' (after an optional '^') right at the start is a literal in both.
+            if i < n and regex[i] == "^":
+                out.append("^")
+                i += 1
+            if i < n and regex[i] == "]":
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "(" and regex.startswith("(?", i):
+            if regex.startswith(("(?P", "(?#"), i):
+                raise ValueError(f"{regex[i:i + 3]!r} at {i} is Python-only")
+            if regex.startswith("(?<", i) and not regex.startswith(("(?<=", "(?<!"), i):
+                close = regex.find(">", i + 3)
+                if close < 0 or not _GROUP_NAME.fullmatch(regex[i + 3:close]):
+                    raise ValueError(f"a bad group name at {i}")
+                out.append(f"(?P<{regex[i + 3:close]}>")
+                i = close + 1
+                continue
+        if c == "{":
+            m = _QUANTIFIER.match(regex, i)
+            if m is None or i == 0 or regex[i - 1] in "(|":
+                raise ValueError(f"'{{' at {i} starts no quantifier (Java: illegal repetition)")
+            out.append(m.group())
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    if in_class:
+        raise ValueError("an unclosed class")
+    return "".join(out)
 
 
 def normalise_regex(raw_regex: str) -> str:
@@ -79,8 +174,9 @@ class TopicFilter(ABC):
             raise ConfigError(f"topic filter regex must be a string, got {raw_regex!r}")
         regex = normalise_regex(raw_regex)
         try:
-            compiled = re.compile(regex)
-        except (re.error, RecursionError, OverflowError) as exc:
+            # Read in Java's dialect: JVM members of the group read it so.
+            compiled = re.compile(java_regex_to_python(regex))
+        except (ValueError, re.error, RecursionError, OverflowError) as exc:
             raise ConfigError(
                 f"{regex!r} is an invalid regex (from {raw_regex!r}): {exc}"
             ) from exc
