@@ -27,9 +27,11 @@ from kazoo.security import make_digest_acl_credential
 from tests.support import (
     NullFetcher,
     StackInfo,
+    create_topic,
     group_owners,
     produce,
     self_signed_cert,
+    started_zk,
     wait_until,
 )
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
@@ -711,6 +713,41 @@ def test_console_consumer_sigterm_deletes_its_group(
     assert proc.stderr is not None
     assert proc.stderr.read().splitlines()[-1] == "Processed a total of 1 message"
     assert zk.exists(zp.group_dir(group)) is None
+
+
+def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: Any) -> None:
+    """The tool's own client stops reconnecting after --connect-timeout; the consumer runs
+    on through a longer outage, and its throwaway group is still deleted at exit."""
+    from zkconsumer._stack import running_stack
+
+    with running_stack(tmp_path / "stack") as private:
+        with started_zk(private.zookeeper) as zk:
+            create_topic(private.bootstrap, "t", 1)
+            produce(private.bootstrap, "t", [(0, None, b"first")])
+            wait_until(lambda: zk.exists(zp.topic_path("t")), 30, "the topic registered")
+            proc = subprocess.Popen(
+                _cli("console-consumer", "--zookeeper", private.zookeeper, "--topic", "t",
+                     "--from-beginning", "--connect-timeout", "1"),
+                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert proc.stdout is not None
+                assert proc.stdout.readline() == "first\n"
+                (group,) = _console_groups(zk)
+                private.stop("zookeeper")
+                time.sleep(3)  # the outage itself: longer than --connect-timeout
+                private.start("zookeeper")  # the same port and data
+                wait_until(lambda: zk.connected and zk.exists(zp.ids_dir(group))
+                           and zk.get_children(zp.ids_dir(group)), 30, "the member back")
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(timeout=60) == 130
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+            assert "could not delete" not in err, err
+            wait_until(lambda: zk.exists(zp.group_dir(group)) is None, 10, "the group deleted")
 
 
 def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(

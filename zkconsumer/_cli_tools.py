@@ -589,7 +589,8 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         if connector is not None:
             connector.shutdown()
         if throwaway:
-            _delete_quietly(zk, group)
+            _delete_quietly(zk, group,
+                            lambda: _admin.connect(args.zookeeper, args.connect_timeout))
         print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
               file=sys.stderr)
     return 0
@@ -604,13 +605,26 @@ def _throwaway_group(zk: KazooClient) -> str:
     raise _command_error("could not find an unused console-consumer-NNNNN group name")
 
 
-def _delete_quietly(zk: KazooClient, group: str) -> None:
+def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooClient]) -> None:
+    fresh: KazooClient | None = None
     try:
-        if _admin.group_exists(zk, group):
-            _admin.delete_group(zk, group)
+        try:
+            if _admin.group_exists(zk, group):
+                _admin.delete_group(zk, group)
+            return
+        except KazooException:
+            # The tool's client stops reconnecting after --connect-timeout; a consumer that
+            # ran on through a longer ZooKeeper outage deletes its group with a new one.
+            fresh = reconnect()
+        if _admin.group_exists(fresh, group):
+            _admin.delete_group(fresh, group)
     except (ZkConsumerError, KazooException) as e:
         print(f"zkconsumer console-consumer: could not delete the throwaway group {group}: "
               f"{e}", file=sys.stderr)
+    finally:
+        if fresh is not None:
+            fresh.stop()
+            fresh.close()
 
 
 def _silence_stdout() -> None:
