@@ -371,3 +371,20 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_zookeeper_that_cannot_start_says_why(tmp_path: Path) -> None:
+    """Debian's ZooKeeper jar logs nothing by itself (slf4j without a binding): the stack
+    adds one, so the error shows ZooKeeper's reason."""
+    import socket
+
+    from zkconsumer._stack import StackError
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        stack = LocalStack(tmp_path / "stack")
+        stack.zk_port = taken.getsockname()[1]
+        try:
+            with pytest.raises(StackError, match="Address already in use"):
+                stack.start("zookeeper", timeout=60)
+        finally:
+            stack.down()

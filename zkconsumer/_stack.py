@@ -34,6 +34,10 @@ from typing import Any
 from ._errors import StackError
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+#: Debian's ZooKeeper jar carries only the slf4j API (it logs nothing); this binding, from
+#: libslf4j-java (a dependency of the package), prints its warnings and errors to
+#: zookeeper.log, so a failed start says why.
+SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
 COMPONENTS = ("zookeeper", "broker", "bridge")
 
 
@@ -313,8 +317,12 @@ class LocalStack:
             "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n"
             + "".join(f"{line}\n" for line in self.zk_config)
         )
+        classpath = ZOOKEEPER_JAR
+        if os.path.exists(SLF4J_SIMPLE_JAR):
+            classpath += os.pathsep + SLF4J_SIMPLE_JAR
         argv = [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dzkconsumer.stack={self.dir}",
-                *self.zk_jvm_options, "-cp", ZOOKEEPER_JAR,
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                *self.zk_jvm_options, "-cp", classpath,
                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]
         return _Proc(self._popen("zookeeper", argv), "ZooKeeperServerMain")
 
