@@ -610,7 +610,6 @@ def test_confluent_corrupt_batch_is_skipped_one_offset_per_round() -> None:
     backend._assigned = {tp}
     backend._consumer_id = "test"
     backend._skipped = {}
-    backend._max_bytes = 1 << 20
     # librdkafka reports the batch at 5 three times (fetched again from 6, then 7), then
     # hands out 8 and the error of a later corrupt batch at 20 in the same poll.
     consumer = _ScriptedConsumer([
