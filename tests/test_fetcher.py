@@ -312,32 +312,6 @@ def test_a_full_queue_stops_fetching(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_chunk_holds_about_fetch_message_max_bytes_at_most(
-    backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
-) -> None:
-    """The memory bound's third factor: a chunk is one fetch's worth. With librdkafka's
-    prefetch queue (16 MiB) full of a backlog, one confluent poll took up to 10,000 messages
-    of any size into a single chunk."""
-    topic = topic_factory(names.topic, 1)
-    size, limit = 1000, 65536
-    produce(stack.bootstrap, topic, [(0, None, bytes(size)) for _ in range(600)])
-    m = make_manager(backend, fetch_message_max_bytes=limit, queued_max_message_chunks=1000)
-    q = ChunkQueue(1000)
-    info = _info(q, topic, 0, 0)
-    m.start_connections([info])
-    chunks: list[int] = []
-    got = 0
-    while got < 600:
-        chunk = q.get(timeout=20)
-        chunks.append(sum(len(r.value) for r in chunk.records))
-        got += len(chunk.records)
-    assert got == 600
-    # At most a fetch's worth, give or take one producer batch (16 KB, kafka-python's).
-    assert max(chunks) <= limit + 16384, chunks
-    assert len(chunks) >= 600 * size // (limit + 16384)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_partition_paused_by_a_full_queue_is_fetched_after_a_restart(
     backend: str, stack: StackInfo, names: Any, topic_factory: Any, make_manager: MakeManager,
 ) -> None:

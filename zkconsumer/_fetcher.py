@@ -630,9 +630,6 @@ class ConfluentBackend:
 
         self._consumer = Consumer(confluent_conf(config, bootstrap, consumer_id))
         self._consumer_id = consumer_id
-        # One poll's values add up to about this at most, as one legacy fetch response did:
-        # each of its chunks then fits the memory bound (queues x chunks x this).
-        self._max_bytes = config.fetch_message_max_bytes
         self._assigned: set[TopicPartition] = set()
         # Partition -> the offset this backend last moved it to past corrupt data.
         self._skipped: dict[TopicPartition, int] = {}
@@ -697,21 +694,14 @@ class ConfluentBackend:
         # 10,000 at a time, garbage collection was the largest cost per message).
         threshold = gc.get_threshold()[0]
         step = max(100, threshold // 2) if threshold and gc.isenabled() else CONFLUENT_BATCH
-        # Also at most about fetch.message.max.bytes of values (a Message's len is its
-        # value's): each step asks for what the average size so far leaves room for.
         messages = [first]
-        asked = 1
-        got = nbytes = 0
-        max_bytes = self._max_bytes
+        got = 0
         while True:
             got += len(messages)
-            nbytes += sum(map(len, messages))
             self._group(messages, batches, result)
-            if got >= CONFLUENT_BATCH or nbytes >= max_bytes or len(messages) < asked:
-                break  # full, or librdkafka has nothing more right now
-            room = (max_bytes - nbytes) * got // max(nbytes, 1)
-            asked = max(1, min(step, CONFLUENT_BATCH - got, room))
-            messages = c.consume(asked, 0)
+            if got >= CONFLUENT_BATCH or (got > 1 and len(messages) < step):
+                break  # librdkafka has nothing more right now
+            messages = c.consume(min(step, CONFLUENT_BATCH - got), 0)
             if not messages:
                 break
         result.batches = [(TopicPartition(t, p), recs) for (t, p), recs in batches.items()]
