@@ -39,7 +39,7 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
@@ -590,7 +590,8 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
             connector.shutdown()
         if throwaway:
             _delete_quietly(zk, group,
-                            lambda: _admin.connect(args.zookeeper, args.connect_timeout))
+                            lambda: _admin.connect(args.zookeeper, args.connect_timeout),
+                            None if connector is None else connector.consumer_id)
         print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
               file=sys.stderr)
     return 0
@@ -605,19 +606,32 @@ def _throwaway_group(zk: KazooClient) -> str:
     raise _command_error("could not find an unused console-consumer-NNNNN group name")
 
 
-def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooClient]) -> None:
+def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooClient],
+                    member: str | None) -> None:
+    """Delete the throwaway ``group``. ``member``: this process's own consumer id, whose
+    registration a shutdown without ZooKeeper left to its session's expiry (nobody else
+    registers in a throwaway group)."""
     fresh: KazooClient | None = None
+
+    def delete(client: KazooClient) -> None:
+        if not _admin.group_exists(client, group):
+            return
+        if member is not None:
+            try:
+                client.delete(zp.id_path(group, member))
+            except NoNodeError:
+                pass
+        _admin.delete_group(client, group)
+
     try:
         try:
-            if _admin.group_exists(zk, group):
-                _admin.delete_group(zk, group)
+            delete(zk)
             return
         except KazooException:
             # The tool's client stops reconnecting after --connect-timeout; a consumer that
             # ran on through a longer ZooKeeper outage deletes its group with a new one.
             fresh = reconnect()
-        if _admin.group_exists(fresh, group):
-            _admin.delete_group(fresh, group)
+        delete(fresh)
     except (ZkConsumerError, KazooException) as e:
         print(f"zkconsumer console-consumer: could not delete the throwaway group {group}: "
               f"{e}", file=sys.stderr)
