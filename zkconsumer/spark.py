@@ -1254,10 +1254,6 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
         reading = sorted(tp for tp in begin if tp in owned and tp not in reseat)
         available = lookup.latest(reading)
-        if self._target is not None:
-            # Trigger.AvailableNow: nothing newer than when the run began.
-            for tp in reading:
-                available[tp] = min(available[tp], self._target.get(tp, begin[tp]))
         behind = [tp for tp in reading if available[tp] < begin[tp]]
         for _ in range(LOG_END_RETRIES):
             if not behind:
@@ -1277,8 +1273,12 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("%s; going on from the log end", message)
             self._moved_back[tp] = available[tp]
         for tp in reading:
-            if tp not in behind:
-                available[tp] = max(available[tp], begin[tp])
+            if tp in behind:
+                continue
+            if self._target is not None:
+                # Trigger.AvailableNow: nothing newer than when the run began.
+                available[tp] = min(available[tp], self._target.get(tp, begin[tp]))
+            available[tp] = max(available[tp], begin[tp])
         base = {tp: min(begin[tp], available[tp]) for tp in reading}
         if isinstance(limit, ReadMaxRows):
             end.update(rate_limit(base, available, limit.max_rows))
