@@ -34,6 +34,18 @@ def started_zk(hosts: str, **kwargs: Any) -> Iterator[KazooClient]:
         client.close()
 
 
+@contextmanager
+def reaped(proc: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
+    """``proc`` for the ``with`` block; killed and waited for at its end if still running
+    (a failed assertion must not leave it behind)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def wait_until(
     cond: Callable[[], Any], timeout: float = 30.0, what: str = "condition", every: float = 0.05
 ) -> Any:

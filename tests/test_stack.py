@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, create_topic, wait_until
+from tests.support import StackInfo, create_topic, reaped, wait_until
 from zkconsumer import _zkpaths as zp
 from zkconsumer._stack import LocalStack, port_open, running_stack, zk_four_letter
 
@@ -337,8 +337,6 @@ def test_sigterm_during_stack_up_stops_what_it_started(tmp_path: Path) -> None:
     ZooKeeper and the broker it started (they live in their own sessions)."""
     directory = tmp_path / "stack"
     state = directory / "stack.json"
-    proc = subprocess.Popen([sys.executable, "-m", "zkconsumer", "stack", "up", "--dir",
-                             str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def started() -> dict[str, Any] | None:
         try:
@@ -348,15 +346,15 @@ def test_sigterm_during_stack_up_stops_what_it_started(tmp_path: Path) -> None:
         return procs or None
 
     try:
-        procs = wait_until(started, 60, "a component started")
-        proc.terminate()
-        proc.communicate(timeout=60)
+        with reaped(subprocess.Popen(
+                [sys.executable, "-m", "zkconsumer", "stack", "up", "--dir", str(directory)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)) as proc:
+            procs = wait_until(started, 60, "a component started")
+            proc.terminate()
+            proc.communicate(timeout=60)
         for p in procs.values():
             wait_until(lambda pid=p["pid"]: not _alive(pid), 30, f"pid {p['pid']} stopped")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         LocalStack(directory).down()  # whatever a failure left running
 
 

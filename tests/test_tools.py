@@ -30,6 +30,7 @@ from tests.support import (
     create_topic,
     group_owners,
     produce,
+    reaped,
     self_signed_cert,
     started_zk,
     wait_until,
@@ -695,21 +696,16 @@ def test_console_consumer_sigterm_deletes_its_group(
     topic = topic_factory(names.topic, 1)
     produce(stack.bootstrap, topic, [(0, None, b"first")])
     before = _console_groups(zk)
-    proc = subprocess.Popen(
-        _cli("console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic,
-             "--from-beginning"),
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with reaped(subprocess.Popen(
+            _cli("console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic,
+                 "--from-beginning"),
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "first\n"
         (group,) = _console_groups(zk) - before
         assert zk.get_children(zp.ids_dir(group)) != []
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 130
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.stderr is not None
     assert proc.stderr.read().splitlines()[-1] == "Processed a total of 1 message"
     assert zk.exists(zp.group_dir(group)) is None
@@ -725,11 +721,11 @@ def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: A
             create_topic(private.bootstrap, "t", 1)
             produce(private.bootstrap, "t", [(0, None, b"first")])
             wait_until(lambda: zk.exists(zp.topic_path("t")), 30, "the topic registered")
-            proc = subprocess.Popen(
-                _cli("console-consumer", "--zookeeper", private.zookeeper, "--topic", "t",
-                     "--from-beginning", "--connect-timeout", "1"),
-                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            try:
+            with reaped(subprocess.Popen(
+                    _cli("console-consumer", "--zookeeper", private.zookeeper, "--topic", "t",
+                         "--from-beginning", "--connect-timeout", "1"),
+                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)) as proc:
                 assert proc.stdout is not None
                 assert proc.stdout.readline() == "first\n"
                 (group,) = _console_groups(zk)
@@ -741,10 +737,6 @@ def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: A
                 assert proc.stdout.readline() == "second\n"
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(timeout=60) == 130
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
             assert proc.stderr is not None
             err = proc.stderr.read()
             assert "could not delete" not in err, err

@@ -67,6 +67,14 @@ _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
+def _group_name(regex: str, start: int, at: int) -> tuple[str, int]:
+    """The group name from ``start`` up to its ``>``, and the index after it."""
+    close = regex.find(">", start)
+    if close < 0 or not _GROUP_NAME.fullmatch(regex[start:close]):
+        raise ValueError(f"a bad group name at {at}")
+    return regex[start:close], close + 1
+
+
 def java_regex_to_python(regex: str) -> str:
     r"""The Python :mod:`re` pattern that means what ``java.util.regex`` reads ``regex`` as;
     ValueError for what Java rejects or Python cannot mean the same way::
@@ -94,11 +102,8 @@ def java_regex_to_python(regex: str) -> str:
                 i = n if end < 0 else end + 2
                 continue
             if e == "k" and not in_class and regex.startswith("<", i + 2):
-                close = regex.find(">", i + 3)
-                if close < 0 or not _GROUP_NAME.fullmatch(regex[i + 3:close]):
-                    raise ValueError(f"a bad group reference at {i}")
-                out.append(f"(?P={regex[i + 3:close]})")
-                i = close + 1
+                name, i = _group_name(regex, i + 3, i)
+                out.append(f"(?P={name})")
                 continue
             if e == "z":
                 out.append("\\Z")
@@ -134,11 +139,8 @@ def java_regex_to_python(regex: str) -> str:
             if regex.startswith(("(?P", "(?#"), i):
                 raise ValueError(f"{regex[i:i + 3]!r} at {i} is Python-only")
             if regex.startswith("(?<", i) and not regex.startswith(("(?<=", "(?<!"), i):
-                close = regex.find(">", i + 3)
-                if close < 0 or not _GROUP_NAME.fullmatch(regex[i + 3:close]):
-                    raise ValueError(f"a bad group name at {i}")
-                out.append(f"(?P<{regex[i + 3:close]}>")
-                i = close + 1
+                name, i = _group_name(regex, i + 3, i)
+                out.append(f"(?P<{name}>")
                 continue
         if c == "{":
             m = _QUANTIFIER.match(regex, i)
