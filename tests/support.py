@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -95,6 +96,14 @@ def produce(
     finally:
         producer.close()
     return n
+
+
+def drop_connection(client: KazooClient) -> None:
+    """Break ``client``'s connection as a network blip would: kazoo reads end-of-stream,
+    reports SUSPENDED, fires and forgets every watch, and reconnects with the same session."""
+    sock = client._connection._socket
+    assert sock is not None, "the client is not connected"
+    sock.shutdown(socket.SHUT_RDWR)
 
 
 class NullFetcher:

@@ -19,6 +19,7 @@ from kazoo.exceptions import ConnectionLoss
 from tests.support import (
     NullFetcher,
     StackInfo,
+    drop_connection,
     expected_owners,
     group_owners,
     offset_znodes,
@@ -578,3 +579,93 @@ def test_brokers_are_found_on_the_endpoint_of_the_security_protocol(stack, zk, n
             assert c.broker_addresses() == expected
         finally:
             c.shutdown()
+
+
+def _counting_member(stack: StackInfo, group: str, **extra: object) -> Any:
+    return ZookeeperConsumerConnector(_config(stack, group, **extra), fetcher_factory=NullFetcher)
+
+
+def test_a_connection_blip_keeps_the_assignment_and_the_fetchers(
+    stack, zk, names, topic_factory
+) -> None:
+    """kazoo fires and forgets every watch when its connection drops; the rebalance after the
+    reconnection sets them again, finds the group as it was, and stops nothing (the
+    original's ZkClient kept its watches and did not rebalance at all)."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with ExitStack() as es:
+        a = _counting_member(stack, g)
+        es.callback(a.shutdown)
+        b = _counting_member(stack, g)
+        es.callback(b.shutdown)
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        wait_until(lambda: settled(zk, g, topic) and not a.paused and not b.paused, 20,
+                   "two members")
+        wait_until(lambda: a.owned_partitions() and b.owned_partitions(), 10, "both own")
+        owners = group_owners(zk, g, topic)
+        stops = (a._fetcher.stops, b._fetcher.stops)
+        rebalances = (a.stats.rebalances, b.stats.rebalances)
+        session = a._zk.client_id[0]
+
+        drop_connection(a._zk)
+        wait_until(lambda: a.stats.unchanged >= 1 and not a.paused, 20,
+                   "a's rebalance after the reconnection")
+        assert a._zk.client_id[0] == session  # a blip, not a new session
+        assert (a._fetcher.stops, b._fetcher.stops) == stops
+        assert (a.stats.rebalances, b.stats.rebalances) == rebalances
+        assert group_owners(zk, g, topic) == owners
+        assert a.owned_partitions() == {TopicPartition(topic, p): th
+                                        for p, th in owners.items() if th.startswith(a.consumer_id)}
+
+        # The watches were set again: a third member still moves a's partitions.
+        c = _counting_member(stack, g)
+        es.callback(c.shutdown)
+        c.create_message_streams({topic: 1})
+        wait_until(lambda: settled(zk, g, topic) and len(set(group_owners(zk, g, topic)
+                                                              .values())) == 3, 20,
+                   "three members")
+        assert a.stats.rebalances > rebalances[0]
+
+
+def test_an_owner_znode_deleted_behind_the_members_back_is_claimed_again(
+    stack, zk, names, topic_factory
+) -> None:
+    """Ownership is read back from ZooKeeper at each rebalance, not taken from a cache."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        path = zp.owner_path(g, topic, 1)
+        zk.delete(path)
+        a.rebalance_now()
+
+        def reclaimed() -> bool:
+            stat = zk.exists(path)
+            return stat is not None and stat.ephemeralOwner == a._zk.client_id[0]
+
+        wait_until(reclaimed, 10, "the owner znode created again")
+        assert group_owners(zk, g, topic) == {0: f"{a.consumer_id}-0", 1: f"{a.consumer_id}-0"}
+
+
+def test_a_partition_another_session_took_behind_the_members_back_is_left_alone(
+    stack, zk, names, topic_factory
+) -> None:
+    """The member's owner znode was deleted and another session claimed the path: the member
+    finds it at its next rebalance, never commits to it, and never deletes it."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    path = zp.owner_path(g, topic, 1)
+    with started_zk(stack.zookeeper) as other:
+        with member(stack, g, rebalance_max_retries=1) as a:
+            a.create_message_streams({topic: 1})
+            zk.delete(path)
+            other.create(path, b"someone-else-0", ephemeral=True)
+            a.rebalance_now()
+            wait_until(lambda: TopicPartition(topic, 1) not in a.owned_partitions(), 10,
+                       "the member seeing that it does not own partition 1")
+            with pytest.raises(PartitionsNotOwnedError):
+                a.commit_offsets({(topic, 1): 5})
+        holder, stat = zk.get(path)
+        assert holder == b"someone-else-0" and stat.ephemeralOwner == other.client_id[0]
+        assert offset_znodes(zk, g, topic, 2) == {}

@@ -149,6 +149,9 @@ class RebalanceStats:
     attempts: int = 0
     failures: int = 0
     restarts: int = 0  # attempts abandoned because the group view changed
+    # Rebalances that found the group as the last one left it (after a ZooKeeper connection
+    # blip, say) and kept the fetchers running instead of stopping and restarting them.
+    unchanged: int = 0
     claim_waits: int = 0  # claims that waited for another member to release
     last_duration_s: float = 0.0
     last_zk_ops: int = 0
@@ -254,6 +257,10 @@ class ZookeeperConsumerConnector:
         self._uncertain: set[TopicPartition] = set()
         self._topic_registry: dict[TopicPartition, PartitionTopicInfo] = {}
         self._fetch_failure: FetcherFailed | None = None  # what _check_fetcher queued
+        # What the last complete rebalance was computed from, while its fetchers run (cleared
+        # whenever they stop): a rebalance reading the same again has nothing to change.
+        self._settled_view: tuple[object, ...] | None = None
+        self._force_rebalance = False  # rebalance_now(): rebalance even if nothing changed
         self._zk_ops = 0
         self._listener: ConsumerRebalanceListener | None = None
 
@@ -453,7 +460,9 @@ class ZookeeperConsumerConnector:
         return self._gate.closed
 
     def rebalance_now(self) -> None:
-        """Ask the watcher thread for a rebalance (as a ZooKeeper event would)."""
+        """Ask the watcher thread for a full rebalance, even if the group has not changed
+        (a ZooKeeper event that leaves the group as it was changes nothing)."""
+        self._force_rebalance = True
         self._wakeup.set()
 
     def shutdown(self) -> None:
@@ -770,6 +779,7 @@ class ZookeeperConsumerConnector:
             with self._commit_lock:
                 self._owned = {}
                 self._uncertain.clear()
+            self._settled_view = None
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
                 return
@@ -801,11 +811,13 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.is_set():
                     return
                 self._wakeup.clear()  # events from now on mean another rebalance
+                # Read after the clear: a rebalance_now() after this is a new wakeup.
+                force, self._force_rebalance = self._force_rebalance, False
                 if self._session_lost.is_set() or not self._zk.connected:
                     raise _Disconnected()
                 self.stats.attempts += 1
                 try:
-                    self._rebalance_attempt()
+                    changed = self._rebalance_attempt(force)
                 except _Disconnected:
                     self.log.warning("rebalance attempt cut short: the commit before release "
                                      "waits for ZooKeeper")
@@ -836,6 +848,11 @@ class ZookeeperConsumerConnector:
                     if self._session_gen == session_gen:
                         # Every claim was made under the session current now.
                         self._gate.open("session")
+                    if not changed:
+                        self.stats.unchanged += 1
+                        self.log.info("group unchanged since the last rebalance: keeping %s",
+                                      _fmt_owned(self._owned))
+                        return
                     duration = time.monotonic() - start
                     self.stats.rebalances += 1
                     self.stats.last_duration_s = duration
@@ -864,25 +881,20 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.wait(self.config.rebalance_backoff_ms / 1000.0):
                     return
 
-    def _rebalance_attempt(self) -> None:
+    def _rebalance_attempt(self, force: bool = False) -> bool:
+        """One attempt of the original's steps; False if it found nothing to change."""
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
         if not view.brokers:
             # Stop here, as the original did: keep the current assignment and fetchers (the
             # brokers may well be up, only their registration gone); the watch on
-            # /brokers/ids wakes us when a broker registers.
+            # /brokers/ids wakes us when a broker registers, for a full rebalance.
+            self._settled_view = None
             self.log.warning("no broker is registered in ZooKeeper; waiting for one")
-            return
-        # 2. stop the fetchers, clear queues and streams, commit
-        self._stop_fetching(commit=self.config.auto_commit_enable)
-        # 3. the listener, with what this member owned until now
-        if self._listener is not None:
-            ownership: dict[str, set[int]] = {}
-            for tp in self._owned:
-                ownership.setdefault(tp.topic, set()).add(tp.partition)
-            self._listener.before_releasing_partitions(ownership)
-        self._topic_registry = {}  # kept until now: the listener may commit from it
-        # 5 (computed before 4 so that partitions staying here keep their owner znodes)
+            return True
+        self._verify_owned()
+        # 5 (computed first: partitions staying here keep their owner znodes, and an
+        # unchanged group changes nothing)
         strategy = self.config.partition_assignment_strategy
         global_assignment = assign(
             strategy, view.consumers_for_topic, view.partitions_for_topic
@@ -892,6 +904,24 @@ class ZookeeperConsumerConnector:
             for tp, thread in global_assignment.items()
             if zp.thread_consumer_id(thread) == self.consumer_id
         }
+        settled = (view.consumers_for_topic, view.partitions_for_topic, view.brokers)
+        if (not force and settled == self._settled_view and mine == self._owned
+                and not self._uncertain):
+            # The group is as the last rebalance left it, whose fetchers still run: the usual
+            # case after a ZooKeeper connection blip (kazoo fires every watch then, and the
+            # read above set them again). The original's ZkClient kept its watches over a
+            # reconnection and did not rebalance at all; stopping and restarting the
+            # fetchers would pause every member of the group for nothing.
+            return False
+        # 2. stop the fetchers, clear queues and streams, commit
+        self._stop_fetching(commit=self.config.auto_commit_enable)
+        # 3. the listener, with what this member owned until now
+        if self._listener is not None:
+            ownership: dict[str, set[int]] = {}
+            for tp in self._owned:
+                ownership.setdefault(tp.topic, set()).add(tp.partition)
+            self._listener.before_releasing_partitions(ownership)
+        self._topic_registry = {}  # kept until now: the listener may commit from it
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
         # 7. claim everything; a conflict waits for the holder to let go
@@ -917,6 +947,8 @@ class ZookeeperConsumerConnector:
         self._topic_registry = registry
         if registry:
             self._fetcher.start_connections(registry.values())
+        self._settled_view = settled
+        return True
 
     def _queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
         if self._wildcard_queues:
@@ -991,6 +1023,41 @@ class ZookeeperConsumerConnector:
                 brokers = []
         return GroupView(members, stat.cversion, cft, partitions,
                          sorted(int(b) for b in brokers if b.isdigit()))
+
+    def _verify_owned(self) -> None:
+        """Read this session's owner znodes back rather than trusting ``_owned``.
+
+        One was deleted behind our back (by hand, or by a tool): it becomes uncertain, so the
+        claim creates it again. One held by another session (deleted, then claimed by
+        another member) is not ours: forgotten, so it is neither committed nor deleted, and
+        the claim waits for it if the assignment still gives it to us. One of ours naming
+        another of our threads is rewritten by the claim.
+        """
+        certain = sorted(tp for tp in self._owned if tp not in self._uncertain)
+        if not certain:
+            return
+        with self._live_session():
+            reads = [(tp, self._zk.get_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+                     for tp in certain]
+        self._zk_ops += len(reads)
+        session = self._zk.client_id[0]
+        with self._commit_lock:
+            for tp, result in reads:
+                try:
+                    data, stat = result.get()
+                except NoNodeError:
+                    self.log.warning("owner znode of %s-%d is gone: claiming it again",
+                                     tp.topic, tp.partition)
+                    self._uncertain.add(tp)
+                    continue
+                if stat.ephemeralOwner != session:
+                    self.log.warning("owner znode of %s-%d is held by %r of another session: "
+                                     "not ours", tp.topic, tp.partition,
+                                     data.decode(errors="replace"))
+                    self._disown(tp)
+                elif data != zp.encode_owner(self._owned[tp]):
+                    self._uncertain.add(tp)
+        self.metrics.set_owned_partitions(self._owned)
 
     def _claim(self, mine: Mapping[TopicPartition, str], view: GroupView) -> None:
         """Create every owner znode in ``mine``, waiting out members that are releasing."""
@@ -1149,6 +1216,7 @@ class ZookeeperConsumerConnector:
         :class:`_Disconnected` rather than letting the partitions go uncommitted (what was
         consumed stays in the registry, and the next attempt commits it).
         """
+        self._settled_view = None
         self._fetcher.stop_connections()
         for q in self._all_queues():
             q.clear()
