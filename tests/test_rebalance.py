@@ -669,3 +669,45 @@ def test_a_partition_another_session_took_behind_the_members_back_is_left_alone(
         holder, stat = zk.get(path)
         assert holder == b"someone-else-0" and stat.ephemeralOwner == other.client_id[0]
         assert offset_znodes(zk, g, topic, 2) == {}
+
+
+def test_a_session_lost_during_shutdown_deletes_no_claim_of_another_member(
+    stack, zk, names, topic_factory
+) -> None:
+    """The session expires while shutdown() is under way and another member claims the
+    partitions at once: leaving the group must not delete the same paths (they are the
+    other member's claims by then)."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    holder: list[ZookeeperConsumerConnector] = []
+    expired: list[int] = []
+
+    class ExpiringFetcher(NullFetcher):
+        def stop_connections(self) -> None:
+            super().stop_connections()
+            c = holder[0]
+            if c._shutdown_event.is_set() and not expired:
+                session_id, password = c._zk.client_id
+                expired.append(session_id)
+                thief = KazooClient(hosts=stack.zookeeper, client_id=(session_id, password))
+                thief.start()
+                thief.stop()
+                thief.close()
+                wait_until(lambda: c._zk.connected and c._zk.client_id[0] != session_id, 20,
+                           "a new session for the member shutting down")
+                wait_until(lambda: set(group_owners(zk, g, topic).values()) == {b_thread}, 20,
+                           "the other member owning everything")
+
+    with member(stack, g) as b:
+        b.create_message_streams({topic: 1})
+        b_thread = f"{b.consumer_id}-0"
+        a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=ExpiringFetcher)
+        holder.append(a)
+        try:
+            a.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.owned_partitions()) == 1, 20,
+                       "two members")
+        finally:
+            a.shutdown()
+        assert expired, "the session was never expired"
+        assert group_owners(zk, g, topic) == {0: b_thread, 1: b_thread}
