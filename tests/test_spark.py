@@ -533,3 +533,34 @@ def test_a_first_batch_whose_start_moved_past_its_end_fails_the_query(
             reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}})
     with _driver(stack, names.group, topic, failOnDataLoss="false") as reader:
         assert reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}}) == []
+
+
+def test_the_starting_offsets_wait_for_a_rebalance_under_way(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """initialOffset() decides the starting offsets of what the member owns, so never in the
+    middle of a rebalance (it owns nothing then): it waits for the rebalance to end, and
+    fails clearly if it does not."""
+    import zkconsumer.spark as source
+
+    topic = topic_factory(names.topic, 2)
+    _produce(stack, topic, 2, 5)
+    with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+        member = reader._join()
+        m = member.membership
+        wait_until(lambda: len(m.snapshot()[1]) == 2, 20, "the member owning both partitions")
+        thread = f"{member.consumer_id}-0"
+        m.stop_connections()  # a rebalance's step 2: the member owns nothing until it ends
+        # Longer than one planning wait (2.2 s with the driver's settings).
+        threading.Timer(3.0, m.before_starting_fetchers,
+                        (member.consumer_id, {topic: {0: thread, 1: thread}})).start()
+        assert reader.initialOffset() == {topic: {"0": 0, "1": 0}}
+
+    monkeypatch.setattr(source, "STARTUP_REBALANCE_WAITS", 1)
+    with _driver(stack, names("other"), topic, startingOffsets="earliest") as reader:
+        member = reader._join()
+        wait_until(lambda: len(member.membership.snapshot()[1]) == 2, 20, "both owned")
+        member.membership.stop_connections()  # and the rebalance never ends
+        with pytest.raises(ZkConsumerError, match="is still rebalancing after 2 s; cannot "
+                                                  "choose the starting offsets"):
+            reader.initialOffset()
