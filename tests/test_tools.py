@@ -876,3 +876,32 @@ def test_the_member_guard_keeps_the_ids_znode_acl(zk: KazooClient, names: Any) -
     _admin.delete_group(zk, group, "a")  # one topic: the guarded transaction
     assert zk.exists(zp.offsets_topic_dir(group, "a")) is None
     assert zk.get_acls(zp.ids_dir(group))[0] == custom
+
+
+def test_the_console_consumers_throwaway_group_is_deleted_after_a_long_outage(
+    stack, zk, names, capsys
+) -> None:
+    """After a ZooKeeper outage longer than --connect-timeout the tool's own client is closed
+    and the consumer's registration outlives its shutdown (its session has not expired):
+    the group is still deleted, with a new client, own registration first."""
+    from zkconsumer._cli_tools import _delete_quietly
+
+    group = f"console-consumer-{names.suffix}"
+    member = f"{group}_host-1-abcd"
+    with started_zk(stack.zookeeper) as stale, started_zk(stack.zookeeper) as fresh:
+        stale.create(zp.id_path(group, member), b"{}", ephemeral=True, makepath=True)
+        zk.create(zp.offset_path(group, "t", 0), b"5", makepath=True)
+        tool = KazooClient(hosts=stack.zookeeper)  # the tool's client, closed by now
+        tool.start(timeout=15)
+        tool.stop()
+        reconnects: list[KazooClient] = []
+
+        def reconnect() -> KazooClient:
+            reconnects.append(fresh)
+            return fresh
+
+        _delete_quietly(tool, group, reconnect, member)
+        assert reconnects == [fresh]
+        assert zk.exists(zp.group_dir(group)) is None
+        assert "could not delete" not in capsys.readouterr().err
+        tool.close()
