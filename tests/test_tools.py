@@ -29,6 +29,7 @@ from tests.support import (
     StackInfo,
     create_topic,
     group_owners,
+    offset_znodes,
     produce,
     reaped,
     self_signed_cert,
@@ -905,3 +906,27 @@ def test_the_console_consumers_throwaway_group_is_deleted_after_a_long_outage(
         assert zk.exists(zp.group_dir(group)) is None
         assert "could not delete" not in capsys.readouterr().err
         tool.close()
+
+
+def test_an_import_too_big_for_one_transaction_says_what_it_wrote(
+    stack, zk, names, monkeypatch
+) -> None:
+    """Split into several transactions, an import that fails in a later one says how much
+    of it was written (it used to say "nothing written"), and that much is there."""
+    from kazoo.security import ACL, Id, Permissions
+
+    from zkconsumer import _admin
+    from zkconsumer._admin import AclRefusedError, OffsetEntry
+
+    monkeypatch.setattr(_admin, "MAX_TRANSACTION_OPS", 3)
+    g1, g2 = names("open"), names("locked")
+    read_only = [ACL(Permissions.READ, Id("world", "anyone"))]
+    zk.ensure_path(zp.offsets_dir(g2))
+    zk.create(zp.offsets_topic_dir(g2, "t"), b"", acl=read_only)
+    entries = [OffsetEntry(g1, "t", p, 10 + p) for p in range(4)] + [OffsetEntry(g2, "t", 0, 7)]
+    # 3 parents of g1's znodes, then 4 offsets of g1, then g2's refused: 3 transactions.
+    with pytest.raises(AclRefusedError) as exc:
+        _admin.import_offsets(zk, entries)
+    assert "6 operations of it written before this failure" in str(exc.value)
+    assert "nothing written" not in str(exc.value)
+    assert offset_znodes(zk, g1, "t", 4) == {0: 10, 1: 11, 2: 12}

@@ -12,7 +12,8 @@ Rules every function follows:
 * Every path comes from :mod:`zkconsumer._zkpaths`.
 * A function that writes checks everything first and writes nothing when a check fails;
   the writes of one call go into one ZooKeeper transaction (``multi``) when they fit
-  (:data:`MAX_TRANSACTION_OPS`), so a failure half-way leaves nothing behind.
+  (:data:`MAX_TRANSACTION_OPS`), so a failure half-way leaves nothing behind. Bigger
+  writes are split, and their failure says how much was written.
 * "Refuse while members are registered" is enforced atomically: the transaction also
   deletes and re-creates ``/consumers/G/ids`` (or creates and deletes it when it does not
   exist), which ZooKeeper refuses (``NotEmpty`` / ``NodeExists``) if a member registered
@@ -45,7 +46,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
+from kazoo.exceptions import KazooException, NoAuthError, NoNodeError, NotEmptyError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
@@ -938,29 +939,45 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
 _TX_VERBS = {"Create": "create", "Delete": "delete", "SetData": "write", "CheckVersion": "read"}
 
 
-def _commit(tx: Any, what: str) -> None:
-    """Commit; on failure (nothing applied) raise :class:`_Changed` naming the first cause.
+def _commit(tx: Any, what: str, written: int = 0) -> None:
+    """Commit; on failure (nothing of ``tx`` applied) raise :class:`_Changed` naming the
+    first cause.
 
     Callers retry from their checks, which then raise the precise error (a member that
     registered meanwhile gives GroupActiveError). An operation refused by an ACL raises
-    :class:`AclRefusedError` instead: retrying cannot help.
+    :class:`AclRefusedError` instead: retrying cannot help. ``written``: operations of
+    earlier transactions of the same command, which the message must not deny.
     """
     results = tx.commit()
+    told = _written(written)
     for op, result in zip(tx.operations, results, strict=False):
         if isinstance(result, NoAuthError):
             verb = _TX_VERBS.get(type(op).__name__, "change")
-            raise acl_refused(tx.client, verb, op.path, f"{what} (nothing written)")
+            raise acl_refused(tx.client, verb, op.path, f"{what} ({told})")
         if isinstance(result, Exception) and type(result).__name__ not in (
             "RolledBackError", "RuntimeInconsistency"
         ):
             raise _Changed(f"{what}: {op.path} changed meanwhile ({type(result).__name__}); "
-                           "nothing written")
+                           f"{told}", written)
     if any(isinstance(r, Exception) for r in results):
-        raise _Changed(f"{what}: ZooKeeper changed meanwhile; nothing written")
+        raise _Changed(f"{what}: ZooKeeper changed meanwhile; {told}", written)
+
+
+def _written(n: int) -> str:
+    """What a failed write left behind, for its message."""
+    if not n:
+        return "nothing written"
+    return (f"{n} operation{'s' if n != 1 else ''} of it written before this failure: "
+            f"one this big is split into transactions of {MAX_TRANSACTION_OPS} operations")
 
 
 class _Changed(AdminError):
-    """The tree changed between planning and committing a transaction."""
+    """The tree changed between planning and committing a transaction; ``written``:
+    operations of the same command that earlier transactions applied."""
+
+    def __init__(self, message: str, written: int = 0) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 def _require_no_members(zk: KazooClient, group: str, action: str, hint: str = "") -> None:
@@ -1037,13 +1054,18 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
             else:
                 # Too big for one multi: delete in order, members checked just before.
                 _require_no_members(zk, group, action)
-                for p in paths:
+                for i, p in enumerate(paths):
                     try:
                         zk.delete(p)
                     except NoNodeError:
                         pass
                     except NoAuthError:
-                        raise acl_refused(zk, "delete", p, action) from None
+                        raise acl_refused(zk, "delete", p,
+                                          f"{action} ({_written(i)})") from None
+                    except NotEmptyError:
+                        # A member registered after the check (it refuses if run again).
+                        raise AdminError(f"{action}: {zk.unchroot(p)} got a child meanwhile; "
+                                         f"{_written(i)}") from None
         except _Changed:
             continue
         return DeleteResult(group, topic, len(paths), whole)
@@ -1135,15 +1157,17 @@ def import_offsets(
     transactions (``transactions`` in the result says how many).
     """
     groups = sorted({e.group for e in entries})
+    written = 0
     for _ in range(3):
         if not force:
             for group in groups:
                 _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
         try:
             return _import_once(zk, entries, groups, force, progress)
-        except _Changed:
+        except _Changed as e:
+            written += e.written  # planned again: what is written now counts as unchanged
             continue
-    raise AdminError("offsets import: ZooKeeper kept changing; nothing written")
+    raise AdminError(f"offsets import: ZooKeeper kept changing; {_written(written)}")
 
 
 def _import_once(
@@ -1188,7 +1212,7 @@ def _import_once(
                 tx.create(path, payload)
             else:
                 tx.set_data(path, payload)
-        _commit(tx, "offsets import")
+        _commit(tx, "offsets import", done)
         done += len(chunk)
         if progress is not None:
             progress(done, len(ops))
