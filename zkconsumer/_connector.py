@@ -260,7 +260,10 @@ class ZookeeperConsumerConnector:
         # What the last complete rebalance was computed from, while its fetchers run (cleared
         # whenever they stop): a rebalance reading the same again has nothing to change.
         self._settled_view: tuple[object, ...] | None = None
-        self._force_rebalance = False  # rebalance_now(): rebalance even if nothing changed
+        # rebalance_now() calls so far, and how many of them a full rebalance has served
+        # (counters, so that a call during an attempt is never lost to it).
+        self._force_requested = 0
+        self._force_served = 0
         self._zk_ops = 0
         self._listener: ConsumerRebalanceListener | None = None
 
@@ -462,7 +465,8 @@ class ZookeeperConsumerConnector:
     def rebalance_now(self) -> None:
         """Ask the watcher thread for a full rebalance, even if the group has not changed
         (a ZooKeeper event that leaves the group as it was changes nothing)."""
-        self._force_rebalance = True
+        with self._state_lock:
+            self._force_requested += 1
         self._wakeup.set()
 
     def shutdown(self) -> None:
@@ -662,7 +666,7 @@ class ZookeeperConsumerConnector:
             # Ours from this session (a retried create), or a stale one from an earlier
             # session with the same consumer.id: replace the stale one, keep our own.
             existing, stat = self._zk.get(path)
-            if stat.ephemeralOwner != self._zk.client_id[0]:
+            if stat.ephemeralOwner != self._session_id():
                 self.log.warning("replacing stale registration %s", path)
                 self._zk.delete(path)
                 self._zk.create(path, data, ephemeral=True)
@@ -811,13 +815,11 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.is_set():
                     return
                 self._wakeup.clear()  # events from now on mean another rebalance
-                # Read after the clear: a rebalance_now() after this is a new wakeup.
-                force, self._force_rebalance = self._force_rebalance, False
                 if self._session_lost.is_set() or not self._zk.connected:
                     raise _Disconnected()
                 self.stats.attempts += 1
                 try:
-                    changed = self._rebalance_attempt(force)
+                    changed = self._rebalance_attempt()
                 except _Disconnected:
                     self.log.warning("rebalance attempt cut short: the commit before release "
                                      "waits for ZooKeeper")
@@ -881,8 +883,10 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.wait(self.config.rebalance_backoff_ms / 1000.0):
                     return
 
-    def _rebalance_attempt(self, force: bool = False) -> bool:
+    def _rebalance_attempt(self) -> bool:
         """One attempt of the original's steps; False if it found nothing to change."""
+        # Read first: a rebalance_now() from here on asks for another attempt.
+        forced = self._force_requested
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
         if not view.brokers:
@@ -905,14 +909,15 @@ class ZookeeperConsumerConnector:
             if zp.thread_consumer_id(thread) == self.consumer_id
         }
         settled = (view.consumers_for_topic, view.partitions_for_topic, view.brokers)
-        if (not force and settled == self._settled_view and mine == self._owned
-                and not self._uncertain):
+        if (forced == self._force_served and settled == self._settled_view
+                and mine == self._owned and not self._uncertain):
             # The group is as the last rebalance left it, whose fetchers still run: the usual
             # case after a ZooKeeper connection blip (kazoo fires every watch then, and the
             # read above set them again). The original's ZkClient kept its watches over a
             # reconnection and did not rebalance at all; stopping and restarting the
             # fetchers would pause every member of the group for nothing.
             return False
+        self._force_served = forced  # a full rebalance from here on
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)
         # 3. the listener, with what this member owned until now
@@ -1037,27 +1042,31 @@ class ZookeeperConsumerConnector:
         if not certain:
             return
         with self._live_session():
+            session = self._session_id()
             reads = [(tp, self._zk.get_async(zp.owner_path(self.group, tp.topic, tp.partition)))
                      for tp in certain]
         self._zk_ops += len(reads)
-        session = self._zk.client_id[0]
+        # A missing one stays owned (uncertain) until the claim: its consumed offset is still
+        # committed meanwhile, as it was before it went (the next owner reads it after claiming).
         with self._commit_lock:
-            for tp, result in reads:
-                try:
-                    data, stat = result.get()
-                except NoNodeError:
-                    self.log.warning("owner znode of %s-%d is gone: claiming it again",
-                                     tp.topic, tp.partition)
-                    self._uncertain.add(tp)
-                    continue
-                if stat.ephemeralOwner != session:
-                    self.log.warning("owner znode of %s-%d is held by %r of another session: "
-                                     "not ours", tp.topic, tp.partition,
-                                     data.decode(errors="replace"))
-                    self._disown(tp)
-                elif data != zp.encode_owner(self._owned[tp]):
-                    self._uncertain.add(tp)
-        self.metrics.set_owned_partitions(self._owned)
+            try:
+                for tp, result in reads:
+                    try:
+                        data, stat = result.get()
+                    except NoNodeError:
+                        self.log.warning("owner znode of %s-%d is gone: claiming it again",
+                                         tp.topic, tp.partition)
+                        self._uncertain.add(tp)
+                        continue
+                    if stat.ephemeralOwner != session:
+                        self.log.warning("owner znode of %s-%d is held by %r of another "
+                                         "session: not ours", tp.topic, tp.partition,
+                                         data.decode(errors="replace"))
+                        self._disown(tp)
+                    elif data != zp.encode_owner(self._owned[tp]):
+                        self._uncertain.add(tp)
+            finally:
+                self.metrics.set_owned_partitions(self._owned)
 
     def _claim(self, mine: Mapping[TopicPartition, str], view: GroupView) -> None:
         """Create every owner znode in ``mine``, waiting out members that are releasing."""
@@ -1118,7 +1127,7 @@ class ZookeeperConsumerConnector:
                 except NoNodeError:
                     continue
                 holder_thread = holder.decode(errors="replace")
-                if stat.ephemeralOwner == self._zk.client_id[0]:
+                if stat.ephemeralOwner == self._session_id():
                     # Ours already: a create whose reply was lost. Written again if it names
                     # another of our threads (the version: nobody else can have touched it).
                     if holder_thread != thread:
@@ -1167,6 +1176,7 @@ class ZookeeperConsumerConnector:
                 ours = set(owned) - set(doubtful)
                 if doubtful:
                     with self._live_session():
+                        session = self._session_id()
                         reads = [(tp, self._zk.exists_async(path(self.group, tp.topic,
                                                                 tp.partition)))
                                  for tp in doubtful]
@@ -1177,7 +1187,7 @@ class ZookeeperConsumerConnector:
                         except _CONNECTION_ERRORS as e:
                             lost = lost or e
                             continue
-                        if stat is not None and stat.ephemeralOwner == self._zk.client_id[0]:
+                        if stat is not None and stat.ephemeralOwner == session:
                             ours.add(tp)
                         else:
                             self._disown(tp)  # missing, or another member's: not ours
@@ -1202,6 +1212,14 @@ class ZookeeperConsumerConnector:
                 self.metrics.set_owned_partitions(self._owned)
         if lost is not None:
             raise lost
+
+    def _session_id(self) -> int:
+        """This client's session id; ConnectionLoss while disconnected (kazoo then says
+        None). Read inside ``_live_session()`` when comparing it with a znode's owner."""
+        client_id = self._zk.client_id
+        if client_id is None:
+            raise ConnectionLoss()
+        return int(client_id[0])
 
     def _check_session(self) -> None:
         """Call with ``_session_guard`` held, before sending owner or offset writes."""
