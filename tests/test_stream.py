@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 from itertools import islice
@@ -459,3 +460,117 @@ def test_shutdown_after_data_delivers_the_data_first() -> None:
     q.put_shutdown()
     assert [m.offset for m in KafkaStream(q, -1)] == [0, 1]
     assert info.consumed_offset == 2
+
+
+def _inside(t: threading.Thread, function: str) -> bool:
+    """Whether ``function`` is on ``t``'s stack now."""
+    frame = sys._current_frames().get(t.ident or -1)
+    while frame is not None:
+        if frame.f_code.co_name == function:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _two_threads_end_at_shutdown() -> list[BaseException]:
+    q = ChunkQueue(2)
+    it = iter(KafkaStream(q, -1))
+    errors: list[BaseException] = []
+    ended = threading.Barrier(3)
+
+    def run() -> None:
+        try:
+            for _m in it:
+                pass
+            [bytearray(64) for _ in range(1000)]  # allocate: reuse what was freed
+        except BaseException as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+        ended.wait(5)
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: all(_inside(t, "_next_chunk") for t in threads), 5,
+               "both threads waiting for a chunk")
+    q.put_shutdown()
+    ended.wait(5)
+    return errors
+
+
+def test_two_threads_on_one_stream_both_end_at_shutdown() -> None:
+    """The legacy API lets several threads iterate one stream. When one of them takes the
+    shutdown sentinel, ``chain`` drops its source while the other is still blocked inside it;
+    the iterator keeps it alive (or the other thread read a freed object)."""
+    for _ in range(30):
+        assert _two_threads_end_at_shutdown() == []
+
+
+def test_an_interrupt_while_a_chunk_starts_loses_no_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C after a chunk was taken off the queue but before its first message: the next
+    call hands out that chunk (it used to be lost, and the consumed offset jumped past it)."""
+    import zkconsumer._stream as stream_module
+
+    real = stream_module._columns
+    calls: list[int] = []
+
+    def interrupted_once(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(stream_module, "_columns", interrupted_once)
+    q = ChunkQueue(4)
+    info = _info(q)
+    _put(info, range(0, 3))
+    _put(info, range(3, 5))
+    it = iter(KafkaStream(q, 0))
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    assert [m.offset for m in islice(it, 5)] == [0, 1, 2, 3, 4]
+    assert info.consumed_offset == 5
+
+
+def test_an_interrupt_in_a_decoder_hands_the_message_out_next_time() -> None:
+    """Ctrl-C in a slow decoder is not the message's fault: it is not skipped."""
+    interrupted: list[bytes] = []
+
+    def slow(b: bytes) -> str:
+        if b == b"v1" and not interrupted:
+            interrupted.append(b)
+            raise KeyboardInterrupt
+        return b.decode()
+
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 3))
+    it = iter(KafkaStream(q, 0, value_decoder=slow))
+    assert next(it).message == "v0"
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    assert info.consumed_offset == 1
+    assert [(m.offset, m.message) for m in islice(it, 2)] == [(1, "v1"), (2, "v2")]
+    assert info.consumed_offset == 3
+
+
+def test_a_clear_after_shutdown_keeps_the_end_of_the_stream() -> None:
+    """A rebalance that goes on after shutdown() (ZooKeeper back a moment too late) clears
+    the queues: the shutdown sentinel survives, so no iterator blocks for ever."""
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 1))
+    q.put_shutdown()
+    q.clear()
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, -1)
+    done = threading.Event()
+    got: list[Any] = []
+
+    def run() -> None:
+        got.extend(stream)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(5), "the iterator blocked after a clear that followed the shutdown"
+    assert got == []

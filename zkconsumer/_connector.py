@@ -191,6 +191,10 @@ class _Restart(Exception):
     """The group view changed during an attempt: start again with a fresh view."""
 
 
+class _ShuttingDown(Exception):
+    """shutdown() began while an attempt waited for ZooKeeper: it changes nothing more."""
+
+
 class _Conflict(Exception):
     """A claim stayed held by another member for the whole wait."""
 
@@ -824,6 +828,8 @@ class ZookeeperConsumerConnector:
                     self.log.warning("rebalance attempt cut short: the commit before release "
                                      "waits for ZooKeeper")
                     raise
+                except _ShuttingDown:
+                    return
                 except _Restart:
                     self.stats.restarts += 1
                     self.log.info("group view changed during the rebalance; starting again")
@@ -917,6 +923,10 @@ class ZookeeperConsumerConnector:
             # reconnection and did not rebalance at all; stopping and restarting the
             # fetchers would pause every member of the group for nothing.
             return False
+        if self._shutdown_event.is_set():
+            # shutdown() gave up waiting for this attempt (ZooKeeper was away) and has put
+            # the streams' end: stopping, claiming or fetching now would only undo that.
+            raise _ShuttingDown()
         self._force_served = forced  # a full rebalance from here on
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)

@@ -202,6 +202,7 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
     def __init__(self, maxsize: int = 0) -> None:
         super().__init__(maxsize)
         self._wake_on_room: list[threading.Event] = []
+        self._shut = False  # the shutdown sentinel was put: it outlives clear()
 
     def offer(self, item: Any, wake: threading.Event) -> bool:
         """Put ``item`` if the queue has room and return True; else put nothing, arrange for
@@ -233,6 +234,11 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
         with self.mutex:
             dropped = len(self.queue)
             self.queue.clear()
+            if self._shut:
+                # A clear after shutdown (a rebalance that went on once ZooKeeper came back,
+                # say) must not leave iterators blocked for ever.
+                self.queue.append(SHUTDOWN)
+                self.not_empty.notify_all()
             self.not_full.notify_all()
             self._room_made()
         return dropped
@@ -240,6 +246,8 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
     def put_shutdown(self, item: Any = SHUTDOWN) -> None:
         """Put the sentinel even when the queue is full: shutdown must not block."""
         with self.mutex:
+            if item is SHUTDOWN:
+                self._shut = True
             self.queue.append(item)
             self.unfinished_tasks += 1
             self.not_empty.notify()

@@ -272,6 +272,7 @@ class _DecodingCursor:
                     raise StopIteration
                 rec = self.records[self.pos]
                 self.pos += 1
+                taken = self.pos
             key = rec.key
             value = rec.value
             part = "key"
@@ -286,6 +287,13 @@ class _DecodingCursor:
                     if not self.dropped:
                         self.skip = True
                 raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
+            except BaseException:
+                # Not the message's fault (Ctrl-C in a slow decoder): handed out next time,
+                # unless another thread has taken a later one meanwhile.
+                with owner.lock:
+                    if not self.dropped and self.pos == taken:
+                        self.pos -= 1
+                raise
             with owner.lock:
                 if self.dropped:
                     continue  # dropped while decoding: that message is gone
@@ -329,6 +337,9 @@ class _Chunks:
       gate); :meth:`clear` never takes it.
     - ``lock`` guards ``_cursor`` (the current chunk's), ``_done``, ``_failed`` and ``_gen``,
       and a :class:`_DecodingCursor`'s positions; it is never held while blocking.
+    - ``_pending`` (the chunk taken off the queue and not yet started, with its generation)
+      is only touched under ``_next_lock``: a Ctrl-C while a chunk is being started leaves it
+      there for the next call instead of losing it.
     - ``_gen`` (bumped by :meth:`clear`) is written holding ``lock`` *and* the queue's mutex,
       so :meth:`_take` reads it atomically with taking a chunk off the queue: a chunk taken
       before a clear carries the old generation and is dropped.
@@ -356,6 +367,7 @@ class _Chunks:
         self.lock = threading.Lock()
         self._gen = 0
         self._cursor: _Cursor | _DecodingCursor | None = None
+        self._pending: tuple[Any, int] | None = None
         self._done = False
         self._failed: FetcherFailed | None = None
         # The current chunk iterator's permission to hand out messages (see _iterator).
@@ -417,23 +429,33 @@ class _Chunks:
                     continue  # look again: a clear() may have come meanwhile
                 if cursor is not None:
                     return self._iterator(cursor)  # the rest of a chunk stopped at the gate
-                try:
-                    chunk, gen = self._take(deadline)
-                except ConsumerTimeoutException as e:
-                    return _Raise(e)
+                if self._pending is None:
+                    try:
+                        self._take(deadline)
+                    except ConsumerTimeoutException as e:
+                        return _Raise(e)
+                pending = self._pending
+                assert pending is not None
+                chunk, gen = pending
                 with self.lock:
                     if chunk is SHUTDOWN:
                         self._done = True
+                        self._pending = None
                         return cast(Iterator[Any], _END)
                     if isinstance(chunk, FetcherFailed):
                         self._failed = chunk  # raised now and on every later call
+                        self._pending = None
                         continue
                     if gen != self._gen:
+                        self._pending = None
                         continue  # taken before a clear(): obsolete
+                    # Started again if interrupted before the end: a cursor attached here
+                    # and then lost reports the consumed offset it started from.
                     cursor = self._start(chunk)
+                    self._cursor = cursor
+                    self._pending = None  # after: a chunk started twice skips what it gave
                     if cursor is None:
                         continue  # all of it consumed already
-                    self._cursor = cursor
                 return self._iterator(cursor)
 
     def wait_gate(self, deadline: float | None) -> None:
@@ -506,8 +528,9 @@ class _Chunks:
                 return cursor
             # The consumed offset was reset meanwhile: start over from the new one.
 
-    def _take(self, deadline: float | None) -> tuple[Any, int]:
-        """Block for the next chunk; return it with the generation current when it was taken."""
+    def _take(self, deadline: float | None) -> None:
+        """Block for the next chunk; make it ``_pending``, with the generation current when it
+        was taken."""
         q = self.queue
         with q.not_empty:
             while not q._qsize():
@@ -522,9 +545,9 @@ class _Chunks:
                         f"({timeout_ms:.0f} ms)"
                     )
                 q.not_empty.wait(remaining)
-            item = q._get()
+            # One statement: no Ctrl-C between taking it and keeping it.
+            self._pending = (q._get(), self._gen)
             q.not_full.notify()
-            return item, self._gen
 
 
 class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
@@ -534,8 +557,9 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
     makes, one per chunk. :meth:`clear` may be called from any thread.
     """
 
-    __slots__ = ("_chunks",)
+    __slots__ = ("_chunks", "_source")
     _chunks: _Chunks
+    _source: Iterator[Iterator[Any]]
 
     def __new__(
         cls,
@@ -552,8 +576,12 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
             gate,
         )
         # from_iterable makes an instance of cls; the source never raises (see next_chunk).
-        self = cast(ConsumerIterator[K, V], super().from_iterable(iter(chunks.next_chunk, _END)))
+        source = iter(chunks.next_chunk, _END)
+        self = cast(ConsumerIterator[K, V], super().from_iterable(source))
         self._chunks = chunks
+        # Kept: once the source ends, chain drops its reference while another thread may
+        # still be inside it (blocked in next_chunk); C code does not hold one of its own.
+        self._source = source
         return self
 
     @property
