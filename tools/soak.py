@@ -1,14 +1,16 @@
 """A bounded soak run: a group of member processes under random faults, invariants checked.
 
     tools/soak [--seconds 300] [--members 4] [--partitions 8] [--rate 200] [--seed N]
-               [--faults kill,kill2,expire,join] [--backend kafka-python|confluent]
+               [--faults kill,kill2,expire,join,blip] [--backend kafka-python|confluent]
                [--output bench-results/soak.json]
 
 A topic of ``--partitions`` partitions gets ``--rate`` messages a second while ``--members``
 member processes (``python -m tests.faults.harness member``) consume it. Every few seconds
 one fault, picked at random (seeded): a member SIGKILLed and restarted, two members
-SIGKILLed at once and restarted, a member's ZooKeeper session expired, or a fifth member
-joining (and, next time, leaving). The first two faults are always an expiry and a kill, so
+SIGKILLed at once and restarted, a member's ZooKeeper session expired, a fifth member
+joining (and, next time, leaving), or a member's ZooKeeper connection broken (a network
+blip: it reconnects with the same session, and must neither lose its partitions nor hand
+out anything while disconnected). The first two faults are always an expiry and a kill, so
 even a short run has both. Members fetch with ``--backend`` (``fetch.backend``).
 
 At the end production stops, the group must consume everything, every member shuts down
@@ -64,8 +66,8 @@ from tools.bench import stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
-#: once, a session expired, a fifth member joining or leaving.
-FAULT_WEIGHTS = {"kill": 35, "kill2": 15, "expire": 30, "join": 20}
+#: once, a session expired, a fifth member joining or leaving, a connection blip.
+FAULT_WEIGHTS = {"kill": 30, "kill2": 10, "expire": 25, "join": 15, "blip": 20}
 
 
 def progress(msg: str) -> None:
@@ -124,6 +126,16 @@ class Soak:
         self.faults["expiries"] += 1
         self._log("session expired", v.name)
 
+    def blip(self) -> None:
+        candidates = self.alive()
+        if not candidates:
+            return
+        v = self.rng.choice(candidates)
+        assert v.proc is not None
+        v.proc.send_signal(signal.SIGUSR2)  # the member breaks its own ZooKeeper connection
+        self.faults["blips"] += 1
+        self._log("connection blip", v.name)
+
     def join_or_leave(self) -> None:
         if self.joiner is None:
             self.joiner = self.add()
@@ -145,6 +157,8 @@ class Soak:
             self.kill(2)
         elif action == "expire":
             self.expire()
+        elif action == "blip":
+            self.blip()
         else:
             self.join_or_leave()
 

@@ -43,7 +43,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
-from tests.support import wait_until
+from tests.support import drop_connection, wait_until
 from zkconsumer import (
     ConsumerConfig,
     ConsumerRebalanceListener,
@@ -366,13 +366,15 @@ class OwnershipLog:
     them, so a correct group never shows two overlapping intervals for one partition. An
     interval also ends when the member's ZooKeeper connection drops (SUSPENDED: from then on it
     cannot know whether its session, and so its ownership, still exists), when its session is
-    LOST, and when it dies. :meth:`stale_deliveries` checks deliveries against the claims.
+    LOST, and when it dies; it resumes ("up") when the connection comes back with the same
+    session, whose owner znodes nobody else can have taken meanwhile.
+    :meth:`stale_deliveries` checks deliveries against the claims.
     ``_lock`` guards ``_events``.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # member -> [(t_ns, kind, partitions)], kind in claim/release/down/end
+        # member -> [(t_ns, kind, partitions)], kind in claim/release/down/up/end
         self._events: dict[str, list[tuple[int, str, frozenset[TopicPartition]]]] = {}
 
     def _add(self, member: str, t_ns: int, kind: str,
@@ -391,6 +393,11 @@ class OwnershipLog:
         know that it owns anything."""
         self._add(member, t_ns, "down")
 
+    def up(self, member: str, t_ns: int) -> None:
+        """The member's connection is back with the same session: what it owned before the
+        drop is still its own."""
+        self._add(member, t_ns, "up")
+
     def end(self, member: str, t_ns: int) -> None:
         self._add(member, t_ns, "end")
 
@@ -403,11 +410,18 @@ class OwnershipLog:
         out: dict[TopicPartition, list[tuple[str, int, int]]] = {}
         for member, evs in events.items():
             current: frozenset[TopicPartition] = frozenset()
+            held: frozenset[TopicPartition] = frozenset()  # owned when the connection dropped
             since = 0
             for t, kind, tps in evs:
                 for tp in current:
                     out.setdefault(tp, []).append((member, since, t))
-                current = tps if kind == "claim" else frozenset()
+                if kind == "down":
+                    held = held | current
+                elif kind != "up":
+                    held = frozenset()
+                current = tps if kind == "claim" else held if kind == "up" else frozenset()
+                if kind == "up":
+                    held = frozenset()
                 since = t
                 if kind == "end":
                     break
@@ -480,7 +494,9 @@ class OwnershipLog:
         be expired (or be expired at once by another client) and its partitions claimed by
         others, so each such message may be one another member consumes at the same time.
         Counted only when the ``next()`` call started more than ``grace_ns`` after the drop
-        (the time a member may take to react) and returned before the next claim.
+        (the time a member may take to react) and returned before the next claim, or more than
+        ``grace_ns`` before the connection came back with the same session (the report of that
+        may come a moment after the member resumed).
         """
         with self._lock:
             events = {m: sorted(evs, key=lambda e: e[0]) for m, evs in self._events.items()}
@@ -490,8 +506,9 @@ class OwnershipLog:
             for t, kind, _tps in evs:
                 if kind == "down" and down is None:
                     down = t
-                elif kind in ("claim", "end") and down is not None:
-                    windows.setdefault(member, []).append((down, t))
+                elif kind in ("claim", "end", "up") and down is not None:
+                    windows.setdefault(member, []).append(
+                        (down, t - grace_ns if kind == "up" else t))
                     down = None
             if down is not None:
                 windows.setdefault(member, []).append((down, 2**63))
@@ -553,12 +570,17 @@ class InProcessMember:
         self.ownership = ownership
         self.connector = ZookeeperConsumerConnector(ConsumerConfig(dict(props)), fetcher_factory)
         self.connector.set_consumer_rebalance_listener(_Listener(name, ownership))
+        self._session_id = self.connector._zk._session_id
         self.connector._zk.add_listener(self._on_state)
         self.streams: list[Any] = []
 
     def _on_state(self, state: str) -> None:
         if state in (KazooState.LOST, KazooState.SUSPENDED):
             self.ownership.down(self.name, now_ns())
+        elif state == KazooState.CONNECTED:
+            if self.connector._zk._session_id == self._session_id:
+                self.ownership.up(self.name, now_ns())
+            self._session_id = self.connector._zk._session_id
 
     @property
     def consumer_id(self) -> str:
@@ -666,6 +688,8 @@ class ProcessMember:
                 self.ownership.release(name, int(parts[1]))
             elif kind == "DOWN":
                 self.ownership.down(name, int(parts[1]))
+            elif kind == "UP":
+                self.ownership.up(name, int(parts[1]))
             elif kind in ("READY", "SESSION"):
                 with self._lock:
                     if kind == "READY":
@@ -1286,11 +1310,13 @@ def member_main(argv: Sequence[str]) -> int:
     - ``SESSION <session hex> <password hex>`` when the ZooKeeper session changes;
     - ``CLAIM T <topic:p,...>`` after claiming, ``RELEASE T`` before releasing (listener)
       and when it starts to shut down;
+    - ``UP T`` when the connection is back with the same session;
     - ``DOWN T <state>`` when the ZooKeeper connection is lost (SUSPENDED) or the session
       expired (LOST); ``REBAL <n>`` after each rebalance;
     - ``MSG <partition> <offset> T0 T <value>`` per message (T0 before the ``next()`` call).
 
-    SIGUSR1 dumps every thread's stack to stderr.
+    SIGUSR1 dumps every thread's stack to stderr. SIGUSR2 breaks the ZooKeeper connection (a
+    network blip: kazoo reconnects with the same session).
 
     SIGTERM shuts the connector down cleanly (final commit) and exits 0. Output goes through
     one writer thread so that no consumer thread (nor kazoo's) ever blocks on the pipe.
@@ -1340,10 +1366,26 @@ def member_main(argv: Sequence[str]) -> int:
 
     connector = ZookeeperConsumerConnector(ConsumerConfig(props))
     connector.set_consumer_rebalance_listener(Listener())
-    connector._zk.add_listener(
-        lambda state: out.put(f"DOWN {now_ns()} {state}\n")
-        if state in (KazooState.LOST, KazooState.SUSPENDED) else None)
+    session_id = [connector._zk._session_id]
+
+    def on_state(state: str) -> None:
+        if state in (KazooState.LOST, KazooState.SUSPENDED):
+            out.put(f"DOWN {now_ns()} {state}\n")
+        elif state == KazooState.CONNECTED:
+            if connector._zk._session_id == session_id[0]:
+                out.put(f"UP {now_ns()}\n")
+            session_id[0] = connector._zk._session_id
+
+    connector._zk.add_listener(on_state)
     signal.signal(signal.SIGTERM, lambda *_: stopping.__setitem__(0, True))
+    # SIGUSR2: a network blip (the connection drops; kazoo reconnects with the same session).
+    def blip(*_: object) -> None:
+        try:
+            drop_connection(connector._zk)
+        except (AssertionError, OSError):
+            pass  # not connected just now: nothing to break
+
+    signal.signal(signal.SIGUSR2, blip)
     result = connector.create_message_streams({topic: int(streams)})
 
     def session_text() -> str:
