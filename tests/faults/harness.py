@@ -65,6 +65,10 @@ log = logging.getLogger("tests.faults")
 #: How long a member may go on handing out messages after its ZooKeeper connection dropped
 #: (the time to notice and stop); see :meth:`OwnershipLog.deliveries_while_down`.
 DOWN_GRACE_NS = 20_000_000
+#: How long before the report that its connection is back (with the same session) a member
+#: may already hand out messages: kazoo calls the connector's state listener and the
+#: harness's one after the other, in no set order, and other threads run in between.
+UP_GRACE_NS = 100_000_000
 
 #: Member settings of the fault runs: short session timeout and backoff (quick failover),
 #: frequent auto-commit (small uncommitted windows), small fetches (many chunks).
@@ -486,7 +490,8 @@ class OwnershipLog:
         return out
 
     def deliveries_while_down(self, deliveries: Iterable[Delivery],
-                              grace_ns: int = DOWN_GRACE_NS) -> list[str]:
+                              grace_ns: int = DOWN_GRACE_NS,
+                              up_grace_ns: int = UP_GRACE_NS) -> list[str]:
         """Messages a member handed out after its ZooKeeper connection dropped (SUSPENDED or
         LOST) and before it claimed partitions again.
 
@@ -495,8 +500,8 @@ class OwnershipLog:
         others, so each such message may be one another member consumes at the same time.
         Counted only when the ``next()`` call started more than ``grace_ns`` after the drop
         (the time a member may take to react) and returned before the next claim, or more than
-        ``grace_ns`` before the connection came back with the same session (the report of that
-        may come a moment after the member resumed).
+        ``up_grace_ns`` before the connection came back with the same session (the report of
+        that may come a moment after the member resumed).
         """
         with self._lock:
             events = {m: sorted(evs, key=lambda e: e[0]) for m, evs in self._events.items()}
@@ -508,7 +513,7 @@ class OwnershipLog:
                     down = t
                 elif kind in ("claim", "end", "up") and down is not None:
                     windows.setdefault(member, []).append(
-                        (down, t - grace_ns if kind == "up" else t))
+                        (down, t - up_grace_ns if kind == "up" else t))
                     down = None
             if down is not None:
                 windows.setdefault(member, []).append((down, 2**63))

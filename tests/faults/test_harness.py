@@ -107,3 +107,27 @@ def test_replays_flag_only_redelivery_of_committed_progress() -> None:
     assert uncommitted_window(
         [_d("a", 9, 1), _d("a", 12, 2), _d("a", 3, 3, p=1)], "a",
         {TP("t", 0): 10, TP("t", 1): 4}) == 3
+
+
+def test_ownership_resumes_when_the_same_session_comes_back() -> None:
+    """A blip: the belief ends at the drop and resumes at "up" (same session), so deliveries
+    in between are flagged, later ones are not, and a claim by another member while the
+    first one believes again is an overlap."""
+    log = OwnershipLog()
+    p0, p1 = TP("t", 0), TP("t", 1)
+    log.claim("a", 100, [p0, p1])
+    log.down("a", 200)
+    log.up("a", 400)
+    log.claim("b", 500, [p1])      # a believes again from 400: overlap 500..1000
+    assert log.overlaps(until_ns=1000) == ["t:1 owned by a and b at once for 0.0 ms"]
+    deliveries = [_d("a", 1, 250, 260), _d("a", 2, 350, 360), _d("a", 3, 450, 460)]
+    flagged = log.deliveries_while_down(deliveries, grace_ns=0, up_grace_ns=60)
+    assert len(flagged) == 1 and "1 message(s)" in flagged[0] and "t:0@1" in flagged[0]
+    # A release, or a new session's claim, is not undone by a later "up".
+    log2 = OwnershipLog()
+    log2.claim("a", 100, [p0])
+    log2.release("a", 150)
+    log2.down("a", 200)
+    log2.up("a", 300)
+    log2.claim("b", 400, [p0])
+    assert log2.overlaps(until_ns=1000) == []
