@@ -574,3 +574,21 @@ def test_a_clear_after_shutdown_keeps_the_end_of_the_stream() -> None:
     threading.Thread(target=run, daemon=True).start()
     assert done.wait(5), "the iterator blocked after a clear that followed the shutdown"
     assert got == []
+
+
+def test_chunks_queued_before_an_offset_reset_are_dropped() -> None:
+    """auto.offset.reset moved a lagging partition back (its log truncated and written
+    again): the chunks queued before are obsolete. Handing them out would move the consumed
+    offset back up, and the refetched messages below it would be skipped as consumed."""
+    q = ChunkQueue(4)
+    info = _info(q, offset=100)
+    wake = threading.Event()
+    assert info.try_enqueue(_recs(info, range(100, 110)), 110, wake)
+    assert info.try_enqueue(_recs(info, range(110, 120)), 120, wake)
+    info.reset_offsets(0)  # what the fetcher does for an out-of-range offset
+    assert info.try_enqueue(_recs(info, range(0, 5)), 5, wake)
+    it = iter(KafkaStream(q, 0))
+    assert [m.offset for m in islice(it, 5)] == [0, 1, 2, 3, 4]
+    assert info.consumed_offset == 5 and info.fetched_offset == 5
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)

@@ -1273,8 +1273,7 @@ class _FetcherThread(threading.Thread):
             for tp, offset in found.items():
                 info = infos[tp]
                 old = info.fetched_offset
-                info.reset_fetched_offset(offset)
-                info.reset_consumed_offset(offset)
+                info.reset_offsets(offset)
                 out[tp] = offset
                 if old == INVALID_OFFSET and why == "added":
                     log.info(

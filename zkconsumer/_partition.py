@@ -65,6 +65,9 @@ class PartitionTopicInfo:
         self._lock = threading.Lock()
         self._consumed = consumed_offset
         self._fetched = fetched_offset
+        # Bumped by reset_offsets(): chunks fetched before a reset carry an older epoch and
+        # are dropped by the iterator, which would otherwise take the reset back.
+        self._epoch = 0
 
     #: The stream iterator's cursor over the chunk of this partition it is handing out, while
     #: it hands it out (see the module docstring); None otherwise.
@@ -90,6 +93,21 @@ class PartitionTopicInfo:
     def reset_fetched_offset(self, offset: int) -> None:
         with self._lock:
             self._fetched = offset
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def reset_offsets(self, offset: int) -> None:
+        """Both offsets to ``offset`` (an ``auto.offset.reset``): chunks already queued are
+        obsolete. (The original kept them, and the first one moved the consumed offset back
+        up to where it started: after a reset backwards, the messages refetched below that
+        were skipped as consumed.)"""
+        with self._lock:
+            self._fetched = offset
+            self._consumed = offset
+            self._cursor = None
+            self._epoch += 1
 
     def attach_cursor(self, cursor: Any, expected: int) -> bool:
         """The iterator starts handing out a chunk from ``expected``, the consumed offset it
@@ -121,8 +139,8 @@ class PartitionTopicInfo:
         if not records:
             return True
         with self._lock:
-            fetch_offset = self._fetched
-        chunk = FetchedDataChunk(records, self, fetch_offset)
+            fetch_offset, epoch = self._fetched, self._epoch
+        chunk = FetchedDataChunk(records, self, fetch_offset, epoch)
         while not stop.is_set():
             try:
                 self.chunk_queue.put(chunk, timeout=0.1)
@@ -144,8 +162,9 @@ class PartitionTopicInfo:
         if not records:
             return True
         with self._lock:
-            fetch_offset = self._fetched
-        if not self.chunk_queue.offer(FetchedDataChunk(records, self, fetch_offset), wake):
+            fetch_offset, epoch = self._fetched, self._epoch
+        if not self.chunk_queue.offer(FetchedDataChunk(records, self, fetch_offset, epoch),
+                                      wake):
             return False
         with self._lock:
             self._fetched = next_fetch_offset
@@ -169,6 +188,7 @@ class FetchedDataChunk:
     records: Sequence[Any]
     topic_info: PartitionTopicInfo
     fetch_offset: int
+    epoch: int = 0  # the info's epoch when fetched (see PartitionTopicInfo.reset_offsets)
 
 
 class _Shutdown:

@@ -494,6 +494,11 @@ class _Chunks:
     def _start(self, chunk: FetchedDataChunk) -> _Cursor | _DecodingCursor | None:
         # Called with lock held.
         info = chunk.topic_info
+        if chunk.epoch != info.epoch:
+            # Fetched before an offset reset: the fetcher fetches from the reset offset again.
+            log.debug("%s dropping a chunk of %s:%d fetched before its offset reset",
+                      self.client_id, info.topic, info.partition)
+            return None
         records = chunk.records
         n = len(records)
         metrics = self.metrics
