@@ -18,7 +18,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, produce, wait_until
+from tests.support import StackInfo, produce, produce_with_bad_crc, wait_until
 from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
@@ -752,3 +752,48 @@ def test_corrupt_data_of_a_held_partition_is_reported_once(
         assert "a:0 at offset 20" in reports[0] and "from offset 21" in reports[0]
     finally:
         manager.shutdown()
+
+
+def test_kafka_python_corrupt_batch_after_good_records_of_a_paused_partition(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """Good records, then a corrupt batch, in one fetch: kafka-python hands out the records
+    and keeps the error for its next poll, which drops it if the partition was paused
+    meanwhile (its queue full); after the resume every poll spun for ever. The backend takes
+    the error at once and skips the batch."""
+    from zkconsumer._fetcher import KafkaPythonBackend
+
+    topic = topic_factory(names.topic, 2)
+    produce_with_bad_crc(stack.bootstrap, topic, 1)  # partition 0: 0, corrupt 1, then 2..9
+    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
+    backend = KafkaPythonBackend(config, [stack.bootstrap])
+    tp = TopicPartition(topic, 0)
+    try:
+        backend.add({tp: 0})
+        got: list[int] = []
+        corrupt: dict[TopicPartition, Any] = {}
+        deadline = time.monotonic() + 20
+        while not got and time.monotonic() < deadline:
+            result = backend.poll(200)
+            got += [r.offset for t, recs in result.batches if t == tp for r in recs]
+            corrupt.update(result.corrupt)
+        assert got == [0]
+        assert corrupt[tp][:2] == (1, 2)  # skipped along with the good record
+        backend.pause([tp])  # what a full queue does
+        backend.poll(200)
+        backend.resume([tp])
+        done: list[int] = []
+
+        def poll_rest() -> None:
+            end = time.monotonic() + 20
+            while len(done) < 8 and time.monotonic() < end:
+                done.extend(r.offset for t, recs in backend.poll(200).batches if t == tp
+                            for r in recs)
+
+        t = threading.Thread(target=poll_rest, daemon=True)
+        t.start()
+        t.join(30)
+        assert not t.is_alive(), "poll() never returned after the resume"
+        assert done == list(range(2, 10))
+    finally:
+        backend.close()

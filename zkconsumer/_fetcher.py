@@ -463,11 +463,24 @@ class KafkaPythonBackend:
             return self._skip_corrupt(e)
         except KafkaError as e:
             return PollResult(error=e)
-        return PollResult(
+        result = PollResult(
             batches=[(TopicPartition(k.topic, k.partition), recs) for k, recs in fetched.items()]
         )
+        # Good records followed by a corrupt batch: kafka-python returned the records and
+        # keeps the error for the next poll, which raises it only if the partition is still
+        # fetchable. Paused meanwhile (its queue full), the error was dropped, and once
+        # resumed every poll looped for ever over the partition's exhausted records. So it
+        # is taken now, and skipped as if raised.
+        fetcher: Any = getattr(self._consumer, "_fetcher", None)
+        deferred = getattr(fetcher, "_next_in_line_exception_metadata", None)
+        if deferred is not None and isinstance(deferred.exception, CorruptRecordError):
+            fetcher._next_in_line_exception_metadata = None
+            skipped = self._skip_corrupt(deferred.exception, deferred.partition)
+            result.corrupt.update(skipped.corrupt)
+            result.error = skipped.error
+        return result
 
-    def _skip_corrupt(self, error: BaseException) -> PollResult:
+    def _skip_corrupt(self, error: BaseException, ktp: Any = None) -> PollResult:
         """Seek past the corrupt data ``poll`` raised ``error`` about.
 
         kafka-python (3.0.x) raises CorruptRecordError while parsing a partition's records and
@@ -483,8 +496,10 @@ class KafkaPythonBackend:
         from kafka import TopicPartition as KTP
 
         text = str(error)
-        part = getattr(getattr(self._consumer, "_fetcher", None), "_next_partition_records", None)
-        ktp: Any = getattr(part, "topic_partition", None) if part else None
+        if ktp is None:
+            part = getattr(getattr(self._consumer, "_fetcher", None), "_next_partition_records",
+                           None)
+            ktp = getattr(part, "topic_partition", None) if part else None
         if ktp is None:
             named = re.search(r"topic='([^']*)', partition=(\d+)", text)
             if named is not None:
