@@ -797,3 +797,17 @@ def test_kafka_python_corrupt_batch_after_good_records_of_a_paused_partition(
         assert done == list(range(2, 10))
     finally:
         backend.close()
+
+
+def test_a_rebalance_to_no_partitions_stops_the_previous_leader_finder() -> None:
+    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
+    manager = FetcherManager(config, "g_test", lambda: [])
+    try:
+        manager.start_connections([])
+        first = manager._leader_finder
+        assert first is not None and first.is_alive()
+        manager.start_connections([])
+        assert manager._leader_finder is not first
+        wait_until(lambda: not first.is_alive(), 10, "the first leader finder to stop")
+    finally:
+        manager.shutdown()

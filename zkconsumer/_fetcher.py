@@ -1506,7 +1506,7 @@ class FetcherManager:
         """Start fetching these partitions, each from its ``fetched_offset``."""
         infos = list(infos)
         with self._lock:
-            busy = bool(self._partition_map or self._fetchers)
+            busy = bool(self._partition_map or self._fetchers or self._leader_finder)
         if busy:
             self.stop_connections()
         with self._lock:
