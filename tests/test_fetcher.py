@@ -811,3 +811,38 @@ def test_a_rebalance_to_no_partitions_stops_the_previous_leader_finder() -> None
         wait_until(lambda: not first.is_alive(), 10, "the first leader finder to stop")
     finally:
         manager.shutdown()
+
+
+def test_an_offset_client_busy_past_shutdown_closes_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lookup that outlives shutdown's wait (a request timeout is 30 s or more) used to
+    leave its client open for good: it closes it when it ends."""
+    import zkconsumer._fetcher as fetcher_module
+    from zkconsumer._fetcher import _OffsetClient
+
+    release = threading.Event()
+    closed: list[bool] = []
+
+    class FakeConsumer:
+        def close(self, autocommit: bool = True) -> None:
+            closed.append(True)
+
+    def slow_lookup(tps: Any, consumer: Any, timeout_ms: int) -> dict[TopicPartition, int]:
+        release.wait(10)
+        return {}
+
+    monkeypatch.setattr(fetcher_module, "log_end_offsets", slow_lookup)
+    client = _OffsetClient(None)  # type: ignore[arg-type]
+    client._manager = type("M", (), {"config": ConsumerConfig(
+        {"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})})()
+    monkeypatch.setattr(client, "_client", FakeConsumer)
+    t = threading.Thread(target=client.log_end, args=([TopicPartition("t", 0)],), daemon=True)
+    t.start()
+    wait_until(lambda: client._lock.locked(), 5, "the lookup under way")
+    client._consumer = FakeConsumer()  # type: ignore[assignment]
+    client.close(0.1)  # gives up waiting for the lookup
+    assert closed == []
+    release.set()
+    t.join(5)
+    assert closed == [True] and client._consumer is None

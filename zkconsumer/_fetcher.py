@@ -854,6 +854,7 @@ class _OffsetClient:
         self._manager = manager
         self._lock = threading.Lock()
         self._consumer: KafkaConsumer | None = None
+        self._closed = False  # close() came: a lookup under way then drops the client after
 
     def _client(self) -> KafkaConsumer:
         from kafka import KafkaConsumer
@@ -879,6 +880,9 @@ class _OffsetClient:
             except BaseException:
                 self._drop()
                 raise
+            finally:
+                if self._closed:
+                    self._drop()
 
     def log_end(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         timeout_ms = _request_timeout_ms(self._manager.config)
@@ -888,6 +892,9 @@ class _OffsetClient:
             except BaseException:
                 self._drop()
                 raise
+            finally:
+                if self._closed:
+                    self._drop()
 
     def _drop(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -898,6 +905,9 @@ class _OffsetClient:
                 log.debug("closing the offset client failed", exc_info=True)
 
     def close(self, timeout_s: float) -> None:
+        # Flagged first: a lookup that outlives the wait (a request timeout is 30 s or more)
+        # closes the client itself when it ends, and so does one made by a late thread.
+        self._closed = True
         if self._lock.acquire(timeout=timeout_s):
             try:
                 self._drop()
@@ -915,6 +925,7 @@ class _MetadataClient:
         self._manager = manager
         self._lock = threading.Lock()
         self._admin: Any = None
+        self._closed = False  # as _OffsetClient's
 
     def leaders(self, topics: Collection[str]) -> dict[TopicPartition, int]:
         """Partition -> leader broker id (-1: none) of these topics; unknown topics left out."""
@@ -931,6 +942,9 @@ class _MetadataClient:
             except BaseException:
                 self._drop()
                 raise
+            finally:
+                if self._closed:
+                    self._drop()
         out: dict[TopicPartition, int] = {}
         for topic in described:
             if topic.get("error_code", 0) != 0:
@@ -953,6 +967,9 @@ class _MetadataClient:
                 log.debug("closing the metadata client failed", exc_info=True)
 
     def close(self, timeout_s: float) -> None:
+        # Flagged first: a lookup that outlives the wait (a request timeout is 30 s or more)
+        # closes the client itself when it ends, and so does one made by a late thread.
+        self._closed = True
         if self._lock.acquire(timeout=timeout_s):
             try:
                 self._drop()
