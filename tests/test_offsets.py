@@ -162,3 +162,67 @@ def test_a_kafka_commit_answered_not_coordinator_asks_for_the_coordinator_again(
     assert kafka_store.commit({tp: 5}) == 1
     assert kafka_store._admin is not stale
     assert kafka_store.read([tp]) == {tp: 5}
+
+
+def test_a_deleted_offset_znode_is_not_remembered(zk: KazooClient, names: Any) -> None:
+    """Read back missing (deleted by hand, or by a tool), an offset committed earlier is
+    forgotten: the next commit of that same value is written, not skipped as unchanged."""
+    g, t = names.group, names.topic
+    tp = TopicPartition(t, 0)
+    store = ZkOffsetStore(zk, g)
+    assert store.commit({tp: 500}) == 1
+    zk.delete(zp.offset_path(g, t, 0))
+    assert store.read([tp]) == {tp: None}
+    assert store.commit({tp: 500}) == 1
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"500"
+    zk.set(zp.offset_path(g, t, 0), b"garbage")
+    assert store.read([tp]) == {tp: None}
+    assert store.commit({tp: 500}) == 1
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"500"
+
+
+def test_a_big_commit_is_split_into_transactions_that_fit(
+    zk: KazooClient, names: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zkconsumer._offsets as offsets_module
+
+    monkeypatch.setattr(offsets_module, "MAX_COMMIT_OPS", 4)
+    g, t = names.group, names.topic
+    store = ZkOffsetStore(zk, g)
+    sent: list[int] = []
+    real = zk.transaction
+
+    def counting() -> Any:
+        tx = real()
+        commit_async = tx.commit_async
+
+        def counted() -> Any:
+            sent.append(len(tx.operations))
+            return commit_async()
+
+        tx.commit_async = counted  # type: ignore[method-assign]
+        return tx
+
+    monkeypatch.setattr(zk, "transaction", counting)
+    offsets = {TopicPartition(t, p): 10 + p for p in range(10)}
+    assert store.commit(offsets) == 10
+    # 3 transactions, each sent twice: the first commit makes the znodes in between.
+    assert sent == [4, 4, 4, 4, 2, 2]
+    assert {p: int(zk.get(zp.offset_path(g, t, p))[0]) for p in range(10)} == {
+        p: 10 + p for p in range(10)}
+    sent.clear()
+    assert store.commit({tp: off + 1 for tp, off in offsets.items()}) == 10
+    assert sent == [4, 4, 2]
+
+
+def test_a_failed_commit_names_its_cause(zk: KazooClient, names: Any) -> None:
+    """The transaction's first answers are RolledBack: the error raised is the real one."""
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import ACL, Id, Permissions
+
+    g, t = names.group, names.topic
+    store = ZkOffsetStore(zk, g)
+    assert store.commit({TopicPartition(t, 0): 1}) == 1
+    zk.create(zp.offset_path(g, t, 1), b"0", acl=[ACL(Permissions.READ, Id("world", "anyone"))])
+    with pytest.raises(NoAuthError):
+        store.commit({TopicPartition(t, 0): 2, TopicPartition(t, 1): 3})

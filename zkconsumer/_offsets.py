@@ -4,7 +4,9 @@ Both stores hold the *next* offset to consume (never plus or minus one across st
 
 - :class:`ZkOffsetStore`: ``/consumers/G/offsets/T/P`` as a decimal string; a commit writes only
   the partitions whose offset changed since the last commit or read, all of them in one
-  ZooKeeper multi transaction.
+  ZooKeeper multi transaction (one per :data:`MAX_COMMIT_OPS` partitions: a request over
+  ZooKeeper's ``jute.maxbuffer``, 1 MB by default, about 10,000 offsets, makes the server
+  drop the connection).
 - :class:`KafkaOffsetStore`: the group's offsets in Kafka (``offsets.storage=kafka``); a commit
   is one OffsetCommit for the group with every given partition, a read one OffsetFetch. The
   group is never joined: the request carries no generation and no member id, as the legacy
@@ -25,7 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from . import _zkpaths as zp
 from ._errors import OffsetCommitError, ZkDataError
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from ._config import ConsumerConfig
 
 log = logging.getLogger("zkconsumer.offsets")
+
+#: Offsets written per ZooKeeper transaction (about 105 bytes each).
+MAX_COMMIT_OPS = 1000
 
 
 class OffsetStore(Protocol):
@@ -81,6 +86,10 @@ class ZkOffsetStore:
                 data, _ = result.get()
             except NoNodeError:
                 out[tp] = None
+                with self._lock:
+                    # Forgotten, not kept: an offset cached from before (the znode deleted
+                    # since) would make the next commit of that value look unchanged.
+                    self._checkpointed.pop(tp, None)
                 continue
             try:
                 out[tp] = zp.decode_offset(data, path)
@@ -88,6 +97,8 @@ class ZkOffsetStore:
                 # A garbled offset is treated as no offset (auto.offset.reset applies), loudly.
                 log.error("ignoring %s", e)
                 out[tp] = None
+                with self._lock:
+                    self._checkpointed.pop(tp, None)
                 continue
             with self._lock:
                 self._checkpointed[tp] = out[tp]  # type: ignore[assignment]
@@ -102,10 +113,17 @@ class ZkOffsetStore:
             }
         if not changed:
             return 0
-        self._ensure_parents(changed)
+        items = sorted(changed.items())
+        for i in range(0, len(items), MAX_COMMIT_OPS):
+            self._commit_some(dict(items[i:i + MAX_COMMIT_OPS]))
+        if self._metrics is not None:
+            self._metrics.record_commit("zookeeper", len(changed))
+        return len(changed)
+
+    def _commit_some(self, offsets: Mapping[TopicPartition, int]) -> None:
         for attempt in range(2):
             tx = self._zk.transaction()
-            for tp, off in sorted(changed.items()):
+            for tp, off in offsets.items():
                 path = zp.offset_path(self._group, tp.topic, tp.partition)
                 tx.set_data(path, zp.encode_offset(off))
             with self._send_guard():
@@ -115,24 +133,25 @@ class ZkOffsetStore:
             if not failed:
                 break
             if attempt == 0 and any(isinstance(r, NoNodeError) for r in failed):
-                self._ensure_nodes(changed)
+                # The first commit of these partitions: their znodes (and parents) are made.
+                self._ensure_nodes(offsets)
                 continue
-            raise failed[0]
+            # The cause, not the RolledBack answers of the operations before it.
+            raise next((r for r in failed
+                        if not isinstance(r, (RolledBackError, RuntimeInconsistency))),
+                       failed[0])
         with self._lock:
-            self._checkpointed.update(changed)
-        if self._metrics is not None:
-            self._metrics.record_commit("zookeeper", len(changed))
-        return len(changed)
-
-    def _ensure_parents(self, offsets: Mapping[TopicPartition, int]) -> None:
-        for topic in {tp.topic for tp in offsets}:
-            self._zk.ensure_path(zp.offsets_topic_dir(self._group, topic))
+            self._checkpointed.update(offsets)
 
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
-        for tp, off in offsets.items():
-            path = zp.offset_path(self._group, tp.topic, tp.partition)
-            with self._send_guard():  # a write of the offset too
-                created = self._zk.create_async(path, zp.encode_offset(off), makepath=True)
+        # Pipelined, like read(): every create is sent before the first answer is awaited.
+        with self._send_guard():  # writes of the offsets too
+            pending = [
+                self._zk.create_async(zp.offset_path(self._group, tp.topic, tp.partition),
+                                      zp.encode_offset(off), makepath=True)
+                for tp, off in offsets.items()
+            ]
+        for created in pending:
             try:
                 created.get()
             except NodeExistsError:
