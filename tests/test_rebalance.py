@@ -716,3 +716,35 @@ def test_a_session_lost_during_shutdown_deletes_no_claim_of_another_member(
             a.shutdown()
         assert expired, "the session was never expired"
         assert group_owners(zk, g, topic) == {0: b_thread, 1: b_thread}
+
+
+def test_a_commit_retry_is_not_sent_once_the_connection_dropped(
+    stack, zk, names, topic_factory
+) -> None:
+    """The first attempt fails, the connection drops during the backoff: the retry is not
+    sent (the partitions may be another member's by then), and the caller is told."""
+    topic = topic_factory(names.topic, 1)
+    with member(stack, names.group, offsets_commit_max_retries=3,
+                offsets_channel_backoff_ms=300) as c:
+        c.create_message_streams({topic: 1})
+        for info in c.partition_infos().values():
+            info.reset_consumed_offset(5)
+        attempts: list[dict[TopicPartition, int]] = []
+
+        class FailingOnce:
+            def commit(self, offsets: dict[TopicPartition, int]) -> int:
+                attempts.append(dict(offsets))
+                if len(attempts) == 1:
+                    c._on_zk_state(KazooState.SUSPENDED)  # drops during the backoff
+                    raise RuntimeError("broker busy")
+                return len(offsets)
+
+        real = c._offsets
+        c._offsets = FailingOnce()  # type: ignore[assignment]
+        try:
+            with pytest.raises(ZkConnectionLostError):
+                c.commit_offsets()
+        finally:
+            c._offsets = real
+            c._on_zk_state(KazooState.CONNECTED)
+        assert attempts == [{TopicPartition(topic, 0): 5}]

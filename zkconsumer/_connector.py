@@ -440,7 +440,7 @@ class ZookeeperConsumerConnector:
             raise lost
         try:
             if explicit is None:
-                self._commit(retry)
+                self._commit(retry, strict=True)
             elif explicit:
                 self._commit_explicit(explicit, retry)
         except _CONNECTION_ERRORS as e:
@@ -1262,11 +1262,15 @@ class ZookeeperConsumerConnector:
                 self.log.exception("commit before release failed")
 
     # -- commits ---------------------------------------------------------------------------
-    def _commit(self, retry_on_failure: bool) -> None:
+    def _commit(self, retry_on_failure: bool, strict: bool = False) -> None:
+        """Commit consumed offsets. Paused, nothing is written: quietly, or with ``strict``
+        (the application asked) ConnectionLoss."""
         if self._gate.closed:
             # The partitions may be another member's by now: a late commit could move its
             # offsets back. What was consumed stays in the registry for the next commit.
             self.log.debug("not committing while paused (%s)", ", ".join(self._gate.reasons()))
+            if strict:
+                raise ConnectionLoss()
             return
         with self._commit_lock:
             # Only what this member still owns: between a rebalance's release and its new
@@ -1295,6 +1299,11 @@ class ZookeeperConsumerConnector:
             return
         retries = self.config.offsets_commit_max_retries if retry_on_failure else 0
         for attempt in range(retries + 1):
+            # Checked before every attempt (a retry comes after a backoff): paused, or with
+            # the session lost, the partitions may be another member's. The ZooKeeper store
+            # checks the session again as it sends; a Kafka commit has only this check.
+            if self._gate.closed or self._session_lost.is_set():
+                raise ConnectionLoss()
             try:
                 n = self._offsets.commit(offsets)
                 if n:
