@@ -303,7 +303,7 @@ def test_empty_value_of_a_key_with_a_default_is_an_error() -> None:
         ("zookeeper.connection.timeout.ms", 1),
         ("zookeeper.sync.time.ms", 0),
         ("socket.timeout.ms", 100),  # lowest allowed with fetch.wait.max.ms=100
-        ("socket.receive.buffer.bytes", 1),
+        ("socket.receive.buffer.bytes", -1),
         ("fetch.message.max.bytes", 1),
         ("num.consumer.fetchers", 1),
         ("fetch.min.bytes", 0),
@@ -984,3 +984,16 @@ def test_config_table_markdown_rows() -> None:
         assert rows[key].endswith("*zkconsumer extension.* |"), key
     for row in rows.values():
         assert row.count(" | ") == 4 + row.count("\\|"), row
+
+
+def test_a_socket_buffer_of_minus_one_is_the_os_default_as_in_the_original() -> None:
+    from zkconsumer._fetcher import confluent_conf, kafka_python_kwargs
+
+    config = ConsumerConfig({"zookeeper.connect": "zk:2181", "group.id": "g",
+                             "socket.receive.buffer.bytes": "-1"})
+    assert config.socket_receive_buffer_bytes == -1
+    assert kafka_python_kwargs(config, ["b:9092"])["receive_buffer_bytes"] is None
+    assert confluent_conf(config, ["b:9092"], "c")["socket.receive.buffer.bytes"] == 0
+    with pytest.raises(ConfigError):
+        ConsumerConfig({"zookeeper.connect": "zk:2181", "group.id": "g",
+                        "socket.receive.buffer.bytes": "-2"})

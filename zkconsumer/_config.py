@@ -377,9 +377,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="Network request timeout to brokers; must be >= fetch.wait.max.ms.",
     ),
     ConfigKey(
-        "socket.receive.buffer.bytes", "int", default=65536, min=1, max=_JAVA_INT_MAX,
+        "socket.receive.buffer.bytes", "int", default=65536, min=-1, max=_JAVA_INT_MAX,
         modern_name="receive.buffer.bytes",
-        doc="Socket receive buffer size for broker connections.",
+        doc="Socket receive buffer size for broker connections; -1 or 0: the operating "
+            "system's default (as the original).",
     ),
     ConfigKey(
         "fetch.message.max.bytes", "int", default=1048576, min=1, max=_JAVA_INT_MAX,

@@ -176,7 +176,9 @@ def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dic
         # one partition's worth, because some brokers (Tansu) ignore the per-partition limit
         # and a larger response is what the chunk queue's memory bound would not cover.
         "fetch_max_bytes": config.fetch_message_max_bytes,
-        "receive_buffer_bytes": config.socket_receive_buffer_bytes,
+        # <= 0: the OS default, as the original's BlockingChannel (kafka-python says None).
+        "receive_buffer_bytes": config.socket_receive_buffer_bytes
+        if config.socket_receive_buffer_bytes > 0 else None,
         "request_timeout_ms": request_timeout,
         "connections_max_idle_ms": max(540_000, request_timeout + 1000),
         "bootstrap_timeout_ms": request_timeout,
@@ -225,7 +227,7 @@ def confluent_conf(
         "message.max.bytes": min(1_000_000, fetch_max),
         # Some brokers (Tansu) answer more than fetch.max.bytes: accept what kafka-python does.
         "receive.message.max.bytes": max(fetch_max + 512, 100_000_000),
-        "socket.receive.buffer.bytes": config.socket_receive_buffer_bytes,
+        "socket.receive.buffer.bytes": max(0, config.socket_receive_buffer_bytes),  # 0: OS
         "socket.timeout.ms": max(10, config.socket_timeout_ms),
         # librdkafka's prefetch queue, per fetcher thread: two fetch responses' worth, and at
         # least 16 MiB (less starves librdkafka on brokers that answer more than asked).

@@ -31,7 +31,9 @@ Identifiers:
   ``<group>_<consumer.id>`` when ``consumer.id`` is set (:func:`make_consumer_id`);
 * thread id: ``<consumer id>-<n>``, n = 0 .. streams-1 (:func:`thread_ids`).
 
-Encoders produce compact JSON with the key order shown in the reference, byte for byte.
+Encoders produce compact JSON with the key order shown in the reference: the JVM's bytes but
+for its escaping (in a pattern it escapes ``/`` with a backslash, and U+007F..U+009F as
+backslash-u sequences), so the parsed values are the same.
 Decoders are tolerant of older and newer versions of each payload, and raise
 :class:`~zkconsumer._errors.ZkDataError` (naming the path) for anything they cannot make
 sense of; they never raise another exception type.
@@ -499,10 +501,11 @@ class ConsumerRegistration:
         """Decode an ids znode.
 
         Tolerates a timestamp as a number, a string or anything else (then -1), stream
-        counts written as strings, a version missing or unusable (1), and a missing or
-        unknown pattern, which
-        reads as ``static`` (as the JVM consumer does). A wildcard pattern with an empty
-        subscription also reads as static, again like the original.
+        counts written as strings, a version missing or unusable (1), and an unknown pattern,
+        which reads as ``static`` (as the JVM consumer does). A missing pattern reads as
+        ``static`` too (the JVM fails its rebalance on such a member; no JVM member writes
+        one). A wildcard pattern with an empty subscription also reads as static, like the
+        original.
         """
         d = _Decoder("consumer registration", data, path)
         obj = d.json_object()
