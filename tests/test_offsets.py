@@ -164,6 +164,30 @@ def test_a_kafka_commit_answered_not_coordinator_asks_for_the_coordinator_again(
     assert kafka_store.read([tp]) == {tp: 5}
 
 
+def test_a_kafka_commit_refused_for_good_says_so(
+    stack: StackInfo, names: Any, topic_factory: Any, kafka_store: KafkaOffsetStore
+) -> None:
+    """Once modern members are in the group, Kafka refuses a commit without generation and
+    member id (ILLEGAL_GENERATION): not retriable, and the message says why."""
+    from kafka.errors import IllegalGenerationError, NotCoordinatorError
+
+    topic = topic_factory(names.topic, 2)
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    assert kafka_store.commit({tps[0]: 1}) == 1
+    kafka_store._admin.alter_group_offsets = lambda group, offsets: {  # type: ignore[union-attr]
+        k: IllegalGenerationError for k in offsets}
+    with pytest.raises(OffsetCommitError, match="broker-coordinated protocol") as exc:
+        kafka_store.commit({tps[0]: 2})
+    assert exc.value.retriable is False
+    kafka_store.commit({tps[0]: 2})  # a new client
+    kafka_store._admin.alter_group_offsets = lambda group, offsets: {  # type: ignore[union-attr]
+        tps_k: (IllegalGenerationError if tps_k.partition == 0 else NotCoordinatorError)
+        for tps_k in offsets}
+    with pytest.raises(OffsetCommitError) as exc:
+        kafka_store.commit({tps[0]: 3, tps[1]: 3})
+    assert exc.value.retriable is True  # one of them may pass next time
+
+
 def test_a_deleted_offset_znode_is_not_remembered(zk: KazooClient, names: Any) -> None:
     """Read back missing (deleted by hand, or by a tool), an offset committed earlier is
     forgotten: the next commit of that same value is written, not skipped as unchanged."""

@@ -748,3 +748,30 @@ def test_a_commit_retry_is_not_sent_once_the_connection_dropped(
             c._offsets = real
             c._on_zk_state(KazooState.CONNECTED)
         assert attempts == [{TopicPartition(topic, 0): 5}]
+
+
+def test_a_commit_refused_for_good_is_not_retried(stack, zk, names, topic_factory) -> None:
+    from zkconsumer._errors import OffsetCommitError
+
+    topic = topic_factory(names.topic, 1)
+    with member(stack, names.group, offsets_commit_max_retries=3,
+                offsets_channel_backoff_ms=50) as c:
+        c.create_message_streams({topic: 1})
+        for info in c.partition_infos().values():
+            info.reset_consumed_offset(5)
+        attempts: list[int] = []
+
+        class Refusing:
+            def commit(self, offsets: dict[TopicPartition, int]) -> int:
+                attempts.append(1)
+                raise OffsetCommitError(names.group, {(topic, 0): "IllegalGenerationError"},
+                                        retriable=False)
+
+        real = c._offsets
+        c._offsets = Refusing()  # type: ignore[assignment]
+        try:
+            with pytest.raises(OffsetCommitError):
+                c.commit_offsets()
+        finally:
+            c._offsets = real
+        assert attempts == [1]

@@ -1310,7 +1310,9 @@ class ZookeeperConsumerConnector:
                     self.log.debug("committed %d offsets", n)
                 return
             except Exception as e:
-                if attempt >= retries or self._session_lost.is_set():
+                # Not retried when it cannot help (a rebalance waits on this commit).
+                if (attempt >= retries or self._session_lost.is_set()
+                        or not getattr(e, "retriable", True)):
                     raise
                 self.log.warning("offset commit failed (%r); retrying", e)
                 time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)

@@ -100,14 +100,30 @@ class PartitionsNotOwnedError(ZkConsumerError):
         )
 
 
-class OffsetCommitError(ZkConsumerError):
-    """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name."""
+#: Kafka's answers to a commit without generation and member id while the group has members
+#: of the broker-coordinated protocol.
+_MODERN_GROUP_ERRORS = frozenset(
+    {"IllegalGenerationError", "UnknownMemberIdError", "RebalanceInProgressError"})
 
-    def __init__(self, group: str, errors: Mapping[Any, str]) -> None:
+
+class OffsetCommitError(ZkConsumerError):
+    """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name.
+
+    ``retriable`` is False when trying again cannot help (every error is one Kafka does not
+    call retriable: the group has modern members, an authorization failure, ...).
+    """
+
+    def __init__(self, group: str, errors: Mapping[Any, str], retriable: bool = True) -> None:
         shown = ", ".join(f"{t}:{p}={e}" for (t, p), e in sorted(errors.items())[:5])
         more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+        hint = ""
+        if _MODERN_GROUP_ERRORS & set(errors.values()):
+            hint = (" (the group has members of the broker-coordinated protocol: a ZooKeeper-"
+                    "based member cannot commit to Kafka while they are there; see the "
+                    "README's migration paths)")
         super().__init__(
-            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}"
+            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}{hint}"
         )
         self.group = group
         self.errors = dict(errors)
+        self.retriable = retriable

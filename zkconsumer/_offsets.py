@@ -231,18 +231,19 @@ class KafkaOffsetStore:
             except BaseException:
                 self._drop()
                 raise
+            refused = {k: e for k, e in result.items() if e is not NoError}
             errors = {
                 TopicPartition(k.topic, k.partition): getattr(e, "__name__", str(e))
-                for k, e in result.items()
-                if e is not NoError
+                for k, e in refused.items()
             }
+            retriable = any(getattr(e, "retriable", True) for e in refused.values())
             if errors:
                 # Errors come back per partition, not raised: NOT_COORDINATOR among them
                 # means the coordinator moved, and kafka-python never forgets the one it
                 # found. A new client finds it again on the next try.
                 self._drop()
         if errors:
-            raise OffsetCommitError(self._group, errors)
+            raise OffsetCommitError(self._group, errors, retriable)
         if self._metrics is not None:
             self._metrics.record_commit("kafka", len(valid))
         return len(valid)
