@@ -718,60 +718,64 @@ def test_a_session_lost_during_shutdown_deletes_no_claim_of_another_member(
         assert group_owners(zk, g, topic) == {0: b_thread, 1: b_thread}
 
 
+@contextmanager
+def _committing(stack: StackInfo, group: str, topic: str, store: Any,
+                **extra: object) -> Iterator[ZookeeperConsumerConnector]:
+    """A member owning ``topic`` (one partition) with offset 5 consumed, whose commits go to
+    ``store`` (an object with ``commit(offsets)``)."""
+    with member(stack, group, offsets_commit_max_retries=3, **extra) as c:
+        c.create_message_streams({topic: 1})
+        for info in c.partition_infos().values():
+            info.reset_consumed_offset(5)
+        real = c._offsets
+        c._offsets = store
+        try:
+            yield c
+        finally:
+            c._offsets = real
+
+
 def test_a_commit_retry_is_not_sent_once_the_connection_dropped(
     stack, zk, names, topic_factory
 ) -> None:
     """The first attempt fails, the connection drops during the backoff: the retry is not
     sent (the partitions may be another member's by then), and the caller is told."""
     topic = topic_factory(names.topic, 1)
-    with member(stack, names.group, offsets_commit_max_retries=3,
-                offsets_channel_backoff_ms=300) as c:
-        c.create_message_streams({topic: 1})
-        for info in c.partition_infos().values():
-            info.reset_consumed_offset(5)
-        attempts: list[dict[TopicPartition, int]] = []
+    attempts: list[dict[TopicPartition, int]] = []
+    holder: list[ZookeeperConsumerConnector] = []
 
-        class FailingOnce:
-            def commit(self, offsets: dict[TopicPartition, int]) -> int:
-                attempts.append(dict(offsets))
-                if len(attempts) == 1:
-                    c._on_zk_state(KazooState.SUSPENDED)  # drops during the backoff
-                    raise RuntimeError("broker busy")
-                return len(offsets)
+    class FailingOnce:
+        def commit(self, offsets: dict[TopicPartition, int]) -> int:
+            attempts.append(dict(offsets))
+            if len(attempts) == 1:
+                holder[0]._on_zk_state(KazooState.SUSPENDED)  # drops during the backoff
+                raise RuntimeError("broker busy")
+            return len(offsets)
 
-        real = c._offsets
-        c._offsets = FailingOnce()  # type: ignore[assignment]
+    with _committing(stack, names.group, topic, FailingOnce(),
+                     offsets_channel_backoff_ms=300) as c:
+        holder.append(c)
         try:
             with pytest.raises(ZkConnectionLostError):
                 c.commit_offsets()
         finally:
-            c._offsets = real
             c._on_zk_state(KazooState.CONNECTED)
-        assert attempts == [{TopicPartition(topic, 0): 5}]
+    assert attempts == [{TopicPartition(topic, 0): 5}]
 
 
 def test_a_commit_refused_for_good_is_not_retried(stack, zk, names, topic_factory) -> None:
     from zkconsumer._errors import OffsetCommitError
 
     topic = topic_factory(names.topic, 1)
-    with member(stack, names.group, offsets_commit_max_retries=3,
-                offsets_channel_backoff_ms=50) as c:
-        c.create_message_streams({topic: 1})
-        for info in c.partition_infos().values():
-            info.reset_consumed_offset(5)
-        attempts: list[int] = []
+    attempts: list[int] = []
 
-        class Refusing:
-            def commit(self, offsets: dict[TopicPartition, int]) -> int:
-                attempts.append(1)
-                raise OffsetCommitError(names.group, {(topic, 0): "IllegalGenerationError"},
-                                        retriable=False)
+    class Refusing:
+        def commit(self, offsets: dict[TopicPartition, int]) -> int:
+            attempts.append(1)
+            raise OffsetCommitError(names.group, {(topic, 0): "IllegalGenerationError"},
+                                    retriable=False)
 
-        real = c._offsets
-        c._offsets = Refusing()  # type: ignore[assignment]
-        try:
-            with pytest.raises(OffsetCommitError):
-                c.commit_offsets()
-        finally:
-            c._offsets = real
-        assert attempts == [1]
+    with _committing(stack, names.group, topic, Refusing(), offsets_channel_backoff_ms=50) as c:
+        with pytest.raises(OffsetCommitError):
+            c.commit_offsets()
+    assert attempts == [1]

@@ -428,9 +428,8 @@ def test_clear_while_decoding_drops_that_message() -> None:
     assert info.consumed_offset == 0
 
 
-def test_shutdown_sentinel_ends_an_iterator_blocked_in_another_thread() -> None:
-    q = ChunkQueue(2)
-    stream: KafkaStream[bytes, bytes] = KafkaStream(q, -1)
+def _drain_in_thread(stream: KafkaStream[bytes, bytes]) -> tuple[threading.Event, list[Any]]:
+    """Iterate ``stream`` to its end in a daemon thread: (set at the end, what it got)."""
     done = threading.Event()
     got: list[Any] = []
 
@@ -438,8 +437,14 @@ def test_shutdown_sentinel_ends_an_iterator_blocked_in_another_thread() -> None:
         got.extend(stream)
         done.set()
 
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
+    threading.Thread(target=run, daemon=True).start()
+    return done, got
+
+
+def test_shutdown_sentinel_ends_an_iterator_blocked_in_another_thread() -> None:
+    q = ChunkQueue(2)
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, -1)
+    done, got = _drain_in_thread(stream)
     wait_until(lambda: q.not_empty._waiters, 5, "the iterator blocks")  # type: ignore[attr-defined]
     q.put_shutdown()
     assert done.wait(5)
@@ -564,14 +569,7 @@ def test_a_clear_after_shutdown_keeps_the_end_of_the_stream() -> None:
     q.put_shutdown()
     q.clear()
     stream: KafkaStream[bytes, bytes] = KafkaStream(q, -1)
-    done = threading.Event()
-    got: list[Any] = []
-
-    def run() -> None:
-        got.extend(stream)
-        done.set()
-
-    threading.Thread(target=run, daemon=True).start()
+    done, got = _drain_in_thread(stream)
     assert done.wait(5), "the iterator blocked after a clear that followed the shutdown"
     assert got == []
 
