@@ -59,6 +59,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import compress, islice, repeat
 from operator import itemgetter, ne
@@ -845,18 +846,48 @@ def _network_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-class _OffsetClient:
-    """One kafka-python consumer (no group) for offset lookups, shared by the fetcher threads.
-
-    ``_lock`` guards ``_consumer`` (made lazily, dropped after a failure so that the next use
-    bootstraps from the brokers registered then) and serialises its use.
-    """
+class _SharedClient:
+    """A kafka-python client made lazily, shared by the fetcher threads, dropped after a
+    failure (the next use bootstraps from the brokers registered then). ``_lock`` guards the
+    client and serialises its use (:meth:`_in_use`)."""
 
     def __init__(self, manager: FetcherManager) -> None:
         self._manager = manager
         self._lock = threading.Lock()
-        self._consumer: KafkaConsumer | None = None
         self._closed = False  # close() came: a lookup under way then drops the client after
+
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                yield
+            except BaseException:
+                self._drop()
+                raise
+            finally:
+                if self._closed:
+                    self._drop()
+
+    def _drop(self) -> None:
+        raise NotImplementedError
+
+    def close(self, timeout_s: float) -> None:
+        # Flagged first: a lookup that outlives the wait (a request timeout is 30 s or more)
+        # closes the client itself when it ends, and so does one made by a late thread.
+        self._closed = True
+        if self._lock.acquire(timeout=timeout_s):
+            try:
+                self._drop()
+            finally:
+                self._lock.release()
+
+
+class _OffsetClient(_SharedClient):
+    """One kafka-python consumer (no group) for offset lookups."""
+
+    def __init__(self, manager: FetcherManager) -> None:
+        super().__init__(manager)
+        self._consumer: KafkaConsumer | None = None
 
     def _client(self) -> KafkaConsumer:
         from kafka import KafkaConsumer
@@ -871,32 +902,18 @@ class _OffsetClient:
         from kafka import TopicPartition as KTP
 
         timeout_ms = _request_timeout_ms(self._manager.config)
-        with self._lock:
-            try:
-                consumer = self._client()
-                if self._manager.config.auto_offset_reset == "smallest":
-                    ktps = [KTP(t, p) for t, p in tps]
-                    found = consumer.beginning_offsets(ktps, timeout_ms=timeout_ms)
-                    return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
-                return log_end_offsets(tps, consumer=consumer, timeout_ms=timeout_ms)
-            except BaseException:
-                self._drop()
-                raise
-            finally:
-                if self._closed:
-                    self._drop()
+        with self._in_use():
+            consumer = self._client()
+            if self._manager.config.auto_offset_reset == "smallest":
+                ktps = [KTP(t, p) for t, p in tps]
+                found = consumer.beginning_offsets(ktps, timeout_ms=timeout_ms)
+                return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
+            return log_end_offsets(tps, consumer=consumer, timeout_ms=timeout_ms)
 
     def log_end(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         timeout_ms = _request_timeout_ms(self._manager.config)
-        with self._lock:
-            try:
-                return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
-            except BaseException:
-                self._drop()
-                raise
-            finally:
-                if self._closed:
-                    self._drop()
+        with self._in_use():
+            return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
 
     def _drop(self) -> None:
         consumer, self._consumer = self._consumer, None
@@ -906,47 +923,25 @@ class _OffsetClient:
             except Exception:  # noqa: BLE001 - already failing; the first error matters
                 log.debug("closing the offset client failed", exc_info=True)
 
-    def close(self, timeout_s: float) -> None:
-        # Flagged first: a lookup that outlives the wait (a request timeout is 30 s or more)
-        # closes the client itself when it ends, and so does one made by a late thread.
-        self._closed = True
-        if self._lock.acquire(timeout=timeout_s):
-            try:
-                self._drop()
-            finally:
-                self._lock.release()
 
-
-class _MetadataClient:
-    """One ``KafkaAdminClient`` for leader lookups (the leader finder's).
-
-    ``_lock`` guards ``_admin`` (made lazily, dropped after a failure) and serialises its use.
-    """
+class _MetadataClient(_SharedClient):
+    """One ``KafkaAdminClient`` for leader lookups (the leader finder's)."""
 
     def __init__(self, manager: FetcherManager) -> None:
-        self._manager = manager
-        self._lock = threading.Lock()
+        super().__init__(manager)
         self._admin: Any = None
-        self._closed = False  # as _OffsetClient's
 
     def leaders(self, topics: Collection[str]) -> dict[TopicPartition, int]:
         """Partition -> leader broker id (-1: none) of these topics; unknown topics left out."""
         from kafka import KafkaAdminClient
 
-        with self._lock:
-            try:
-                if self._admin is None:
-                    m = self._manager
-                    kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
-                    kwargs["request_timeout_ms"] = _request_timeout_ms(m.config)
-                    self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
-                described = self._admin.describe_topics(sorted(topics))
-            except BaseException:
-                self._drop()
-                raise
-            finally:
-                if self._closed:
-                    self._drop()
+        with self._in_use():
+            if self._admin is None:
+                m = self._manager
+                kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
+                kwargs["request_timeout_ms"] = _request_timeout_ms(m.config)
+                self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
+            described = self._admin.describe_topics(sorted(topics))
         out: dict[TopicPartition, int] = {}
         for topic in described:
             if topic.get("error_code", 0) != 0:
@@ -967,16 +962,6 @@ class _MetadataClient:
                 admin.close()
             except Exception:  # noqa: BLE001 - already failing
                 log.debug("closing the metadata client failed", exc_info=True)
-
-    def close(self, timeout_s: float) -> None:
-        # Flagged first: a lookup that outlives the wait (a request timeout is 30 s or more)
-        # closes the client itself when it ends, and so does one made by a late thread.
-        self._closed = True
-        if self._lock.acquire(timeout=timeout_s):
-            try:
-                self._drop()
-            finally:
-                self._lock.release()
 
 
 # -- statistics ----------------------------------------------------------------------------------
