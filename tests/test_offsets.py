@@ -250,3 +250,26 @@ def test_a_failed_commit_names_its_cause(zk: KazooClient, names: Any) -> None:
     zk.create(zp.offset_path(g, t, 1), b"0", acl=[ACL(Permissions.READ, Id("world", "anyone"))])
     with pytest.raises(NoAuthError):
         store.commit({TopicPartition(t, 0): 2, TopicPartition(t, 1): 3})
+
+
+def test_a_read_does_not_remember_an_answer_older_than_a_commit_made_meanwhile(
+    zk: KazooClient, names: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read answered with the value from before another thread's commit must not leave that
+    older value cached: committing it again (rewinding) would be skipped as unchanged."""
+    g, t = names.group, names.topic
+    tp = TopicPartition(t, 0)
+    store = ZkOffsetStore(zk, g)
+    assert store.commit({tp: 5}) == 1
+    real = zk.get_async
+
+    def get_then_commit(path: str) -> Any:
+        sent = real(path)  # ZooKeeper answers in order: this get sees 5
+        monkeypatch.setattr(zk, "get_async", real)
+        assert store.commit({tp: 7}) == 1  # as another thread would, while the read waits
+        return sent
+
+    monkeypatch.setattr(zk, "get_async", get_then_commit)
+    assert store.read([tp]) == {tp: 5}
+    assert store.commit({tp: 5}) == 1
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"5"

@@ -58,7 +58,8 @@ class OffsetStore(Protocol):
 
 
 class ZkOffsetStore:
-    """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds)."""
+    """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds) and
+    ``_commits`` (transactions that succeeded, ever)."""
 
     def __init__(
         self, zk: KazooClient, group: str, metrics: Any = None,
@@ -72,9 +73,12 @@ class ZkOffsetStore:
         self._group = group
         self._lock = threading.Lock()
         self._checkpointed: dict[TopicPartition, int] = {}
+        self._commits = 0
 
     def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         out: dict[TopicPartition, int | None] = {}
+        with self._lock:
+            commits = self._commits
         # Pipelined: every get is sent before the first answer is awaited.
         pending = [
             (tp, path, self._zk.get_async(path))
@@ -101,7 +105,11 @@ class ZkOffsetStore:
                     self._checkpointed.pop(tp, None)
                 continue
             with self._lock:
-                self._checkpointed[tp] = out[tp]  # type: ignore[assignment]
+                # Unless a commit (another thread's) ended meanwhile: this answer may predate
+                # it, and remembering it would make a later commit of that older value look
+                # unchanged. What the commit wrote is in the cache already.
+                if self._commits == commits:
+                    self._checkpointed[tp] = out[tp]  # type: ignore[assignment]
         return out
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
@@ -142,6 +150,7 @@ class ZkOffsetStore:
                        failed[0])
         with self._lock:
             self._checkpointed.update(offsets)
+            self._commits += 1
 
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
         # Pipelined, like read(): every create is sent before the first answer is awaited.
