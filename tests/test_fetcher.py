@@ -454,6 +454,31 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         m.shutdown()
 
 
+def test_a_fetcher_thread_that_stops_late_leaves_its_successors_fetch_rate(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    """Fetcher threads are named as the JVM named them, so the next rebalance's thread for
+    the same broker has the same name: the old one, ending after it started, must not take
+    the new one out of MinFetchRate."""
+    from zkconsumer._metrics import ConsumerMetrics
+
+    topic = topic_factory(names.topic, 1)
+    metrics = ConsumerMetrics("client")
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group})
+    m = FetcherManager(config, f"{names.group}_m", lambda: [stack.bootstrap], metrics=metrics)
+    try:
+        m.start_connections([_info(ChunkQueue(2), topic, 0, 0)])
+        wait_until(lambda: metrics.snapshot()["MinFetchRate"] > 0, 20, "a fetch")
+        (current,) = m._fetchers.values()
+        late = type(current)(m, current.broker_id, current.fetcher_id)
+        assert late.name == current.name
+        late.begin_stop()
+        late.run()  # its whole life, ending now: no client made, its end reported
+        assert metrics.snapshot()["MinFetchRate"] > 0
+    finally:
+        m.shutdown()
+
+
 @pytest.mark.parametrize("backend, message", [
     ("confluent", "librdkafka refused the configuration.*ssl.ca"),
     ("kafka-python", "ssl.cafile=/nonexistent/ca.pem"),

@@ -61,7 +61,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import compress, islice, repeat
+from itertools import compress, count, islice, repeat
 from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -102,6 +102,7 @@ SHUTDOWN_JOIN_S = 10.0
 MAX_IDLE_BACKENDS = 4
 
 _tuple_new = tuple.__new__
+_thread_serial = count(1)  # see _FetcherThread.metrics_key
 
 
 class _DeliberateCloseFilter(logging.Filter):
@@ -1043,6 +1044,9 @@ class _FetcherThread(threading.Thread):
         self.manager = manager
         self.broker_id = broker_id
         self.fetcher_id = fid
+        # Its MinFetchRate entry's key: the name comes back at the next rebalance, and this
+        # thread, stopping late, must not remove its successor's entry.
+        self.metrics_key = f"{self.name}#{next(_thread_serial)}"
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._gate = threading.Lock()
@@ -1101,7 +1105,7 @@ class _FetcherThread(threading.Thread):
                 except Exception:  # noqa: BLE001 - closing; nothing depends on it
                     log.debug("%s: closing the fetch client failed", self.name, exc_info=True)
             if self.manager.metrics is not None:
-                self.manager.metrics.remove_fetcher(self.name)
+                self.manager.metrics.remove_fetcher(self.metrics_key)
             log.debug("%s stopped", self.name)
 
     def _connect(self) -> FetchBackend | None:
@@ -1136,7 +1140,7 @@ class _FetcherThread(threading.Thread):
             result = backend.poll(HELD_POLL_TIMEOUT_MS if self._held else POLL_TIMEOUT_MS)
             stats.add(polls=1)
             if metrics is not None:
-                metrics.record_fetch_request(self.name)
+                metrics.record_fetch_request(self.metrics_key)
             got: set[TopicPartition] = set()
             refused: list[TopicPartition] = []
             again: dict[TopicPartition, int] = {}
