@@ -154,6 +154,31 @@ def test_consumer_timeout_then_usable_again() -> None:
         next(it)
 
 
+def test_a_thread_waiting_behind_another_of_its_stream_keeps_its_timeout() -> None:
+    """Several threads may iterate one stream: one waits for a chunk, the others for it.
+    Each still gets ConsumerTimeoutException after consumer.timeout.ms, however long the
+    first keeps the stream's slow path (here: for ever)."""
+    q = ChunkQueue(2)
+    _info(q)
+    it = iter(KafkaStream(q, consumer_timeout_ms=200, client_id="cid"))
+    blocker = it._chunks._next_lock  # what the thread inside the slow path holds
+    errors: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            next(it)
+        except BaseException as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+
+    with blocker:
+        t = threading.Thread(target=take, daemon=True)
+        t.start()
+        t.join(10)
+        assert not t.is_alive(), "blocked behind the other thread"
+    assert len(errors) == 1 and isinstance(errors[0], ConsumerTimeoutException), errors
+    assert "another thread" in str(errors[0])
+
+
 def test_negative_timeout_blocks_until_data() -> None:
     q = ChunkQueue(2)
     info = _info(q)

@@ -402,7 +402,14 @@ class _Chunks:
 
     def _next_chunk(self) -> Iterator[Any]:
         deadline: float | None = None
-        with self._next_lock:
+        if self.timeout_s is not None:
+            # Waiting for another thread of this stream (itself waiting for a chunk) counts.
+            deadline = time.monotonic() + self.timeout_s
+            if not self._next_lock.acquire(timeout=self.timeout_s):
+                return _Raise(self._timed_out("another thread of this stream waits"))
+        else:
+            self._next_lock.acquire()
+        try:
             while True:
                 with self.lock:
                     cursor = self._cursor
@@ -419,8 +426,6 @@ class _Chunks:
                             )
                             error.__cause__ = self._failed.error
                             return _Raise(error)
-                if deadline is None and self.timeout_s is not None:
-                    deadline = time.monotonic() + self.timeout_s
                 if self.gate is not None and self.gate.closed:
                     try:
                         self.wait_gate(deadline)
@@ -457,16 +462,22 @@ class _Chunks:
                     if cursor is None:
                         continue  # all of it consumed already
                 return self._iterator(cursor)
+        finally:
+            self._next_lock.release()
+
+    def _timed_out(self, why: str | None) -> ConsumerTimeoutException:
+        timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
+        return ConsumerTimeoutException(
+            f"{self.client_id}: no message within consumer.timeout.ms ({timeout_ms:.0f} ms)"
+            + (f": {why}" if why else "")
+        )
 
     def wait_gate(self, deadline: float | None) -> None:
         assert self.gate is not None
         if deadline is None and self.timeout_s is not None:
             deadline = time.monotonic() + self.timeout_s
         if not self.gate.wait(deadline):
-            raise ConsumerTimeoutException(
-                f"{self.client_id}: no message within consumer.timeout.ms "
-                f"({self.timeout_s * 1000 if self.timeout_s else 0:.0f} ms): delivery paused"
-            )
+            raise self._timed_out("delivery paused")
 
     # -- internals ---------------------------------------------------------------------------
     def _iterator(self, cursor: _Cursor | _DecodingCursor) -> Iterator[Any]:
@@ -544,11 +555,7 @@ class _Chunks:
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
-                    raise ConsumerTimeoutException(
-                        f"{self.client_id}: no message within consumer.timeout.ms "
-                        f"({timeout_ms:.0f} ms)"
-                    )
+                    raise self._timed_out(None)
                 q.not_empty.wait(remaining)
             # One statement: no Ctrl-C between taking it and keeping it.
             self._pending = (q._get(), self._gen)
