@@ -511,6 +511,9 @@ def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_fact
             next(iter(stream))  # and on every later call
         with pytest.raises(BackgroundThreadError):
             c.commit_offsets()
+        c.shutdown()
+        # Once shut down, iterating ends (a loop that logs the failure and goes on ends too).
+        assert list(stream) == []
     finally:
         c.shutdown()
 

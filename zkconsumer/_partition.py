@@ -224,6 +224,11 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
         self._wake_on_room: list[threading.Event] = []
         self._shut = False  # the shutdown sentinel was put: it outlives clear()
 
+    @property
+    def shut(self) -> bool:
+        """Whether the shutdown sentinel was put (taken since, or not)."""
+        return self._shut
+
     def offer(self, item: Any, wake: threading.Event) -> bool:
         """Put ``item`` if the queue has room and return True; else put nothing, arrange for
         ``wake`` to be set when there is room, and return False. Never blocks."""

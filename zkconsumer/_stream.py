@@ -16,6 +16,8 @@ iterator
   exception as ``__cause__``; the consumed offset stays *at* that message until the
   application calls ``next()`` again, which skips it (logged);
 - ends (``StopIteration``, now and on every later call) at the shutdown sentinel;
+- raises :class:`~zkconsumer._errors.BackgroundThreadError` once fetching failed for good,
+  on every call until the connector shuts down, and then ends;
 - waits, before handing out each message, while the connector's
   :class:`~zkconsumer._gate.DeliveryGate` is closed (its ZooKeeper connection is down: it may
   no longer own the partition), with ``consumer.timeout.ms`` applying to that wait too.
@@ -421,6 +423,10 @@ class _Chunks:
                         if self._done:
                             return cast(Iterator[Any], _END)
                         if self._failed is not None:
+                            if self.queue.shut:
+                                # Shut down since: the loop that handles the failure ends.
+                                self._done = True
+                                return cast(Iterator[Any], _END)
                             error = BackgroundThreadError(
                                 f"{self.client_id}: fetching failed: {self._failed.error!r}"
                             )
