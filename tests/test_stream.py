@@ -307,6 +307,27 @@ def test_skips_records_below_the_consumed_offset(kind: str) -> None:
         next(it)
 
 
+@pytest.mark.parametrize("kind", ["confluent", "tuples"])
+def test_message_metrics_leave_out_records_skipped_as_consumed(kind: str) -> None:
+    class Recorded:
+        port = 9999  # served: bytes are counted too
+
+        def __init__(self) -> None:
+            self.got: list[tuple[str, int, int]] = []
+
+        def record_messages(self, topic: str, n: int, nbytes: int) -> None:
+            self.got.append((topic, n, nbytes))
+
+    q = ChunkQueue(2)
+    info = _info(q, offset=4)
+    chunk = _confluent(info, range(0, 6)) if kind == "confluent" else _recs(info, range(0, 6))
+    q.put(FetchedDataChunk(chunk, info, 0))
+    metrics = Recorded()
+    it = iter(KafkaStream(q, 0, metrics=metrics))
+    assert [m.offset for m in islice(it, 2)] == [4, 5]
+    assert metrics.got == [("t", 2, 2 * len(b"k") + len(b"v4") + len(b"v5"))]
+
+
 def test_chunk_beyond_the_consumed_offset_resets_it(caplog: pytest.LogCaptureFixture) -> None:
     q = ChunkQueue(2)
     info = _info(q, offset=0)

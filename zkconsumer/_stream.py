@@ -518,12 +518,6 @@ class _Chunks:
             return None
         records = chunk.records
         n = len(records)
-        metrics = self.metrics
-        if metrics is not None:
-            # Counted per chunk as it starts (the legacy iterator counted per message; this
-            # keeps the per-message path free). Bytes only when the metrics are served.
-            nbytes = _chunk_bytes(records) if metrics.port is not None else 0
-            metrics.record_messages(info.topic, n, nbytes)
         while True:
             consumed = info.consumed_offset
             if consumed < chunk.fetch_offset:
@@ -547,6 +541,13 @@ class _Chunks:
             else:
                 cursor = _DecodingCursor(self, info, records, start, consumed)
             if info.attach_cursor(cursor, consumed):
+                metrics = self.metrics
+                if metrics is not None:
+                    # Counted per chunk as it starts, from its first message not consumed
+                    # yet (the legacy iterator counted per message; this keeps the
+                    # per-message path free). Bytes only when the metrics are served.
+                    nbytes = _chunk_bytes(records, start) if metrics.port is not None else 0
+                    metrics.record_messages(info.topic, n - start, nbytes)
                 return cursor
             # The consumed offset was reset meanwhile: start over from the new one.
 
@@ -611,12 +612,12 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
         self._chunks.clear()
 
 
-def _chunk_bytes(records: Sequence[Any]) -> int:
+def _chunk_bytes(records: Sequence[Any], start: int) -> int:
     columns = getattr(records, "columns", None)
     if columns is not None:
-        keys, values = columns()[3:5]
+        keys, values = (islice(c, start, None) for c in columns()[3:5])
         return sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
-    return sum(len(r.key or b"") + len(r.value or b"") for r in records)
+    return sum(len(r.key or b"") + len(r.value or b"") for r in islice(records, start, None))
 
 
 class KafkaStream(Generic[K, V]):
