@@ -448,6 +448,13 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         snap = metrics.snapshot()
         assert snap["MinFetchRate"] > 0
         assert snap["ConsumerLag"] == {topic: {0: 10}}  # nothing consumed yet, log end 10
+        it = iter(KafkaStream(q, 0))
+        assert [next(it).offset for _ in range(4)] == [0, 1, 2, 3]
+        # Read as the application consumes, with no fetch in between: it falls.
+        assert metrics.snapshot()["ConsumerLag"] == {topic: {0: 6}}
+        assert len([next(it) for _ in range(6)]) == 6
+        assert metrics.snapshot()["ConsumerLag"] == {topic: {0: 0}}
+        assert metrics.snapshot()["MaxLag"] == 0
         m.stop_connections()
         wait_until(lambda: metrics.snapshot()["MinFetchRate"] == 0, 20, "fetchers removed")
     finally:

@@ -358,7 +358,8 @@ class FetchMetrics(Protocol):
     def remove_fetcher(self, fetcher_id: str) -> None: ...
 
     def update_lag(
-        self, topic: str, partition: int, offset: int | None, log_end_offset: int | None
+        self, topic: str, partition: int, offset: PartitionTopicInfo,
+        log_end_offset: int | None,
     ) -> None: ...
 
 
@@ -1164,9 +1165,7 @@ class _FetcherThread(threading.Thread):
                 if put:
                     stats.add(chunks=1, records=len(batch))
                     if metrics is not None:
-                        metrics.update_lag(
-                            tp.topic, tp.partition, info.consumed_offset, backend.highwater(tp)
-                        )
+                        metrics.update_lag(tp.topic, tp.partition, info, backend.highwater(tp))
                 else:
                     self._held[tp] = _Held(info, batch, next_offset, now)
                     refused.append(tp)
@@ -1224,9 +1223,7 @@ class _FetcherThread(threading.Thread):
         backend.resume([tp for tp, _ in put])
         if metrics is not None:
             for tp, held in put:
-                metrics.update_lag(
-                    tp.topic, tp.partition, held.info.consumed_offset, backend.highwater(tp)
-                )
+                metrics.update_lag(tp.topic, tp.partition, held.info, backend.highwater(tp))
 
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:

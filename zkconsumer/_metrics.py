@@ -32,10 +32,11 @@ written, as the legacy meters did. MinFetchRate is the lowest fetch-request rate
 per second over the last :data:`FETCH_RATE_WINDOW_S`) among the live fetcher threads, 0
 while there is none.
 
-ConsumerLag is the owned partition's log end (the fetch high watermark) minus its consumed
-offset, the same :func:`zkconsumer._admin.partition_lag` that ``zkconsumer groups
-describe`` applies to the committed offset, so the two agree once the consumed offset is
-committed. MaxLag is the largest ConsumerLag.
+ConsumerLag is the owned partition's log end (the last fetch's high watermark) minus its
+consumed offset as it is when read (so it falls as the application catches up), the same
+:func:`zkconsumer._admin.partition_lag` that ``zkconsumer groups describe`` applies to the
+committed offset, so the two agree once the consumed offset is committed.
+MaxLag is the largest ConsumerLag.
 
 Only the standard library and prometheus-client are needed; :meth:`snapshot` gives the
 same values as plain data (for tests and for applications without Prometheus).
@@ -94,6 +95,22 @@ class _Sized(Protocol):
     def qsize(self) -> int: ...
 
 
+class _Position(Protocol):
+    """What holds a partition's consumed offset (a ``PartitionTopicInfo``)."""
+
+    @property
+    def consumed_offset(self) -> int | None: ...
+
+
+class _Fixed:
+    """A consumed offset given as a value."""
+
+    __slots__ = ("consumed_offset",)
+
+    def __init__(self, consumed_offset: int | None) -> None:
+        self.consumed_offset = consumed_offset
+
+
 class ConsumerMetrics:
     """The metrics of one connector; every method is thread-safe and cheap.
 
@@ -115,7 +132,9 @@ class ConsumerMetrics:
         self._rebalance_last = 0.0
         self._rebalance_buckets = [0] * (len(REBALANCE_BUCKETS) + 1)  # last: +Inf
         self._owned: dict[str, int] = {}
-        self._lag: dict[tuple[str, int], int] = {}
+        # (topic, partition) -> (what has the consumed offset, the log end last fetched):
+        # the lag is worked out when read, so it falls as the application consumes.
+        self._lag: dict[tuple[str, int], tuple[_Position, int]] = {}
         self._queue_sizes: dict[tuple[str, str], int] = {}
         self._queues: dict[tuple[str, str], _Sized] = {}
         self._fetches: dict[str, deque[float]] = {}
@@ -179,20 +198,33 @@ class ConsumerMetrics:
         with self._lock:
             self._queues[(topic, thread_id)] = chunk_queue
 
-    def set_lag(self, topic: str, partition: int, lag: int | None) -> None:
-        """ConsumerLag of one owned partition (None: unknown, the gauge is dropped)."""
-        with self._lock:
-            if lag is None:
-                self._lag.pop((topic, partition), None)
-            else:
-                self._lag[(topic, partition)] = lag
-
     def update_lag(
-        self, topic: str, partition: int, offset: int | None, log_end_offset: int | None
+        self, topic: str, partition: int, offset: int | None | _Position,
+        log_end_offset: int | None,
     ) -> None:
         """ConsumerLag from the consumed offset and the log end (the fetch high watermark),
-        computed by :func:`~zkconsumer._admin.partition_lag` like ``groups describe``."""
-        self.set_lag(topic, partition, partition_lag(offset, log_end_offset))
+        computed by :func:`~zkconsumer._admin.partition_lag` like ``groups describe``.
+
+        ``offset`` may be what holds the consumed offset (a ``PartitionTopicInfo``): its
+        ``consumed_offset`` is then read at each scrape, so the lag falls to 0 as the
+        application catches up, with no new fetch needed. An unknown log end drops the gauge.
+        """
+        with self._lock:
+            if log_end_offset is None:
+                self._lag.pop((topic, partition), None)
+            else:
+                position = _Fixed(offset) if offset is None or isinstance(offset, int) \
+                    else offset
+                self._lag[(topic, partition)] = (position, log_end_offset)
+
+    def _lags(self) -> dict[tuple[str, int], int]:
+        # Called with _lock held: the known lags now.
+        out = {}
+        for key, (position, log_end) in self._lag.items():
+            lag = partition_lag(position.consumed_offset, log_end)
+            if lag is not None:
+                out[key] = lag
+        return out
 
     def forget_partitions(self, tps: Iterable[tuple[str, int]]) -> None:
         """Drop the lag gauges of partitions released by a rebalance."""
@@ -254,8 +286,9 @@ class ConsumerMetrics:
         """
         with self._lock:
             watched = dict(self._queues)
+            lags = self._lags()
             lag: dict[str, dict[int, int]] = {}
-            for (topic, partition), value in sorted(self._lag.items()):
+            for (topic, partition), value in sorted(lags.items()):
                 lag.setdefault(topic, {})[partition] = value
             out: dict[str, Any] = {
                 "client_id": self.client_id,
@@ -272,7 +305,7 @@ class ConsumerMetrics:
                 },
                 "OwnedPartitionsCount": dict(self._owned),
                 "ConsumerLag": lag,
-                "MaxLag": max(self._lag.values(), default=0),
+                "MaxLag": max(lags.values(), default=0),
                 "MinFetchRate": self._min_fetch_rate(),
             }
         queues: dict[str, dict[str, int]] = {}
@@ -291,7 +324,7 @@ class ConsumerMetrics:
             reb_count, reb_sum = self._rebalance_count, self._rebalance_sum
             reb_buckets = list(self._rebalance_buckets)
             owned = dict(self._owned)
-            lags = dict(self._lag)
+            lags = self._lags()
             min_rate = self._min_fetch_rate()
             watched = dict(self._queues)
             queue_sizes = self._queue_snapshot({})
