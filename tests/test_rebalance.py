@@ -448,6 +448,8 @@ def test_rebalance_failure_raises_to_caller(stack, zk, names, topic_factory) -> 
                            match=rf"^{c.consumer_id} can't rebalance after 2 retries$"):
             c.create_message_streams({topic: 1})
         assert c.owned_partitions() == {}
+        # Timed, as the legacy rebalance timer timed failures.
+        assert c.metrics.snapshot()["RebalanceRateAndTime"]["count"] == 1
         # It left the group: no member the others give partitions to that nobody reads.
         assert zk.exists(zp.id_path(g, c.consumer_id)) is None
         with pytest.raises(ConsumerShutdownError):

@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -155,7 +156,8 @@ class RebalanceStats:
     claim_waits: int = 0  # claims that waited for another member to release
     last_duration_s: float = 0.0
     last_zk_ops: int = 0
-    durations_s: list[float] = field(default_factory=list)
+    # The last 1000 rebalances' (a long-lived process rebalances without end).
+    durations_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
 
 
 def consumers_for_topic(
@@ -883,6 +885,9 @@ class ZookeeperConsumerConnector:
                 except _CONNECTION_ERRORS as e:
                     raise _Disconnected() from e
                 if failures >= max_retries:
+                    # Timed too, as the legacy rebalance timer timed a failure: the slowest
+                    # rebalances are the ones to see.
+                    self.metrics.record_rebalance(time.monotonic() - start)
                     raise ConsumerRebalanceFailedException(
                         f"{self.consumer_id} can't rebalance after {max_retries} retries"
                     )
