@@ -458,6 +458,30 @@ def test_rebalance_failure_raises_to_caller(stack, zk, names, topic_factory) -> 
         c.shutdown()
 
 
+def test_a_connector_that_fails_to_start_leaves_no_session_or_port(stack, names) -> None:
+    """The fetch side refused to start (say, the confluent backend chosen without its
+    extra): the ZooKeeper session and the metrics port go with the connector, so a retry in
+    the same process can take the port again."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def refuse(_c: object) -> NullFetcher:
+        raise ImportError("no confluent_kafka")
+
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(ImportError):
+        ZookeeperConsumerConnector(_config(stack, names.group, metrics_port=port),
+                                   fetcher_factory=refuse)
+    wait_until(lambda: {t.ident for t in threading.enumerate() if t.is_alive()} <= before,
+               10, "the connector's threads gone")
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port))
+
+
 def test_storm_of_twenty_members(stack, zk, names, topic_factory) -> None:
     topic = topic_factory(names.topic, 60)
     g = names.group

@@ -290,9 +290,17 @@ class ZookeeperConsumerConnector:
             raise ZkConsumerError(
                 f"cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"
             ) from e
-        self._offsets = self._make_offset_store()
-        factory = fetcher_factory or _default_fetcher
-        self._fetcher: FetchSide = factory(self)
+        try:
+            self._offsets = self._make_offset_store()
+            factory = fetcher_factory or _default_fetcher
+            self._fetcher: FetchSide = factory(self)
+        except BaseException:
+            # No connector to shut down: its session and metrics port must not outlive it
+            # (a retry in the same process would find the port taken).
+            self._zk.stop()
+            self._zk.close()
+            self.metrics.close()
+            raise
         self._watcher = threading.Thread(
             target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
         )
