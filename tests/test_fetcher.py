@@ -461,6 +461,39 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         m.shutdown()
 
 
+def test_the_short_polls_of_a_held_chunk_do_not_count_as_fetch_requests(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    """The application falls behind on one partition: its fetcher polls the others every
+    few milliseconds meanwhile. Those polls are not fetch requests; MinFetchRate must not
+    rise as the application falls behind."""
+    from zkconsumer._metrics import ConsumerMetrics
+
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x" * 100) for _ in range(200)])
+    metrics = ConsumerMetrics("client")
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                             "fetch.message.max.bytes": 2048})
+    m = FetcherManager(config, f"{names.group}_m", lambda: [stack.bootstrap], metrics=metrics)
+    try:
+        m.start_connections([_info(ChunkQueue(1), topic, 0, 0),  # nobody reads it
+                             _info(ChunkQueue(1), topic, 1, 0)])  # nothing to read
+        wait_until(lambda: any(t._held for t in list(m._fetchers.values())), 20,
+                   "a chunk held back")
+        (fetcher,) = m._fetchers.values()
+
+        def requests() -> int:
+            with metrics._lock:
+                return len(metrics._fetches.get(fetcher.metrics_key, ()))
+
+        polls, counted = m.stats().polls, requests()
+        wait_until(lambda: m.stats().polls >= polls + 60, 20, "short polls")
+        polls, counted = m.stats().polls - polls, requests() - counted
+        assert counted * 3 < polls, (counted, polls)
+    finally:
+        m.shutdown()
+
+
 def test_a_fetcher_thread_that_stops_late_leaves_its_successors_fetch_rate(
     stack: StackInfo, names: Any, topic_factory: Any,
 ) -> None:

@@ -1122,6 +1122,7 @@ class _FetcherThread(threading.Thread):
     def _loop(self, backend: FetchBackend) -> None:
         stats = self.manager._stats
         metrics = self.manager.metrics
+        recorded = 0.0  # when a fetch request was last counted for MinFetchRate
         while not self.stopping:
             # Cleared before the puts are tried: room made after a refused put sets it again.
             self._wake.clear()
@@ -1140,12 +1141,18 @@ class _FetcherThread(threading.Thread):
                 continue
             result = backend.poll(HELD_POLL_TIMEOUT_MS if self._held else POLL_TIMEOUT_MS)
             stats.add(polls=1)
-            if metrics is not None:
+            now = time.monotonic()
+            if metrics is not None and (
+                result.batches or now - recorded >= POLL_TIMEOUT_MS / 1000.0
+            ):
+                # A fetch answered, or a long poll's worth of time: the short polls made
+                # while a chunk is held are not requests (else MinFetchRate would rise as
+                # the application falls behind; the legacy fetcher stopped fetching then).
                 metrics.record_fetch_request(self.metrics_key)
+                recorded = now
             got: set[TopicPartition] = set()
             refused: list[TopicPartition] = []
             again: dict[TopicPartition, int] = {}
-            now = time.monotonic()
             for tp, batch in result.batches:
                 info = infos.get(tp)
                 if info is None or not batch:
