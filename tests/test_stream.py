@@ -310,7 +310,7 @@ def test_skips_records_below_the_consumed_offset(kind: str) -> None:
 @pytest.mark.parametrize("kind", ["confluent", "tuples"])
 def test_message_metrics_leave_out_records_skipped_as_consumed(kind: str) -> None:
     class Recorded:
-        port = 9999  # served: bytes are counted too
+        counts_bytes = True  # served: bytes are counted too
 
         def __init__(self) -> None:
             self.got: list[tuple[str, int, int]] = []
@@ -326,6 +326,22 @@ def test_message_metrics_leave_out_records_skipped_as_consumed(kind: str) -> Non
     it = iter(KafkaStream(q, 0, metrics=metrics))
     assert [m.offset for m in islice(it, 2)] == [4, 5]
     assert metrics.got == [("t", 2, 2 * len(b"k") + len(b"v4") + len(b"v5"))]
+
+
+def test_bytes_are_counted_for_an_application_that_reads_the_snapshot() -> None:
+    """No Prometheus: an application reading ``snapshot()`` gets BytesPerSec too."""
+    from zkconsumer._metrics import ConsumerMetrics
+
+    metrics = ConsumerMetrics("cid")
+    assert metrics.snapshot()["BytesPerSec"] == {}
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 2))
+    it = iter(KafkaStream(q, 0, metrics=metrics))
+    assert [m.offset for m in islice(it, 2)] == [0, 1]
+    snap = metrics.snapshot()
+    assert snap["MessagesPerSec"] == {"t": 2}
+    assert snap["BytesPerSec"] == {"t": 2 * len(b"k") + len(b"v0") + len(b"v1")}
 
 
 def test_chunk_beyond_the_consumed_offset_resets_it(caplog: pytest.LogCaptureFixture) -> None:

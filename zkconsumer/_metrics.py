@@ -140,6 +140,7 @@ class ConsumerMetrics:
         self._fetches: dict[str, deque[float]] = {}
         self._fetch_started: dict[str, float] = {}
         self._server: Any = None
+        self._bytes_read = False  # snapshot() was called: BytesPerSec is wanted
         self._server_thread: threading.Thread | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
@@ -282,8 +283,10 @@ class ConsumerMetrics:
         / ``AllTopicsBytesPerSec`` (the legacy all-topics names) their sums;
         the commit entries are totals; ``RebalanceRateAndTime`` is ``{"count", "total_s",
         "last_s"}``; ``ConsumerLag`` maps ``topic -> {partition: lag}``; ``FetchQueueSize``
-        maps ``topic -> {thread_id: chunks}``.
+        maps ``topic -> {thread_id: chunks}``. Bytes are counted from the first call on (or
+        since the metrics were served).
         """
+        self._bytes_read = True
         with self._lock:
             watched = dict(self._queues)
             lags = self._lags()
@@ -406,6 +409,12 @@ class ConsumerMetrics:
             server, thread = start_http_server(port, addr=addr, registry=self.registry)
             self._server, self._server_thread = server, thread
             return int(server.server_address[1])
+
+    @property
+    def counts_bytes(self) -> bool:
+        """Whether BytesPerSec is counted: once served, or once :meth:`snapshot` was called
+        (it costs a pass over each chunk's keys and values, so only when someone reads it)."""
+        return self._server is not None or self._bytes_read
 
     @property
     def port(self) -> int | None:

@@ -545,8 +545,8 @@ class _Chunks:
                 if metrics is not None:
                     # Counted per chunk as it starts, from its first message not consumed
                     # yet (the legacy iterator counted per message; this keeps the
-                    # per-message path free). Bytes only when the metrics are served.
-                    nbytes = _chunk_bytes(records, start) if metrics.port is not None else 0
+                    # per-message path free). Bytes only when someone reads them.
+                    nbytes = _chunk_bytes(records, start) if metrics.counts_bytes else 0
                     metrics.record_messages(info.topic, n - start, nbytes)
                 return cursor
             # The consumed offset was reset meanwhile: start over from the new one.
