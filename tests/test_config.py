@@ -632,8 +632,19 @@ def test_plain_and_scram_need_username_and_password() -> None:
     assert c.sasl_mechanism == "GSSAPI"
 
 
+def test_a_client_key_needs_its_certificate() -> None:
+    """Alone, both clients would ignore the key: mutual TLS would fail at the handshake."""
+    assert config_error({**MIN, "ssl.keyfile": "/etc/client.key"}) == (
+        "ssl.keyfile needs ssl.certfile (the client certificate it is for)")
+    assert config_error({**MIN, "ssl.password": "pw"}) == (
+        "ssl.password needs ssl.certfile (the client certificate it is for)")
+    c = cfg(ssl_certfile="/etc/client.pem", ssl_keyfile="/etc/client.key", ssl_password="pw")
+    assert c.ssl_keyfile == "/etc/client.key"
+
+
 SECRETS: dict[str, object] = {
     **MIN,
+    "ssl.certfile": "/etc/client.pem",
     "ssl.password": "key-pass-1",
     "sasl.plain.password": "sasl-pass-2",
     "sasl.plain.username": "alice",

@@ -725,6 +725,12 @@ def _resolve(
                             f"sasl.mechanism={mechanism!r} with security.protocol={protocol!r} "
                             f"needs {needed}",
                         )
+    if ok("ssl.certfile", "ssl.keyfile", "ssl.password") and values["ssl.certfile"] is None:
+        # Both clients load a key only with its certificate: alone, it would be ignored and
+        # mutual TLS fail at the handshake, much later.
+        for alone in ("ssl.keyfile", "ssl.password"):
+            if values[alone] is not None:
+                report(alone, f"{alone} needs ssl.certfile (the client certificate it is for)")
     return values, given
 
 
