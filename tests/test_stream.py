@@ -229,6 +229,35 @@ def test_an_exception_while_blocked_leaves_the_stream_usable() -> None:
     assert info.consumed_offset == 2
 
 
+def test_a_message_another_thread_still_decodes_is_not_counted_as_consumed() -> None:
+    """Two threads on one stream with a decoder: the second hands out message 1 while the
+    first still decodes message 0. A commit then must not cover message 0: a crash would
+    lose it."""
+    release = threading.Event()
+    decoding = threading.Event()
+
+    def slow_on_v0(b: bytes) -> bytes:
+        if b == b"v0":
+            decoding.set()
+            assert release.wait(10)
+        return b
+
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 2))
+    it = iter(KafkaStream(q, 0, value_decoder=slow_on_v0))
+    got: list[int] = []
+    first = threading.Thread(target=lambda: got.append(next(it).offset), daemon=True)
+    first.start()
+    assert decoding.wait(10)
+    assert next(it).offset == 1
+    assert info.consumed_offset == 0
+    release.set()
+    first.join(10)
+    assert got == [0]
+    assert info.consumed_offset == 2
+
+
 def test_decoders_apply_to_key_and_value_and_none_stays_none() -> None:
     q = ChunkQueue(2)
     info = _info(q)

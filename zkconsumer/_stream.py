@@ -207,15 +207,18 @@ class _Cursor:
 class _DecodingCursor:
     """A chunk's iterator when the stream has decoders: decodes each message (Python).
 
-    ``pos`` (the next record to decode) and ``handed`` (the index after the last message handed
-    out) move under the owner's ``lock``, which :meth:`drop` holds too: a message decoded while
-    the chunk was dropped is not handed out. After a decode error, ``skip`` is set: the next
-    call moves ``handed`` past the bad message (logged).
+    ``pos`` (the next record to decode), ``busy`` (records taken and still being decoded, by
+    one thread each) and ``handed`` (every record before it was handed out) move under the
+    owner's ``lock``, which :meth:`drop` holds too: a message decoded while the chunk was
+    dropped is not handed out. ``handed`` stops at the first busy record: with several threads
+    on one stream, a commit never covers a message another thread is still decoding. After a
+    decode error, ``skip`` is the bad record's index (kept busy): the next call lets it go
+    (logged).
     """
 
     __slots__ = (
-        "base", "dropped", "frozen", "handed", "info", "n", "owner", "pos", "records", "skip",
-        "start",
+        "base", "busy", "dropped", "frozen", "handed", "info", "n", "owner", "pos", "records",
+        "skip", "start",
     )
 
     def __init__(
@@ -230,7 +233,14 @@ class _DecodingCursor:
         self.base = base
         self.dropped = False
         self.frozen: int | None = None
-        self.skip = False
+        self.busy: set[int] = set()
+        self.skip: int | None = None
+
+    def _done(self, index: int) -> None:
+        # Called with the owner's lock held: record ``index`` is no longer being decoded.
+        busy = self.busy
+        busy.discard(index)
+        self.handed = min(busy) if busy else self.pos
 
     def _offset_after(self, pos: int) -> int:
         return int(self.records[pos - 1].offset) + 1 if pos > self.start else self.base
@@ -243,7 +253,7 @@ class _DecodingCursor:
         return self._offset_after(handed)
 
     def exhausted(self) -> bool:
-        return self.dropped or (self.pos >= self.n and not self.skip)
+        return self.dropped or (self.pos >= self.n and self.skip is None)
 
     def drop(self) -> None:
         # Called with the owner's lock held.
@@ -262,19 +272,21 @@ class _DecodingCursor:
             with owner.lock:
                 if self.dropped:
                     raise StopIteration
-                if self.skip:
-                    self.skip = False
+                bad = self.skip
+                if bad is not None:
+                    self.skip = None
                     log.warning(
                         "%s skipping the message at %s:%d offset %d that failed to decode",
                         owner.client_id, self.info.topic, self.info.partition,
-                        self.records[self.pos - 1].offset,
+                        self.records[bad].offset,
                     )
-                    self.handed = self.pos
-                if self.pos >= self.n:
+                    self._done(bad)
+                index = self.pos
+                if index >= self.n:
                     raise StopIteration
-                rec = self.records[self.pos]
-                self.pos += 1
-                taken = self.pos
+                rec = self.records[index]
+                self.pos = index + 1
+                self.busy.add(index)
             key = rec.key
             value = rec.value
             part = "key"
@@ -287,19 +299,23 @@ class _DecodingCursor:
             except Exception as e:
                 with owner.lock:
                     if not self.dropped:
-                        self.skip = True
+                        if self.skip is not None:  # another thread's, not let go yet
+                            self._done(self.skip)
+                        self.skip = index
                 raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
             except BaseException:
                 # Not the message's fault (Ctrl-C in a slow decoder): handed out next time,
                 # unless another thread has taken a later one meanwhile.
                 with owner.lock:
-                    if not self.dropped and self.pos == taken:
-                        self.pos -= 1
+                    if not self.dropped:
+                        if self.pos == index + 1:
+                            self.pos = index
+                        self._done(index)
                 raise
             with owner.lock:
                 if self.dropped:
                     continue  # dropped while decoding: that message is gone
-                self.handed = self.pos
+                self._done(index)
             ts_type = rec.timestamp_type
             ts = rec.timestamp
             result: MessageAndMetadata[Any, Any] = _tuple_new(
