@@ -8,6 +8,7 @@ partition's log start is injected into the status; everything else about it is r
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import Counter
@@ -636,3 +637,348 @@ def test_status_reaches_the_brokers_with_the_command_config(
     code, out, err = run_cli(capsys, *argv, "--command-config", str(sasl))
     assert code == 2 and out == ""
     assert "cannot connect to the brokers" in err and "wonder-land" not in err
+
+
+# --------------------------------------------------------------------------------------
+# deleted topics, an unknown log range, failed transactions, ACLs, big groups
+# --------------------------------------------------------------------------------------
+
+
+def delete_topic(stack: StackInfo, zk: KazooClient, topic: str) -> None:
+    """Delete ``topic`` on the broker and wait until it is gone from both registries."""
+    from zkconsumer._migrate import _broker_topics
+
+    admin = modern_admin(stack.bootstrap)
+    try:
+        admin.delete_topics([topic])
+        wait_until(lambda: topic not in _broker_topics(admin), timeout=30,
+                   what=f"{topic} gone from the broker")
+    finally:
+        admin.close()
+    # The bridge drops the topics it mirrored, as a ZooKeeper-mode broker did on deletion.
+    wait_until(lambda: zk.exists(zp.topic_path(topic)) is None, timeout=30,
+               what=f"{topic} gone from /brokers/topics")
+
+
+def test_deleted_topic_offsets_are_a_warning_and_never_copied(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, topic_factory: Any,
+    capsys: Any,
+) -> None:
+    """Legacy groups keep offset znodes of topics deleted long ago: they used to block the
+    switch for good (missing_in_kafka) and make every copy fail half-written."""
+    group, live = names.group, topic2
+    gone = topic_factory(names("gone"), 1)
+    produce_each(stack, live, 4)
+    set_zk(zk, group, live, {0: 3, 1: 2})
+    set_zk(zk, group, gone, {0: 7})
+    delete_topic(stack, zk, gone)
+    status_args = ("migrate", "status", "--group", group, "--bootstrap-server",
+                   stack.bootstrap, "--zookeeper", stack.zookeeper)
+
+    code, out, _ = run_cli(capsys, *status_args, "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert {(p["topic"], p["class"]) for p in data["partitions"]} == {
+        (live, "missing_in_kafka"), (gone, "topic_missing")}
+    assert data["reason"].startswith("Kafka has no offset for 2 partition(s)")
+    assert not any(gone in b for b in data["blockers"]), data["blockers"]
+    assert any(w.startswith("stale offsets for 1 partition(s) of 1 topic(s)") and gone in w
+               for w in data["warnings"])
+
+    code, out, err = run_cli(capsys, "migrate", "copy", "--group", group, "--from",
+                             "zookeeper", "--to", "kafka", "--bootstrap-server",
+                             stack.bootstrap, "--zookeeper", stack.zookeeper,
+                             "--check-interval", "0.1")
+    assert code == 0, err
+    assert "wrote 2 offset(s) to kafka" in out
+    assert f"skipped the offsets of 1 topic(s) that exist neither in ZooKeeper nor on the " \
+           f"brokers (deleted): {gone}" in out
+    assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
+
+    code, out, _ = run_cli(capsys, *status_args)
+    assert code == 0, out
+    assert "SAFE to switch" in out and "warning: stale offsets" in out
+
+
+def test_copy_names_what_kafka_refused_and_what_it_wrote(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    """A topic still in /brokers/topics but gone from the broker: the broker refuses its
+    offsets and commits the rest; the error says both."""
+    from zkconsumer._migrate import MigrationError
+
+    group, live = names.group, topic2
+    ghost = names("ghost")  # registered in ZooKeeper only, never on the broker
+    zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1]}).encode(), makepath=True)
+    try:
+        set_zk(zk, group, live, {0: 3, 1: 2})
+        set_zk(zk, group, ghost, {0: 7})
+        with pytest.raises(MigrationError) as caught:
+            copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=1,
+                         check_interval_s=0.1)
+    finally:
+        zk.delete(zp.topic_path(ghost))
+    message = str(caught.value)
+    assert message.startswith(
+        f"Kafka refused 1 of 3 offset(s) for group {group!r} ({ghost}:0 "
+        "UnknownTopicOrPartitionError), which were not written; the other 2 were written "
+        f"({live}:0, {live}:1)"), message
+    assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
+
+
+def test_kafka_commit_refused_because_a_modern_member_joined_is_group_active(
+    stack: StackInfo, names: Any, topic2: str
+) -> None:
+    from zkconsumer._migrate import write_kafka_offsets
+
+    group, topic = names.group, topic2
+    modern = modern_consumer(stack, group, topic)
+    admin = modern_admin(stack.bootstrap)
+    try:
+        set_kafka(stack.bootstrap, group, topic, {0: 0, 1: 0})
+        wait_until(lambda: modern.poll(timeout_ms=100) is not None and modern.assignment(),
+                   timeout=90, what="the modern member's assignment", every=0)
+        with pytest.raises(GroupActiveError, match=(
+                f"a modern consumer joined group {group!r} during the copy .*; nothing was "
+                "written; stop it and run again")):
+            write_kafka_offsets(admin, group, {TP(topic, 0): 4, TP(topic, 1): 5})
+    finally:
+        admin.close()
+        modern.close()
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 0, TP(topic, 1): 0}
+
+
+def test_status_is_not_safe_when_the_log_range_cannot_be_read(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 3)
+    set_zk(zk, group, topic, {0: 2, 1: 3})
+    set_kafka(stack.bootstrap, group, topic, {0: 2, 1: 3})
+    admin = modern_admin(stack.bootstrap)
+    try:
+        assert migration_status(zk, group, stack.bootstrap, admin=admin).safe
+        # The log ends come through the bootstrap address: nothing listens there.
+        status = migration_status(zk, group, "127.0.0.1:1", admin=admin, timeout_ms=2000,
+                                  kafka={"bootstrap_timeout_ms": 1000})
+    finally:
+        admin.close()
+    assert {p.state for p in status.partitions} == {"equal"}
+    assert [(p.log_start, p.log_end) for p in status.partitions] == [(None, None)] * 2
+    assert not status.safe
+    assert status.reason.startswith(
+        f"log range unknown for 2 partition(s) ({topic}:0, {topic}:1) (cannot read the log "
+        "range from the brokers: "), status.reason
+    assert status.reason.endswith("cannot verify the offsets are in range; run again once the "
+                                  "brokers answer")
+
+
+def hook_commits(monkeypatch: Any, zk: KazooClient, before: Any) -> list[int]:
+    """Run ``before(n)`` just before the copy's n-th transaction commits (n from 1); return
+    the list of commit numbers seen."""
+    real = functools.partial(KazooClient.transaction, zk)  # not an earlier hook
+    seen: list[int] = []
+
+    def transaction() -> Any:
+        tx = real()
+        commit = tx.commit
+
+        def hooked() -> Any:
+            seen.append(len(seen) + 1)
+            before(seen[-1])
+            return commit()
+
+        tx.commit = hooked
+        return tx
+
+    monkeypatch.setattr(zk, "transaction", transaction)
+    return seen
+
+
+def test_failed_zookeeper_transaction_names_its_cause(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, monkeypatch: Any
+) -> None:
+    """kazoo reports the ops before the failing one as RolledBackError: the message showed
+    that instead of the cause."""
+    from zkconsumer._migrate import MigrationError
+
+    group, topic = names.group, topic2
+    set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
+
+    def copy() -> Any:
+        return copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
+                            check_interval_s=0.1)
+
+    # An offset set by someone else between the plan and the commit: BadVersion.
+    set_zk(zk, group, topic, {0: 5})
+    hook_commits(monkeypatch, zk, lambda n: set_zk(zk, group, topic, {0: 6}))
+    with pytest.raises(MigrationError, match=(
+            f"^the offset of {topic}:0 changed since the plan \\(BadVersionError\\); nothing "
+            "was written; run again$")):
+        copy()
+    # An offset created by someone else meanwhile: NodeExists.
+    hook_commits(monkeypatch, zk, lambda n: set_zk(zk, group, topic, {1: 1}))
+    with pytest.raises(MigrationError, match=(
+            f"^the offset of {topic}:1 changed since the plan \\(NodeExistsError\\); ")):
+        copy()
+    zk.delete(zp.offset_path(group, topic, 1))
+    # A consumer registering meanwhile, with and without an ids znode before.
+    for ids_before in (False, True):
+        if ids_before:
+            zk.ensure_path(zp.ids_dir(group))
+        hook_commits(monkeypatch, zk, lambda n: zk.create(zp.id_path(group, f"{group}_c"),
+                                                          b"{}", makepath=True))
+        with pytest.raises(GroupActiveError, match=(
+                f"^a consumer registered in group {group!r} during the copy; nothing was "
+                "written; stop it and run again$")):
+            copy()
+        zk.delete(zp.ids_dir(group), recursive=True)
+    assert read_zk_offsets(zk, group) == {TP(topic, 0): 6}  # nothing of the copies
+
+
+def test_rollback_copy_keeps_the_acl_of_a_protected_group(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, capsys: Any,
+    monkeypatch: Any,
+) -> None:
+    """Without ZKCONSUMER_ZOOKEEPER_ACL kazoo creates world-open znodes: the copy recreated
+    /consumers/G/ids and created offset znodes that way, stripping the group's protection."""
+    from kazoo.security import ACL, Id, make_digest_acl_credential
+
+    group = names.group
+    topic = topic_factory(names.topic, 2)
+    other = topic_factory(names("other"), 1)  # no offsets dir in ZooKeeper yet
+    digest = Id("digest", make_digest_acl_credential("zkc", "acl-pw"))
+    # "tool" may do all but ADMIN: ZooKeeper shows it the digest ids redacted ("zkc:x").
+    tool = Id("digest", make_digest_acl_credential("tool", "tool-pw"))
+    protected = [ACL(31, digest), ACL(15, tool), ACL(1, Id("world", "anyone"))]
+    owner = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "zkc:acl-pw")],
+                        default_acl=protected)
+    owner.start(timeout=15)
+    copy = ("migrate", "copy", "--group", group, "--from", "kafka", "--to", "zookeeper",
+            "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+            "--check-interval", "0.1")
+    try:
+        zk.ensure_path("/consumers")
+        owner.create(zp.offset_path(group, topic, 0), zp.encode_offset(3), makepath=True)
+        owner.ensure_path(zp.ids_dir(group))
+        set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
+        set_kafka(stack.bootstrap, group, other, {0: 2})
+        monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
+
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", "digest:zkc:acl-pw")
+        code, out, err = run_cli(capsys, *copy)
+        assert code == 0, err
+        assert read_zk_offsets(zk, group) == {TP(topic, 0): 9, TP(topic, 1): 4,
+                                              TP(other, 0): 2}
+        for path in (zp.ids_dir(group), zp.offset_path(group, topic, 1),
+                     zp.offsets_topic_dir(group, other), zp.offset_path(group, other, 0)):
+            assert sorted(owner.get_acls(path)[0]) == sorted(protected), path
+
+        # Without ADMIN the ACL cannot be copied faithfully: refused, nothing written.
+        set_kafka(stack.bootstrap, group, topic, {0: 12})
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", "digest:tool:tool-pw")
+        code, out, err = run_cli(capsys, *copy)
+        assert (code, out) == (2, ""), out
+        assert err.count("\n") == 1 and "needs the ADMIN permission" in err, err
+        assert "ZKCONSUMER_ZOOKEEPER_ACL" in err and "nothing was written" in err, err
+        assert read_zk_offsets(zk, group)[TP(topic, 0)] == 9
+        assert sorted(owner.get_acls(zp.ids_dir(group))[0]) == sorted(protected)
+    finally:
+        owner.delete(zp.group_dir(group), recursive=True)
+        owner.stop()
+        owner.close()
+
+
+def test_copy_to_zookeeper_splits_big_writes_and_says_what_was_written(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, monkeypatch: Any
+) -> None:
+    """One transaction for any number of partitions broke ZooKeeper's ~1 MB request limit
+    (ConnectionLoss on every attempt for ~10,000 partitions)."""
+    import zkconsumer._migrate as migrate
+
+    group = names.group
+    topic = topic_factory(names.topic, 5)
+    monkeypatch.setattr(migrate, "MAX_TRANSACTION_OPS", 4)  # the ids guard + 2 offsets
+    set_kafka(stack.bootstrap, group, topic, {p: 10 + p for p in range(5)})
+
+    def copy() -> Any:
+        return copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
+                            check_interval_s=0.1)
+
+    seen = hook_commits(monkeypatch, zk, lambda n: None)
+    assert copy().written == 5
+    assert seen == [1, 2, 3]
+    assert read_zk_offsets(zk, group) == {TP(topic, p): 10 + p for p in range(5)}
+
+    # A consumer registering before the second transaction: the first one's two offsets are
+    # written, and the message says so.
+    set_kafka(stack.bootstrap, group, topic, {p: 20 + p for p in range(5)})
+    hook_commits(monkeypatch, zk, lambda n: n == 2 and zk.create(
+        zp.id_path(group, f"{group}_c"), b"{}", makepath=True))
+    with pytest.raises(GroupActiveError, match=(
+            f"^a consumer registered in group {group!r} during the copy; 2 of 5 offset\\(s\\) "
+            "were written before .*; the rest were not; stop it and run again$")):
+        copy()
+    assert read_zk_offsets(zk, group) == {TP(topic, p): (20 if p < 2 else 10) + p
+                                          for p in range(5)}
+
+
+def test_copy_success_line_counts_checks_right(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
+    monkeypatch: Any,
+) -> None:
+    """The line said "no consumer seen on N check(s)" with N counting the checks that did
+    see one."""
+    import re
+
+    import zkconsumer._migrate as migrate
+
+    group, topic = names.group, topic2
+    set_zk(zk, group, topic, {0: 1, 1: 1})
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
+                             "consumer.id": "leaving", "auto.commit.enable": "false"})
+    connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
+    connector.create_message_streams({topic: 1})
+    real = migrate._live_consumers
+    busy: list[int] = []
+
+    def counted(*args: Any) -> list[str]:
+        live = real(*args)
+        busy.append(len(live))
+        return live
+
+    monkeypatch.setattr(migrate, "_live_consumers", counted)
+    results: list[tuple[int, str, str]] = []
+    worker = threading.Thread(target=lambda: results.append(run_cli(
+        capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--check-interval", "0.2", "--checks", "2", "--wait-timeout", "60")))
+    worker.start()
+    try:
+        wait_until(lambda: len(busy) >= 2, timeout=30, what="two looks by the copy")
+    finally:
+        connector.shutdown()
+        worker.join(timeout=60)
+    assert results, "the copy did not finish"
+    code, out, err = results[0]
+    assert code == 0, err
+    found = re.search(r"no consumer seen on the last 2 of (\d+) check\(s\)", out)
+    assert found, out
+    assert int(found[1]) == len(busy) >= 4 and busy[-2:] == [0, 0] and busy[0] > 0
+
+
+def test_migrate_help_points_to_the_readme(capsys: Any) -> None:
+    """It pointed to docs/migration.md, which does not exist."""
+    from pathlib import Path
+
+    import zkconsumer._migrate as migrate
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["migrate", "--help"])
+    assert done.value.code == 0
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert "\n## Migrating to the modern group protocol\n" in readme
+    for text in (capsys.readouterr().out, migrate.__doc__ or ""):
+        text = " ".join(text.split())
+        assert "docs/migration.md" not in text
+        assert 'README' in text and '"Migrating to the modern group protocol"' in text

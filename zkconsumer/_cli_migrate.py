@@ -152,6 +152,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     print(_table(("TOPIC", "PARTITION", f"{args.source.upper()}", f"{args.dest.upper()}",
                   "ACTION"), rows))
     skipped = sum(1 for a in result.actions if a.action == "skip_newer")
+    gone = sorted({a.topic for a in result.actions if a.action == "skip_topic_missing"})
     if result.dry_run:
         n = sum(1 for a in result.actions if a.writes)
         print(f"dry run: would write {n} offset(s) to {args.dest}")
@@ -159,8 +160,13 @@ def _cmd_copy(args: argparse.Namespace) -> int:
             print(f"live consumers now (a real copy waits for them to go): "
                   f"{'; '.join(result.live_consumers[:5])}")
     else:
-        print(f"wrote {result.written} offset(s) to {args.dest} (no consumer seen on "
-              f"{result.idle_checks} check(s))")
+        # idle_checks counts every look, also those that still saw consumers.
+        print(f"wrote {result.written} offset(s) to {args.dest} (no consumer seen on the "
+              f"last {args.checks} of {result.idle_checks} check(s))")
+    if gone:
+        print(f"skipped the offsets of {len(gone)} topic(s) that exist neither in ZooKeeper "
+              f"nor on the brokers (deleted): {', '.join(gone[:6])}"
+              + (f" (+{len(gone) - 6} more)" if len(gone) > 6 else ""))
     if skipped:
         print(f"kept {skipped} newer offset(s) in {args.dest} (--force overwrites them)")
     return 0
@@ -237,7 +243,7 @@ def register(subparsers: Any) -> None:
         "migrate", help="move a group from ZooKeeper offsets to the modern group protocol",
         description="Move a group from the legacy ZooKeeper consumer to the broker-"
         "coordinated group protocol (and back) without losing or replaying messages. "
-        "See docs/migration.md.",
+        "See the README, section \"Migrating to the modern group protocol\".",
     )
     msub = mig.add_subparsers(dest="migrate_command", required=True, metavar="ACTION")
 
@@ -245,7 +251,8 @@ def register(subparsers: Any) -> None:
         "status", help="both offset stores, live consumers and a verdict",
         description="Per partition: the ZooKeeper offset, the Kafka committed offset, the "
         "log range, lag against each and a class (equal, zk_ahead, kafka_ahead, "
-        "missing_in_zk, missing_in_kafka, below_log_start, above_log_end, no_offset); the "
+        "missing_in_zk, missing_in_kafka, below_log_start, above_log_end, no_offset, "
+        "topic_missing: a deleted topic's stale offset, a warning only); the "
         "live consumers of both protocols; whether a modern group may take over now. "
         "Exit status 0 when it is safe to switch, 1 when not.",
     )
@@ -260,7 +267,8 @@ def register(subparsers: Any) -> None:
         description="Copy the group's offsets between ZooKeeper and Kafka, unchanged (both "
         "hold the next offset to consume). Waits until the group has no owner znode, no "
         "registered legacy consumer and no modern member on --checks checks in a row; "
-        "never overwrites a newer offset unless --force.",
+        "never overwrites a newer offset unless --force; skips the offsets of topics that "
+        "exist neither in ZooKeeper nor on the brokers (deleted).",
     )
     _common(p)
     p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"])

@@ -16,23 +16,34 @@ Two operations, as plain functions returning dataclasses (nothing here prints;
 
 The live alternative needs no tool: run the legacy connectors with ``offsets.storage=kafka``
 and ``dual.commit.enabled=true`` (commits go to both stores, reads take the max), roll,
-then turn dual commit off, roll again; ``docs/migration.md`` has the whole procedure.
+then turn dual commit off, roll again; the README's section "Migrating to the modern group
+protocol" has the whole procedure.
 
 Offsets below zero (Kafka answers -1 for "nothing committed") count as absent everywhere.
+Offsets of topics that exist neither in ``/brokers/topics`` nor on the brokers (deleted long
+ago; legacy groups keep their offset znodes for ever) are class ``topic_missing``: reported,
+never copied, never a blocker.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    BadVersionError,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+)
 
 from . import _zkpaths as zp
+from ._admin import ACL_ENV, AUTH_ENV, MAX_TRANSACTION_OPS
 from ._errors import ZkConsumerError, ZkDataError
 from ._types import TopicPartition
 
@@ -65,6 +76,7 @@ STORES: tuple[Store, ...] = ("zookeeper", "kafka")
 
 #: Partition classes, in the order they are checked (the first that applies wins).
 CLASSES = (
+    "topic_missing",     # the topic exists neither in ZooKeeper nor on the brokers (deleted)
     "no_offset",         # neither store has an offset: both protocols apply their reset policy
     "below_log_start",   # the newer offset points at deleted messages
     "above_log_end",     # the newer offset points past the log end (truncated or recreated)
@@ -166,7 +178,8 @@ class CopyAction:
     source_offset: int | None
     dest_offset: int | None
     # copy: destination missing or older; overwrite: destination newer, --force;
-    # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source.
+    # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source;
+    # skip_topic_missing: the topic exists nowhere any more (deleted), nothing to resume.
     action: str
 
     @property
@@ -217,6 +230,8 @@ def classify(
     kafka_offset: int | None,
     log_start: int | None = None,
     log_end: int | None = None,
+    *,
+    topic_exists: bool = True,
 ) -> str:
     """The class of one partition (see :data:`CLASSES`; the first that applies wins).
 
@@ -232,7 +247,15 @@ def classify(
 
     >>> classify(2, 9, log_start=4)
     'kafka_ahead'
+
+    A partition of a topic that exists nowhere (``topic_exists=False``) is ``topic_missing``
+    whatever its offsets: nobody can consume it, so neither store's value matters.
+
+    >>> classify(3, None, topic_exists=False)
+    'topic_missing'
     """
+    if not topic_exists:
+        return "topic_missing"
     zk_offset, kafka_offset = _present(zk_offset), _present(kafka_offset)
     present = [o for o in (zk_offset, kafka_offset) if o is not None]
     if not present:
@@ -269,13 +292,16 @@ def verdict(
     zookeeper_members: Sequence[str],
     zookeeper_owners: Mapping[TopicPartition, str],
     modern_members: Sequence[ModernMember],
+    log_range_error: str | None = None,
 ) -> tuple[bool, str, list[str], list[str]]:
     """(safe, reason, blockers, warnings) for switching ``group`` to the modern protocol now.
 
     Safe means: no legacy consumer is alive (a mixed group gives duplicate ownership), and a
     modern consumer starting from Kafka's offsets would neither replay (ZooKeeper ahead) nor
     fall back to its reset policy where the legacy group had a position (missing in Kafka,
-    offsets out of the log's range).
+    offsets out of the log's range). A partition with an offset but no known log range
+    (``log_range_error`` says why, when the lookup failed) blocks: its range is unverified.
+    Partitions of deleted topics (``topic_missing``) only warn: nobody consumes them.
     """
     blockers: list[str] = []
     warnings: list[str] = []
@@ -297,6 +323,16 @@ def verdict(
         blockers.append(
             f"{len(modern_members)} modern member(s) are live at the same time: both "
             "protocols consume the group now"
+        )
+    # Without the log range the out-of-range classes cannot be told: never call that safe.
+    unknown = [TopicPartition(p.topic, p.partition) for p in partitions
+               if p.state not in ("no_offset", "topic_missing")
+               and (p.log_start is None or p.log_end is None)]
+    if unknown:
+        why = f" ({log_range_error})" if log_range_error else ""
+        blockers.append(
+            f"log range unknown for {len(unknown)} partition(s) ({_fmt_tps(unknown)}){why}: "
+            "cannot verify the offsets are in range; run again once the brokers answer"
         )
     if "zk_ahead" in by_class:
         tps = by_class["zk_ahead"]
@@ -320,6 +356,15 @@ def verdict(
                 f"offsets {what} on {len(tps)} partition(s) ({_fmt_tps(tps)}): whoever takes "
                 "over resets them by its auto offset reset policy; reset them explicitly first"
             )
+    if "topic_missing" in by_class:
+        tps = by_class["topic_missing"]
+        topics = sorted({tp.topic for tp in tps})
+        warnings.append(
+            f"stale offsets for {len(tps)} partition(s) of {len(topics)} topic(s) that exist "
+            f"neither in ZooKeeper nor on the brokers ({', '.join(topics[:4])}"
+            f"{', ...' if len(topics) > 4 else ''}): deleted topics, nothing to consume; "
+            "`migrate copy` skips them"
+        )
     if "no_offset" in by_class:
         tps = by_class["no_offset"]
         warnings.append(
@@ -559,6 +604,23 @@ def broker_log_range(
     return starts, {TopicPartition(t, p): int(o) for (t, p), o in ends.items()}, None
 
 
+def _topic_partitions(
+    zk: KazooClient, admin: Any, topics: Iterable[str]
+) -> dict[str, list[int] | None]:
+    """Each topic's partitions from ``/brokers/topics`` or else the brokers' metadata; None
+    for a topic that exists in neither (deleted: its offsets are stale)."""
+    out: dict[str, list[int] | None] = {}
+    broker_topics: dict[str, list[int]] | None = None
+    for topic in sorted(set(topics)):
+        parts = _zk_topic_partitions(zk, topic)
+        if parts is None:
+            if broker_topics is None:
+                broker_topics = _broker_topics(admin)  # one metadata request for all
+            parts = broker_topics.get(topic)
+        out[topic] = parts
+    return out
+
+
 def _broker_topics(admin: Any) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for t in admin.describe_topics():
@@ -618,15 +680,10 @@ def migration_status(
             names &= wanted
             owners = {tp: o for tp, o in owners.items() if tp.topic in wanted}
             kafka_all = {tp: o for tp, o in kafka_all.items() if tp.topic in wanted}
-        broker_topics: dict[str, list[int]] | None = None
         tps: set[TopicPartition] = set(zk_offsets) | set(kafka_all) | set(owners)
         on_broker: list[TopicPartition] = []
-        for topic in sorted(names):
-            parts = _zk_topic_partitions(zk, topic)
-            if parts is None:
-                if broker_topics is None:
-                    broker_topics = _broker_topics(admin)
-                parts = broker_topics.get(topic)
+        parts_of = _topic_partitions(zk, admin, names)
+        for topic, parts in parts_of.items():
             for p in parts or []:
                 tps.add(TopicPartition(topic, p))
                 on_broker.append(TopicPartition(topic, p))
@@ -643,13 +700,12 @@ def migration_status(
             start, end = starts.get(tp), ends.get(tp)
             rows.append(PartitionState(
                 tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end),
-                classify(z, k, start, end), owners.get(tp),
+                classify(z, k, start, end, topic_exists=parts_of.get(tp.topic) is not None),
+                owners.get(tp),
             ))
         safe, reason, blockers, warnings = verdict(
-            group, rows, list(members), owners, modern_members
+            group, rows, list(members), owners, modern_members, log_range_error=error
         )
-        if error is not None:
-            warnings.insert(0, error)
         return MigrationStatus(group, rows, sorted(members), owners, modern_state,
                                modern_members, safe, reason, blockers, warnings)
     finally:
@@ -713,12 +769,16 @@ def plan_copy(
     dest: Mapping[TopicPartition, int],
     tps: Iterable[TopicPartition],
     force: bool,
+    missing_topics: Collection[str] = (),
 ) -> list[CopyAction]:
-    """One action per partition; see :class:`CopyAction`. Values are copied unchanged."""
+    """One action per partition; see :class:`CopyAction`. Values are copied unchanged;
+    partitions of ``missing_topics`` (deleted topics) are never written."""
     actions = []
     for tp in sorted(set(tps)):
         s, d = source.get(tp), dest.get(tp)
-        if s is None:
+        if tp.topic in missing_topics:
+            action = "skip_topic_missing"
+        elif s is None:
             action = "skip_missing"
         elif d is None or d < s:
             action = "copy"
@@ -730,36 +790,95 @@ def plan_copy(
     return actions
 
 
-def _write_zookeeper(
-    zk: KazooClient, group: str, offsets: Mapping[TopicPartition, int],
-    expected: Mapping[TopicPartition, int],
-) -> None:
-    """Write ``offsets`` in one transaction that fails if anything changed since the plan.
+class _TxFailed(MigrationError):
+    """A ZooKeeper transaction of the copy failed; nothing of it was applied."""
 
-    Existing znodes are set with the version read now and checked against the planned value;
-    the transaction also deletes and re-creates ``/consumers/G/ids`` (or creates and deletes
-    it), which ZooKeeper refuses when a consumer registered since the idle checks. Either way
-    nothing is written.
-    """
-    for topic in sorted({tp.topic for tp in offsets}):
-        zk.ensure_path(zp.offsets_topic_dir(group, topic))
-    tx = zk.transaction()
+
+def _acl_of(zk: KazooClient, path: str) -> list[Any] | None:
+    """``path``'s ACL as it can be given to a new znode; None when it cannot be read in full:
+    refused, or redacted (ZooKeeper shows a digest id as ``user:x`` to a client without the
+    ADMIN permission; a znode created with that would lock its user out)."""
+    try:
+        acl = list(zk.get_acls(path)[0])
+    except NoAuthError:
+        return None
+    if any(a.id.scheme == "digest" and a.id.id.endswith(":x") for a in acl):
+        return None
+    return acl
+
+
+class _AclUnknown(MigrationError):
+    """A znode's ACL, needed for one the copy creates, cannot be read in full."""
+
+
+def _acl_unknown(judge: str, why: str) -> _AclUnknown:
+    return _AclUnknown(
+        f"cannot {why} with the ACL of {judge}: reading it in full needs the ADMIN "
+        f"permission there; set {AUTH_ENV} to credentials that have it, or {ACL_ENV} to the "
+        "ACL the znodes should get"
+    )
+
+
+def _new_znode_acl(zk: KazooClient, path: str) -> list[Any] | None:
+    """The ACL to create ``path`` with: None (the client's) when the tools' ACL is configured
+    (``ZKCONSUMER_ZOOKEEPER_ACL`` becomes kazoo's default_acl, the ACL of every znode a tool
+    creates); otherwise the nearest existing ancestor's, because kazoo's fallback is
+    world-open and would strip a protected group's offsets of their protection."""
+    if zk.default_acl:
+        return None
+    parent = path.rsplit("/", 1)[0]
+    while parent and zk.exists(parent) is None:
+        parent = parent.rsplit("/", 1)[0]
+    if not parent:
+        return None  # a new /consumers tree: nothing to inherit
+    acl = _acl_of(zk, parent)
+    if acl is None:
+        raise _acl_unknown(parent, f"create {path}")
+    return acl
+
+
+def _ids_guard(tx: Any, zk: KazooClient, group: str) -> None:
+    """Make ``tx`` fail if a consumer registers in ``group`` before it commits: delete and
+    re-create ``/consumers/G/ids`` (NotEmpty once a member is in it), or create and delete
+    it (NodeExists once it appeared). The re-created znode keeps the ACL it had (or gets
+    the tools' ACL when that cannot be read)."""
     ids = zp.ids_dir(group)
     if zk.exists(ids) is not None:
+        acl = _acl_of(zk, ids)
+        if acl is None and not zk.default_acl:
+            raise _acl_unknown(ids, f"re-create {ids} (the guard against consumers "
+                               "registering during the copy)")
         tx.delete(ids)
-        tx.create(ids, b"")
+        tx.create(ids, b"", acl=acl)
     else:
-        zk.ensure_path(zp.group_dir(group))
+        group_dir = zp.group_dir(group)
+        if zk.exists(group_dir) is None:
+            zk.ensure_path(group_dir, acl=_new_znode_acl(zk, group_dir))
         tx.create(ids, b"")
         tx.delete(ids)
-    for tp, off in sorted(offsets.items()):
+
+
+def _commit_chunk(
+    zk: KazooClient, group: str, chunk: Sequence[tuple[TopicPartition, int]],
+    expected: Mapping[TopicPartition, int], acls: dict[str, list[Any] | None],
+    what: str = "migrate copy",
+) -> None:
+    """One transaction: the ids guard, then ``chunk``'s offsets, each conditional on the
+    value the plan read (the znode's version now, or its absence)."""
+    tx = zk.transaction()
+    _ids_guard(tx, zk, group)
+    ids = zp.ids_dir(group)
+    for tp, off in chunk:
         path = zp.offset_path(group, tp.topic, tp.partition)
         try:
             data, stat = zk.get(path)
         except NoNodeError:
             if tp in expected:
-                raise MigrationError(f"{path} disappeared since the plan; run again") from None
-            tx.create(path, zp.encode_offset(off))
+                raise _TxFailed(f"the offset of {tp.topic}:{tp.partition} disappeared since "
+                                "the plan") from None
+            if tp.topic not in acls:  # read once per topic, and only when creating
+                acls[tp.topic] = _new_znode_acl(zk, path)
+            tx.create(path, zp.encode_offset(off), acl=acls[tp.topic])
             continue
         current: int | None
         try:
@@ -769,30 +888,94 @@ def _write_zookeeper(
         if current is not None and current < 0:
             current = None  # "no offset", as the plan read it (read_zk_offsets skips it)
         if current != expected.get(tp):
-            raise MigrationError(f"{path} changed since the plan ({current}); run again")
+            raise _TxFailed(f"the offset of {tp.topic}:{tp.partition} changed since the plan "
+                            f"({expected.get(tp)} -> {current})")
         tx.set_data(path, zp.encode_offset(off), version=stat.version)
     results = tx.commit()
-    failed = [r for r in results if isinstance(r, Exception)]
     for op, r in zip(tx.operations, results, strict=False):
         if isinstance(r, NoAuthError):
             from ._admin import acl_refused
 
             verb = {"Create": "create", "Create2": "create", "Delete": "delete"}.get(
                 type(op).__name__, "write")
-            raise acl_refused(zk, verb, op.path, "migrate copy")
-    if failed:
-        if any(isinstance(r, (NotEmptyError, NodeExistsError)) for r in failed[:2]):
-            raise GroupActiveError(
-                f"a consumer registered in group {group!r} during the copy; nothing was "
-                "written; stop it and run again"
-            )
-        raise MigrationError(f"the ZooKeeper transaction failed ({failed[0]!r}); nothing was "
-                             "written; run again")
+            raise acl_refused(zk, verb, op.path, what)
+    # kazoo reports the ops before the failing one as RolledBackError and those after it
+    # as RuntimeInconsistency: the cause is the one result that is neither.
+    cause = next(((op, r) for op, r in zip(tx.operations, results, strict=False)
+                  if isinstance(r, Exception)
+                  and type(r).__name__ not in ("RolledBackError", "RuntimeInconsistency")),
+                 None)
+    if cause is None:
+        if any(isinstance(r, Exception) for r in results):
+            raise _TxFailed("the ZooKeeper transaction failed without a cause")
+        return
+    op, error = cause
+    path = zk.unchroot(op.path)  # the ops carry the chroot prefix
+    if path == ids and isinstance(error, (NotEmptyError, NodeExistsError)):
+        raise GroupActiveError(f"a consumer registered in group {group!r} during the copy")
+    tp_of = {zp.offset_path(group, tp.topic, tp.partition): tp for tp, _ in chunk}
+    if path in tp_of and isinstance(error, (BadVersionError, NodeExistsError, NoNodeError)):
+        tp = tp_of[path]
+        raise _TxFailed(f"the offset of {tp.topic}:{tp.partition} changed since the plan "
+                        f"({type(error).__name__})")
+    raise _TxFailed(f"the ZooKeeper transaction failed on {path} ({type(error).__name__})")
+
+
+def _write_zookeeper(
+    zk: KazooClient, group: str, offsets: Mapping[TopicPartition, int],
+    expected: Mapping[TopicPartition, int],
+) -> None:
+    """Write ``offsets`` in transactions that fail if anything changed since the plan.
+
+    Existing znodes are set with the version read now and checked against the planned value;
+    each transaction also deletes and re-creates ``/consumers/G/ids`` (or creates and
+    deletes it), which ZooKeeper refuses when a consumer registered since the idle checks.
+    A transaction holds at most :data:`MAX_TRANSACTION_OPS` operations (ZooKeeper refuses
+    requests over ~1 MB): a bigger group is written in several, and a failure names how
+    many offsets the earlier ones wrote. New znodes get the ACL of the group's (see
+    :func:`_new_znode_acl`).
+    """
+    items = sorted(offsets.items())
+    per_tx = max(1, MAX_TRANSACTION_OPS - 2)  # two ops of each go to the ids guard
+    acls: dict[str, list[Any] | None] = {}
+    done = 0
+    try:
+        for topic in sorted({tp.topic for tp in offsets}):
+            topic_dir = zp.offsets_topic_dir(group, topic)
+            if zk.exists(topic_dir) is None:
+                zk.ensure_path(topic_dir, acl=_new_znode_acl(zk, topic_dir))
+        for i in range(0, len(items), per_tx):
+            chunk = items[i:i + per_tx]
+            what = "migrate copy" + (f" ({done} of {len(items)} offsets written before)"
+                                     if done else "")
+            _commit_chunk(zk, group, chunk, expected, acls, what)
+            done += len(chunk)
+    except MigrationError as e:
+        if not done:
+            told = "nothing was written"
+        else:
+            told = (f"{done} of {len(items)} offset(s) were written before (a copy this big "
+                    f"is split into transactions of {per_tx} offsets); the rest were not")
+        hint = {GroupActiveError: "; stop it and run again", _AclUnknown: ""}.get(
+            type(e), "; run again")
+        raise type(e)(f"{e}; {told}{hint}") from None
+
+
+#: OffsetCommit errors meaning the group has members now (a commit outside any generation
+#: is accepted only while it is empty).
+_GROUP_ACTIVE_ERRORS = frozenset(
+    {"UnknownMemberIdError", "IllegalGenerationError", "RebalanceInProgressError"}
+)
 
 
 def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition, int]) -> None:
     """Commit ``offsets`` for ``group`` in Kafka as is (OffsetCommit outside any generation,
-    which the broker accepts only while the group has no members)."""
+    which the broker accepts only while the group has no members).
+
+    The broker answers per partition and commits the ones it accepts: a refusal raises
+    :class:`MigrationError` naming what was and was not written, or
+    :class:`GroupActiveError` when the refusal says a member joined.
+    """
     from kafka import TopicPartition as KTP
     from kafka.errors import NoError
     from kafka.structs import OffsetAndMetadata
@@ -800,13 +983,27 @@ def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition,
     result = admin.alter_group_offsets(
         group, {KTP(t, p): OffsetAndMetadata(off, "", -1) for (t, p), off in offsets.items()}
     )
-    errors = {f"{k.topic}:{k.partition}": e for k, e in result.items() if e is not NoError}
-    if errors:
-        first = next(iter(errors.items()))
-        raise MigrationError(
-            f"Kafka refused {len(errors)} offset(s) for group {group!r} "
-            f"(e.g. {first[0]}: {getattr(first[1], '__name__', first[1])})"
+    refused = {TopicPartition(k.topic, k.partition): str(getattr(e, "__name__", e))
+               for k, e in result.items() if e is not NoError}
+    if not refused:
+        return
+    written = [TopicPartition(k.topic, k.partition) for k, e in result.items()
+               if e is NoError]
+    told = (f"the other {len(written)} were written ({_fmt_tps(written)})" if written
+            else "nothing was written")
+    active = sorted({e for e in refused.values() if e in _GROUP_ACTIVE_ERRORS})
+    if active:
+        raise GroupActiveError(
+            f"a modern consumer joined group {group!r} during the copy (Kafka answered "
+            f"{', '.join(active)} for {len(refused)} offset(s)); {told}; stop it and run again"
         )
+    shown = ", ".join(f"{tp.topic}:{tp.partition} {e}" for tp, e in sorted(refused.items())[:4])
+    more = f", +{len(refused) - 4} more" if len(refused) > 4 else ""
+    raise MigrationError(
+        f"Kafka refused {len(refused)} of {len(result)} offset(s) for group {group!r} "
+        f"({shown}{more}), which were not written; {told}; check that the refused "
+        "partitions exist on the brokers"
+    )
 
 
 def copy_offsets(
@@ -830,9 +1027,10 @@ def copy_offsets(
     Waits (see :func:`wait_until_idle`) until the group has no owner znode, no registered
     legacy consumer and no modern member; a dry run looks once and reports what it saw
     instead. A partition is written when the destination has no offset or an older one;
-    a newer destination offset is kept unless ``force``. The written values are verified by
-    reading them back. ``kafka``: the brokers' security settings
-    (``zkconsumer._admin.command_config``).
+    a newer destination offset is kept unless ``force``. Partitions of topics that exist
+    neither in ``/brokers/topics`` nor on the brokers (deleted) are skipped
+    (``skip_topic_missing``). The written values are verified by reading them back.
+    ``kafka``: the brokers' security settings (``zkconsumer._admin.command_config``).
     """
     if source not in STORES or dest not in STORES:
         raise MigrationError(f"stores are 'zookeeper' and 'kafka', got {source!r} -> {dest!r}")
@@ -864,7 +1062,11 @@ def copy_offsets(
             where = "ZooKeeper" if source == "zookeeper" else "Kafka"
             raise MigrationError(f"group {group!r} has no committed offsets in {where}"
                                  + (f" for {', '.join(sorted(wanted))}" if wanted else ""))
-        actions = plan_copy(src, dst, src, force)
+        # Offsets of deleted topics: nothing to resume and the broker refuses them.
+        missing = {t for t, parts in
+                   _topic_partitions(zk, admin, {tp.topic for tp in src}).items()
+                   if parts is None}
+        actions = plan_copy(src, dst, src, force, missing)
         to_write = {TopicPartition(a.topic, a.partition): a.source_offset
                     for a in actions if a.writes and a.source_offset is not None}
         written = 0
