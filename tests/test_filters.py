@@ -171,3 +171,47 @@ def test_the_module_examples_hold() -> None:
 
     result = doctest.testmod(_filters)
     assert result.attempted >= 2 and result.failed == 0
+
+
+@pytest.mark.parametrize(("java", "python"), [
+    ("\\0101", "\\x41"),  # Java octal: 'A'; Python read \010 (backspace) then "1"
+    ("\\07", "\\x07"),
+    ("\\0377x", "\\xffx"),
+    ("\\0477", "\\x277"),  # the first digit > 3: two digits, then a literal 7
+    ("[\\0101-\\0132]+", "[\\x41-\\x5a]+"),
+    ("(?i)foo|(?i-s:bar)", "(?i)foo|(?i-s:bar)"),
+    ("(a)\\1", "(a)\\1"),
+])
+def test_java_octal_escapes_and_flags_are_read_as_java_reads_them(
+    java: str, python: str
+) -> None:
+    assert java_regex_to_python(java) == python
+
+
+def test_a_java_octal_escape_matches_what_java_matches() -> None:
+    wl = Whitelist("\\0101-topic")
+    assert wl.is_topic_allowed("A-topic", False)
+    assert not wl.is_topic_allowed("\b1-topic", False)
+
+
+@pytest.mark.parametrize(("java", "why"), [
+    ("(?a)foo", "not a Java flag"),  # Python-only flags
+    ("(?L:x)", "not a Java flag"),
+    ("(?ai)x", "not a Java flag"),
+    ("(a)?(?(1)b|c)", "Python-only"),  # conditional group
+    ("\\U0001F600", "Python-only"),
+    ("[\\U0001F600]", "Python-only"),
+    ("\\0", "no octal digit"),  # Java: illegal octal escape
+    ("\\08", "no octal digit"),
+    ("(a)\\12", "read differently"),  # back reference 12 to Python, \1 then 2 to Java
+    ("[\\1]", "read differently"),  # octal to Python, an error to Java
+    ("a\\v", "vertical whitespace"),
+])
+def test_python_only_syntax_is_refused(java: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        java_regex_to_python(java)
+    with pytest.raises(ConfigError, match="invalid regex"):
+        Whitelist(java)
+    # Another member's: unusable, as for any regex that does not translate.
+    with pytest.raises(ZkDataError):
+        filter_from_registration("white_list", java)

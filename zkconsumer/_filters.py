@@ -23,9 +23,12 @@ agrees with Java on the common syntax (classes, alternation, quantifiers, anchor
 possessive quantifiers and atomic groups). Java's named groups, ``\\k<name>``, ``\\Q..\\E``
 and ``\\z`` are translated. What Java rejects or reads otherwise is refused (ConfigError for
 the application's own filter, so nothing is registered that JVM members would fail on):
-Python-only syntax (``(?P<name>``, ``(?#...)``, ``{,n}``), a ``{`` that starts no quantifier
-(a literal in Python, an error in Java), and the class operations Python lacks (``&&``, a
-class inside a class). Java-only classes such as ``\\p{Alpha}`` are refused too.
+Python-only syntax (``(?P<name>``, ``(?#...)``, conditional groups ``(?(1)a|b)``, the
+flags ``a`` and ``L``, ``{,n}``, ``\\U``), a ``{`` that starts no quantifier (a literal in
+Python, an error in Java), the class operations Python lacks (``&&``, a class inside a
+class), and escapes the two read differently (``\\v``; a digit escape that is a back
+reference to one and an octal escape to the other). Java's octal ``\\0101`` is translated.
+Java-only classes such as ``\\p{Alpha}`` are refused too.
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def _java_trim(text: str) -> str:
 
 
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
+_OCTAL = re.compile(r"[0-3][0-7]{2}|[0-7]{1,2}")
+#: Inline flags ``(?imsx)``, ``(?i-s)``, ``(?i:...)``: the letters, with any "-".
+_FLAGS = re.compile(r"\(\?([A-Za-z-]+)[:)]")
+#: The inline flags ``java.util.regex`` knows.
+_JAVA_FLAGS = "idmsuxU"
 _GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
@@ -105,10 +113,32 @@ def java_regex_to_python(regex: str) -> str:
                 name, i = _group_name(regex, i + 3, i)
                 out.append(f"(?P={name})")
                 continue
+            if e == "0":
+                # Java: \0 and one to three octal digits (the first <= 3 when three);
+                # Python reads \0101 as \010 then "1". Written as \xhh for Python.
+                m = _OCTAL.match(regex, i + 2)
+                if m is None:
+                    raise ValueError(f"\\0 at {i} has no octal digit (Java: illegal octal "
+                                     "escape)")
+                out.append(f"\\x{int(m.group(), 8):02x}")
+                i = m.end()
+                continue
             if e == "z":
                 out.append("\\Z")
             elif e in "pPhHRXN" or (e == "G" and not in_class):
                 raise ValueError(f"\\{e} at {i} is Java-only")
+            elif e in "UL":
+                raise ValueError(f"\\{e} at {i} is Python-only")
+            elif e in "vV":
+                raise ValueError(f"\\{e} at {i} is vertical whitespace in Java, not in "
+                                 "Python")
+            elif e.isdigit() and (in_class or regex[i + 2:i + 3].isdigit()):
+                # Python reads these as octal (in a class, or \ and three octal digits)
+                # or as a two-digit back reference; Java otherwise.
+                digits = re.match(r"[0-9]{1,3}", regex[i + 1:])
+                assert digits is not None
+                raise ValueError(f"\\{digits.group()} at {i} is read differently by Java and "
+                                 "Python (a back reference or an octal escape)")
             else:
                 out.append(c + e)
             i += 2
@@ -136,8 +166,14 @@ def java_regex_to_python(regex: str) -> str:
                 i += 1
             continue
         if c == "(" and regex.startswith("(?", i):
-            if regex.startswith(("(?P", "(?#"), i):
+            if regex.startswith(("(?P", "(?#", "(?("), i):
                 raise ValueError(f"{regex[i:i + 3]!r} at {i} is Python-only")
+            flags = _FLAGS.match(regex, i)
+            if flags is not None:
+                other = sorted(set(flags.group(1)) - set(_JAVA_FLAGS + "-"))
+                if other:
+                    raise ValueError(f"flag {''.join(other)!r} at {i} is not a Java flag "
+                                     f"(Java: {_JAVA_FLAGS})")
             if regex.startswith("(?<", i) and not regex.startswith(("(?<=", "(?<!"), i):
                 name, i = _group_name(regex, i + 3, i)
                 out.append(f"(?P<{name}>")
