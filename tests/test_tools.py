@@ -508,7 +508,9 @@ def test_reset_offsets(
                        "--bootstrap-server", dead)
     assert rc == 0
     assert err == ("zkconsumer groups describe: warning: log end offsets unknown: cannot reach "
-                   f"any broker ({dead}: Connection refused)\n")
+                   f"any broker ({dead}: Connection refused)\n"
+                   "zkconsumer groups describe: warning: total lag unknown: lag unknown where "
+                   "a partition has no committed offset or no known log end\n")
     assert [(r["partition"], r["offset"], r["log_end_offset"], r["lag"])
             for r in json.loads(out)] == [(0, 0, None, None), (1, 0, None, None),
                                           (None, None, None, None)]  # the member's idle thread
@@ -930,3 +932,319 @@ def test_an_import_too_big_for_one_transaction_says_what_it_wrote(
     assert "6 operations of it written before this failure" in str(exc.value)
     assert "nothing written" not in str(exc.value)
     assert offset_znodes(zk, g1, "t", 4) == {0: 10, 1: 11, 2: 12}
+
+
+# --------------------------------------------------------------------------------------
+# input checked before anything is written; odd input answered in one line
+
+
+def test_console_consumer_checks_its_config_before_deleting_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--delete-consumer-offsets deleted the group, then failed on a typo in a
+    --consumer-property: the typo must cost nothing."""
+    g = names.group
+    seed(zk, g, {(names.topic, 0): 42})
+    before = tree(zk, zp.group_dir(g))
+    line = fails(capsys, "console-consumer", "--zookeeper", stack.zookeeper, "--whitelist",
+                 names.topic, "--group", g, "--from-beginning", "--delete-consumer-offsets",
+                 "--consumer-property", "fetch.mesage.max.bytes=2097152")
+    assert line.startswith("zkconsumer console-consumer: ") and "fetch.mesage.max.bytes" in line
+    assert tree(zk, zp.group_dir(g)) == before
+
+
+def test_console_consumer_separators_take_java_properties_escapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from zkconsumer._cli_tools import _unescape
+
+    assert _unescape("é\\t", "key.separator") == "é\t"  # was garbled to "Ã©\t"
+    assert _unescape("\\r\\n", "line.separator") == "\r\n"
+    assert _unescape("a\\\\b\\u00e9\\f", "key.separator") == "a\\bé\f"
+    assert _unescape(" | ", "key.separator") == " | "
+    address = f"127.0.0.1:{free_port()}"  # refused before connecting
+    for value, shown in (("\\", "\\"), ("\\x", "\\x"), ("a\\q", "\\q"), ("\\u12", "\\u12"),
+                         ("\\uD800", "\\uD800")):
+        line = fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
+                     "--property", f"key.separator={value}")
+        assert line.startswith(f"zkconsumer console-consumer: --property key.separator: "
+                               f"unknown escape {shown} at character "), line
+
+
+@pytest.mark.parametrize("argv", [
+    ["groups", "list", "--zookeeper", "127.0.0.1:1", "--connect-timeout"],
+    ["offsets", "reset", "--zookeeper", "127.0.0.1:1", "--group", "g", "--topic", "t",
+     "--to", "latest", "--connect-timeout"],
+    ["bridge", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
+     "--interval"],
+    ["bridge", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
+     "--connect-timeout"],
+    ["stack", "status", "--dir", "/nonexistent", "--timeout"],
+])
+@pytest.mark.parametrize("value", ["inf", "-1", "nan", "0", "-0.5", "1e300", "abc"])
+def test_seconds_flags_take_positive_finite_numbers_only(
+    argv: list[str], value: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """inf overflowed a timer (a traceback), nan and negatives gave odd failures, and a
+    bridge --interval of 0 or less spun at full CPU: argparse refuses them now."""
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"error: argument {argv[-1]}: " in err.splitlines()[-1], err
+    assert ("must be a number of seconds > 0 and <= 1000000" in err
+            or "not a number of seconds" in err), err
+
+
+def test_describe_says_when_the_total_lag_is_unknown_or_partial(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The total was the sum of the known lags: "total lag 0" with no broker reachable, or
+    with partitions nothing was committed for."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3 + [(1, None, b"y")] * 4)
+    g = names.group
+    seed(zk, g, {(topic, 0): 1})  # partition 1: nothing committed, lag unknown
+    argv = ["groups", "describe", "--zookeeper", stack.zookeeper, "--group", g]
+    rc, out, err = run(capsys, *argv)
+    assert rc == 0
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0] == f"Group {g}: 0 registered members, total lag at least 2 (1 of 2 " \
+                       "partitions unknown)"
+    assert [line.split() for line in lines if line.startswith("TOTAL")] == [["TOTAL", ">=2"]]
+    assert err == ("zkconsumer groups describe: warning: total lag at least 2 (1 of 2 "
+                   "partitions unknown): lag unknown where a partition has no committed "
+                   "offset or no known log end\n")
+    # --json keeps its rows (lag null) and says the same on stderr.
+    rc, out, err2 = run(capsys, *argv, "--json")
+    assert rc == 0 and err2 == err
+    assert [r["lag"] for r in json.loads(out)] == [2, None]
+
+    # No broker reachable: every lag unknown, so is the total (it said 0).
+    seed(zk, g, {(topic, 1): 0})
+    dead = f"127.0.0.1:{free_port()}"
+    rc, out, err = run(capsys, *argv, "--bootstrap-server", dead)
+    assert rc == 0
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0] == f"Group {g}: 0 registered members, total lag unknown"
+    assert [line.split() for line in lines if line.startswith("TOTAL")] == [
+        ["TOTAL", "unknown"]]
+    assert "warning: total lag unknown" in err
+    # All known: the plain number, no warning.
+    rc, out, err = run(capsys, *argv)
+    assert (rc, err) == (0, "")
+    assert out.splitlines()[0] == f"Group {g}: 0 registered members, total lag 6"
+
+
+def test_one_members_unreadable_regex_does_not_stop_describe_or_verify(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A member whose registered wildcard regex does not translate (here Python-only
+    syntax) made both commands fail outright; now its part is unknown, the rest shown."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    now = int(time.time() * 1000)
+    fake_member(zk, g, f"{g}_a", topic)
+    odd = zp.ConsumerRegistration.wildcard("white_list", "(?P<x>t)-.*", 1, now)
+    zk.create(zp.id_path(g, f"{g}_b"), odd.encode(), ephemeral=True, makepath=True)
+    zk.create(zp.owner_path(g, topic, 0), zp.encode_owner(f"{g}_a-0"), makepath=True)
+    zk.create(zp.owner_path(g, topic, 1), zp.encode_owner(f"{g}_b-0"), makepath=True)
+    zkc = ["--zookeeper", stack.zookeeper]
+
+    rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g, "--json")
+    assert rc == 0, err
+    assert [(r["partition"], r["owner"]) for r in json.loads(out)] == [
+        (0, f"{g}_a-0"), (1, f"{g}_b-0")]
+    assert (f"zkconsumer groups describe: warning: member {g}_b: subscription unknown "
+            "(registered white_list regex is unusable: ") in err, err
+
+    rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+    assert rc == 1
+    assert out.startswith(f"rebalance not verified for group '{g}': 1 of 2 partitions "
+                          f"checked are owned by live threads; cannot verify the part of "
+                          f"member {g}_b: its subscription is unknown ("), out
+    checks = run_json_rc(capsys, 1, "verify-rebalance", *zkc, "--group", g)
+    assert checks[0] == {"topic": topic, "partition": 0, "owner": f"{g}_a-0", "ok": True,
+                         "problem": None}
+    assert checks[1]["owner"] == f"{g}_b-0" and not checks[1]["ok"]
+    assert checks[1]["problem"].startswith("cannot verify: ")
+
+    # A real problem elsewhere is still reported as one.
+    zk.delete(zp.owner_path(g, topic, 0))
+    rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+    assert rc == 1
+    assert out.startswith(f"rebalance failed for group '{g}': 1 of 2 partitions wrong: "
+                          f"{topic}:0: no owner; cannot verify the part of member {g}_b"), out
+
+
+def run_json_rc(capsys: pytest.CaptureFixture[str], rc: int, *argv: str) -> Any:
+    got, out, err = run(capsys, *argv, "--json")
+    assert got == rc, err
+    return json.loads(out)
+
+
+def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every failed transaction was taken for a race and retried, then reported as
+    "ZooKeeper kept changing": a chroot typo or a refusal no retry can help is named now."""
+    from zkconsumer import _admin
+
+    commits: list[str] = []
+    real_commit = _admin._commit
+
+    def counted(tx: Any, what: str, written: int = 0) -> None:
+        commits.append(what)
+        real_commit(tx, what, written)
+
+    monkeypatch.setattr(_admin, "_commit", counted)
+    g, t = names.group, names.topic
+    lines = tmp_path / "offsets.txt"
+    lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n")
+    chroot = f"/no-such-chroot-{names.suffix}"
+    line = fails(capsys, "offsets", "import", "--zookeeper", stack.zookeeper + chroot,
+                 "--input", str(lines))
+    assert line == (f"zkconsumer offsets: offsets import: ZooKeeper refused to create "
+                    f"/consumers: the chroot {chroot} of the connect string does not exist "
+                    "(NoNodeError); nothing written")
+    assert len(commits) == 1  # not retried
+    assert zk.exists(chroot) is None
+
+    # A refusal that is no race (a child of an ephemeral znode): at once, path and cause.
+    zk.create(zp.offsets_topic_dir(g, t), b"", ephemeral=True, makepath=True)
+    commits.clear()
+    line = fails(capsys, "offsets", "import", "--zookeeper", stack.zookeeper,
+                 "--input", str(lines))
+    assert line == (f"zkconsumer offsets: offsets import: ZooKeeper refused to create "
+                    f"{zp.offset_path(g, t, 0)} (NoChildrenForEphemeralsError); nothing "
+                    "written")
+    assert len(commits) == 1
+    assert zk.get_children(zp.offsets_topic_dir(g, t)) == []
+
+
+def test_partition_znodes_with_odd_names_are_left_out_with_a_warning(
+    zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """"²" passed isdigit() and crashed int(); "007" was read as partition 7."""
+    from zkconsumer import _admin
+    from zkconsumer._types import TopicPartition
+
+    g, t = names("odd"), names("to")
+    seed(zk, g, {(t, 0): 5, (t, 10): 6})
+    for odd in ("\u00b2", "007", "x", "-1", "\u0663"):  # superscript two, Arabic-Indic three
+        zk.create(f"{zp.offsets_topic_dir(g, t)}/{odd}", b"9")
+    zk.create(zp.offset_path(g, t, 7), b"70")
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.admin"):
+        assert _admin._read_offsets(zk, g) == {TopicPartition(t, 0): 5,
+                                               TopicPartition(t, 7): 70,
+                                               TopicPartition(t, 10): 6}
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    for odd in ("\u00b2", "007", "x", "-1", "\u0663"):
+        assert f"{zp.offsets_topic_dir(g, t)}/{odd}: not a partition number" in warned, warned
+
+
+def test_reset_to_an_offset_says_when_it_is_clamped_and_refuses_dates(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--to 20240501 (a date) was taken as an offset and silently clamped to the log end."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3 + [(1, None, b"y")])
+    g = names.group
+    seed(zk, g, {(topic, 0): 0, (topic, 1): 0})
+    zkc = ["--zookeeper", stack.zookeeper]
+
+    def reset(to: str, *extra: str) -> tuple[int, str, str]:
+        return run(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
+                   "--to", to, *extra)
+
+    before = tree(zk, zp.group_dir(g))
+    for to, meant in (("20240501", "2024-05-01"),
+                      ("1714521600000", "2024-05-01T00:00:00.000+00:00"),
+                      ("1714521600", "2024-05-01T00:00:00+00:00")):
+        rc, _, err = reset(to)
+        assert rc == 2
+        assert err == (f"zkconsumer offsets: --to {to} is past the log end of every partition "
+                       f"of '{topic}' (at most 3) and reads as the date-time {meant}: for a "
+                       f"time write it in ISO-8601 (--to {meant}); for the log end, --to "
+                       "latest\n")
+    assert tree(zk, zp.group_dir(g)) == before
+
+    # Clamped on one partition: done, and said (text and --json alike).
+    rc, out, err = reset("2", "--dry-run")
+    assert rc == 0
+    assert err == (f"zkconsumer offsets reset: note: offset 2 is outside the log of 1 of 2 "
+                   f"partitions, clamped: {topic}:1 to 1 (log end)\n")
+    assert "would reset" in out
+    rc, out, err2 = reset("2", "--json")
+    assert (rc, err2) == (0, err)
+    assert [(r["partition"], r["offset"]) for r in json.loads(out)] == [(0, 2), (1, 1)]
+    assert set(json.loads(out)[1]) == {"group", "topic", "partition", "old_offset", "offset"}
+    # Not clamped: no note.
+    rc, _, err = reset("1")
+    assert (rc, err) == (0, "")
+
+
+def test_a_closed_stdout_pipe_ends_any_command_quietly(
+    stack: StackInfo, zk: KazooClient, names: Any,
+) -> None:
+    """`zkconsumer offsets export | head` ended with "[Errno 32] Broken pipe", status 2."""
+    g = names.group
+    seed(zk, g, {(names.topic, p): p for p in range(50)})
+    for argv in (["offsets", "export", "--group", g], ["groups", "list", "--json"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before the first write
+        try:
+            proc = subprocess.run(_cli(*argv, "--zookeeper", stack.zookeeper), cwd=REPO,
+                                  stdout=write_end, stderr=subprocess.PIPE, text=True,
+                                  timeout=60)
+        finally:
+            os.close(write_end)
+        assert (proc.returncode, proc.stderr) == (0, ""), argv
+
+
+def test_an_import_dry_run_refuses_what_the_real_run_refuses(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    """It skipped the member check and said "would import" where the real run refuses
+    (offsets reset --dry-run already refused a live group)."""
+    g, t = names.group, names.topic
+    seed(zk, g, {(t, 0): 1})
+    fake_member(zk, g, f"{g}_m", t)
+    lines = tmp_path / "offsets.txt"
+    lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n{zp.offset_path(g, t, 1)}:6\n"
+                     f"{zp.offset_path(g, t, 2)}:0\n")
+    zk.create(zp.offset_path(g, t, 2), b"0")
+    before = tree(zk, zp.group_dir(g))
+    zkc = ["--zookeeper", stack.zookeeper, "--input", str(lines)]
+    refused = (f"zkconsumer offsets: refusing to import offsets: group '{g}' has 1 registered "
+               f"member ({g}_m); pass --force to write anyway")
+    assert fails(capsys, "offsets", "import", *zkc, "--dry-run") == refused
+    assert fails(capsys, "offsets", "import", *zkc) == refused
+    rc, out, _ = run(capsys, "offsets", "import", *zkc, "--dry-run", "--force")
+    assert (rc, out) == (0, "dry run: would import 3 offsets of 1 group in one transaction "
+                            "(create 1, update 1, unchanged 1); nothing written\n")
+    assert tree(zk, zp.group_dir(g)) == before
+    rc, out, _ = run(capsys, "offsets", "import", *zkc, "--force")
+    assert (rc, out) == (0, "imported 3 offsets of 1 group in one transaction "
+                            "(created 1, updated 1, unchanged 1)\n")
+
+
+def test_a_broken_pipe_to_a_server_is_still_an_error(
+    stack: StackInfo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a closed stdout ends a command quietly: a socket's EPIPE (a broker, ZooKeeper)
+    is a failure, reported in one line."""
+    from zkconsumer import _admin
+
+    def broken(zk: Any) -> Any:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(_admin, "list_groups", broken)
+    assert fails(capsys, "groups", "list", "--zookeeper", stack.zookeeper) == (
+        "zkconsumer groups: [Errno 32] Broken pipe")

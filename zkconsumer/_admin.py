@@ -41,7 +41,7 @@ import socket
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
@@ -52,6 +52,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from . import _zkpaths as zp
 from ._config import CONFIG_KEYS, ConsumerConfig, read_properties
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
+from ._filters import filter_from_registration
 from ._tls import with_tls_deadline
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
@@ -237,11 +238,28 @@ class GroupDescription:
     members: list[MemberInfo]
     log_end_error: str | None = None
     """Why log end offsets are unknown (the brokers could not be reached), else None."""
+    warnings: list[str] = field(default_factory=list)
+    """What else the description could not tell (a member's unreadable subscription)."""
 
     @property
     def total_lag(self) -> int:
-        """The sum of the known per-partition lags."""
+        """The sum of the known per-partition lags (see :attr:`unknown_lags`)."""
         return sum(p.lag for p in self.partitions if p.lag is not None)
+
+    @property
+    def unknown_lags(self) -> int:
+        """Partitions whose lag is unknown (no committed offset, or no log end): while any
+        is, :attr:`total_lag` is only a lower bound."""
+        return sum(1 for p in self.partitions if p.lag is None)
+
+    def total_lag_text(self) -> str:
+        """The total lag for people: "3", or why it is unknown or only partly known."""
+        unknown, n = self.unknown_lags, len(self.partitions)
+        if not unknown:
+            return str(self.total_lag)
+        if unknown == n:
+            return "unknown"
+        return f"at least {self.total_lag} ({unknown} of {n} partitions unknown)"
 
     def rows(self) -> list[PartitionStatus]:
         """Partition rows, then one row per idle thread (topic and partition None)."""
@@ -311,13 +329,24 @@ class ResetTarget:
 
 @dataclass(frozen=True)
 class ResetRow(_JsonRow):
-    """One partition of ``offsets reset``: the committed offset before and after."""
+    """One partition of ``offsets reset``: the committed offset before and after.
+
+    ``clamped``: "log start" or "log end" when a requested offset was outside the
+    partition's log and ``offset`` is that bound instead (not in the JSON form, which the
+    CLI keeps as it was; it prints a note).
+    """
 
     group: str
     topic: str
     partition: int
     old_offset: int | None
     offset: int
+    clamped: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        row = super().to_json()
+        del row["clamped"]
+        return row
 
 
 @dataclass(frozen=True)
@@ -584,6 +613,26 @@ def consumers_for_topic(
     return compute(members, all_topics, exclude)
 
 
+def _readable_members(
+    members: Mapping[str, zp.ConsumerRegistration],
+) -> tuple[dict[str, zp.ConsumerRegistration], dict[str, str]]:
+    """``members`` split into those whose subscription can be evaluated and the others
+    (consumer id -> why not): one member's wildcard regex that does not translate (a JVM
+    member's Java-only syntax, a corrupt znode) must not stop a tool looking at the rest."""
+    readable: dict[str, zp.ConsumerRegistration] = {}
+    unreadable: dict[str, str] = {}
+    for cid, reg in members.items():
+        if reg.is_wildcard:
+            try:
+                for key in reg.subscription:
+                    filter_from_registration(reg.pattern, key)
+            except ZkDataError as e:
+                unreadable[cid] = str(e)
+                continue
+        readable[cid] = reg
+    return readable, unreadable
+
+
 def _children(zk: KazooClient, path: str) -> list[str]:
     try:
         return list(zk.get_children(path))
@@ -686,6 +735,10 @@ def _member_threads(consumer_id: str, reg: zp.ConsumerRegistration) -> list[str]
     return sorted(threads)
 
 
+#: A partition znode's name: a decimal number without leading zeros, ASCII digits only.
+_PARTITION_NAME = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+
+
 def _read_partition_values(
     zk: KazooClient, kind: Literal["offsets", "owners"], group: str
 ) -> dict[TopicPartition, bytes]:
@@ -698,7 +751,13 @@ def _read_partition_values(
     tps: list[TopicPartition] = []
     for topic, result in pending:
         children = _children_of(zk, topic_dir(group, topic), result)
-        tps.extend(TopicPartition(topic, int(p)) for p in children if p.isdigit())
+        for p in children:
+            # The JVM names partitions by Int.toString: "²" passes isdigit() but int() fails,
+            # and "007" would be read as partition 7 (then the path of 7 is read).
+            if _PARTITION_NAME.fullmatch(p):
+                tps.append(TopicPartition(topic, int(p)))
+            else:
+                log.warning("ignoring %s/%s: not a partition number", topic_dir(group, topic), p)
     paths = {tp: node_path(group, tp.topic, tp.partition) for tp in tps}
     data = _get_many(zk, list(paths.values()))
     return {tp: raw for tp, path in sorted(paths.items()) if (raw := data[path]) is not None}
@@ -852,10 +911,16 @@ def describe_group(
     members = read_members(zk, group)
     offsets = _read_offsets(zk, group)
     owners = _read_owners(zk, group)
+    readable, unreadable = _readable_members(members)
+    warnings = [
+        f"member {cid}: subscription unknown ({why}); only the partitions it owns or has "
+        "offsets for are shown for it"
+        for cid, why in sorted(unreadable.items())
+    ]
     all_topics = _children(zk, zp.BROKER_TOPICS) if any(
-        r.is_wildcard for r in members.values()
+        r.is_wildcard for r in readable.values()
     ) else []
-    subscribed = consumers_for_topic(members, all_topics, True)
+    subscribed = consumers_for_topic(readable, all_topics, True)
 
     topics = sorted(set(subscribed) | {tp.topic for tp in offsets} | {tp.topic for tp in owners})
     tps: set[TopicPartition] = set(offsets) | set(owners)
@@ -899,7 +964,7 @@ def describe_group(
         idle.extend(t for t in threads if t not in owning)
         owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
         infos.append(MemberInfo(group, cid, reg.pattern, dict(reg.subscription), threads, owned))
-    return GroupDescription(group, rows, sorted(idle), infos, error)
+    return GroupDescription(group, rows, sorted(idle), infos, error, warnings)
 
 
 def _consumer_of(thread_id: str) -> str | None:
@@ -939,26 +1004,44 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
 _TX_VERBS = {"Create": "create", "Delete": "delete", "SetData": "write", "CheckVersion": "read"}
 
 
+#: Results of a failed multi that only say another operation failed.
+_NOT_THE_CAUSE = ("RolledBackError", "RuntimeInconsistency")
+#: Failures a concurrent change explains (planning again from a fresh read fixes them).
+_RACES = ("NodeExistsError", "NotEmptyError", "BadVersionError", "NoNodeError")
+
+
 def _commit(tx: Any, what: str, written: int = 0) -> None:
     """Commit; on failure (nothing of ``tx`` applied) raise :class:`_Changed` naming the
-    first cause.
+    first cause when a concurrent change explains it.
 
     Callers retry from their checks, which then raise the precise error (a member that
-    registered meanwhile gives GroupActiveError). An operation refused by an ACL raises
-    :class:`AclRefusedError` instead: retrying cannot help. ``written``: operations of
-    earlier transactions of the same command, which the message must not deny.
+    registered meanwhile gives GroupActiveError). Failures retrying cannot help are raised
+    at once with the path and the cause: an operation refused by an ACL
+    (:class:`AclRefusedError`), a create under a chroot that does not exist, or any other
+    refusal (AdminError). ``written``: operations of earlier transactions of the same
+    command, which the message must not deny.
     """
     results = tx.commit()
     told = _written(written)
+    client = tx.client
     for op, result in zip(tx.operations, results, strict=False):
+        if not isinstance(result, Exception) or type(result).__name__ in _NOT_THE_CAUSE:
+            continue
+        verb = _TX_VERBS.get(type(op).__name__, "change")
         if isinstance(result, NoAuthError):
-            verb = _TX_VERBS.get(type(op).__name__, "change")
-            raise acl_refused(tx.client, verb, op.path, f"{what} ({told})")
-        if isinstance(result, Exception) and type(result).__name__ not in (
-            "RolledBackError", "RuntimeInconsistency"
-        ):
-            raise _Changed(f"{what}: {op.path} changed meanwhile ({type(result).__name__}); "
-                           f"{told}", written)
+            raise acl_refused(client, verb, op.path, f"{what} ({told})")
+        name = type(result).__name__
+        path = client.unchroot(op.path)
+        if (isinstance(result, NoNodeError) and verb == "create"
+                and path.rsplit("/", 1)[0] == "" and client.chroot):
+            # Under the root of a chroot: the chroot itself is missing (a typo in
+            # --zookeeper); no retry creates it.
+            raise AdminError(
+                f"{what}: ZooKeeper refused to create {path}: the chroot {client.chroot} of "
+                f"the connect string does not exist ({name}); {told}")
+        if name not in _RACES:
+            raise AdminError(f"{what}: ZooKeeper refused to {verb} {path} ({name}); {told}")
+        raise _Changed(f"{what}: {path} changed meanwhile ({name}); {told}", written)
     if any(isinstance(r, Exception) for r in results):
         raise _Changed(f"{what}: ZooKeeper changed meanwhile; {told}", written)
 
@@ -1149,12 +1232,14 @@ def import_offsets(
     *,
     force: bool = False,
     progress: Progress | None = None,
+    dry_run: bool = False,
 ) -> ImportResult:
     """Write every entry's offset (creating znodes as needed) in one transaction.
 
     Refuses (GroupActiveError) when a group in ``entries`` has registered members, unless
     ``force``. More than :data:`MAX_TRANSACTION_OPS` operations are split into several
-    transactions (``transactions`` in the result says how many).
+    transactions (``transactions`` in the result says how many). ``dry_run``: the same
+    checks and plan, nothing written (it refuses what the real run would refuse).
     """
     groups = sorted({e.group for e in entries})
     written = 0
@@ -1163,7 +1248,7 @@ def import_offsets(
             for group in groups:
                 _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
         try:
-            return _import_once(zk, entries, groups, force, progress)
+            return _import_once(zk, entries, groups, force, progress, dry_run)
         except _Changed as e:
             written += e.written  # planned again: what is written now counts as unchanged
             continue
@@ -1176,6 +1261,7 @@ def _import_once(
     groups: Sequence[str],
     force: bool,
     progress: Progress | None,
+    dry_run: bool = False,
 ) -> ImportResult:
     paths = [e.path for e in entries]
     current = _get_many(zk, paths)
@@ -1197,6 +1283,8 @@ def _import_once(
             updated += 1
     guard_groups = [] if force else list(groups)
     chunks = [ops[i:i + MAX_TRANSACTION_OPS] for i in range(0, len(ops), MAX_TRANSACTION_OPS)]
+    if dry_run:
+        return ImportResult(list(entries), created, updated, unchanged, len(chunks))
     if len(chunks) > 1 and not force:
         # Not atomic any more: check again just before writing.
         for group in groups:
@@ -1294,6 +1382,7 @@ def reset_offsets(
     check_brokers(servers)
     ends_reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
     new: dict[TopicPartition, int] = {}
+    clamped: dict[TopicPartition, str] = {}
     try:
         if target.kind == "latest":
             new = dict(ends_reader(servers, tps))
@@ -1306,6 +1395,9 @@ def reset_offsets(
                     starts = broker.earliest(tps)
                     ends = ends_reader(servers, tps)
                     new = {tp: min(max(target.offset, starts[tp]), ends[tp]) for tp in tps}
+                    _refuse_a_date_taken_for_an_offset(target, topic, ends)
+                    clamped = {tp: "log start" if target.offset < starts[tp] else "log end"
+                               for tp in tps if new[tp] != target.offset}
                 else:
                     assert target.timestamp_ms is not None
                     found = broker.for_time(tps, target.timestamp_ms)
@@ -1325,7 +1417,7 @@ def reset_offsets(
     old = {tp: off for tp, off in _read_offsets(zk, group).items() if tp.topic == topic}
     rows = []
     for i, tp in enumerate(tps, 1):
-        rows.append(ResetRow(group, topic, tp.partition, old.get(tp), new[tp]))
+        rows.append(ResetRow(group, topic, tp.partition, old.get(tp), new[tp], clamped.get(tp)))
         if progress is not None:
             progress(i, len(tps))
     if dry_run:
@@ -1333,6 +1425,39 @@ def reset_offsets(
     entries = [OffsetEntry(group, r.topic, r.partition, r.offset) for r in rows]
     import_offsets(zk, entries, force=force)
     return rows
+
+
+def _date_meant(n: int) -> str | None:
+    """The date-time an offset typed as ``n`` most likely meant (YYYYMMDD, or epoch seconds
+    or milliseconds of 2001-2100), ISO-8601; None when it does not look like one."""
+    text = str(n)
+    if len(text) == 8:
+        try:
+            day = datetime.strptime(text, "%Y%m%d")
+        except ValueError:
+            return None
+        return day.date().isoformat() if 1970 <= day.year <= 2100 else None
+    for digits, per_second in ((10, 1), (13, 1000)):
+        if len(text) == digits and 10**9 <= n // per_second < 4102444800:  # to 2100
+            when = datetime.fromtimestamp(n / per_second, tz=UTC)
+            return when.isoformat(timespec="seconds" if per_second == 1 else "milliseconds")
+    return None
+
+
+def _refuse_a_date_taken_for_an_offset(
+    target: ResetTarget, topic: str, ends: Mapping[TopicPartition, int]
+) -> None:
+    """AdminError when ``--to N`` is past the log end of every partition and N reads as a
+    date: clamped, it would silently become ``latest`` (``--to 20240501`` meant May 1st)."""
+    assert target.offset is not None
+    meant = _date_meant(target.offset)
+    if meant is None or not ends or any(target.offset <= end for end in ends.values()):
+        return
+    raise AdminError(
+        f"--to {target.offset} is past the log end of every partition of {topic!r} (at most "
+        f"{max(ends.values())}) and reads as the date-time {meant}: for a time write it in "
+        f"ISO-8601 (--to {meant}); for the log end, --to latest"
+    )
 
 
 def _first(a: int | None, b: int | None) -> int:
@@ -1356,8 +1481,19 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     if not members:
         return VerifyResult(group, False, f"group {group!r} has no registered members")
     all_topics = _children(zk, zp.BROKER_TOPICS)
-    subscribed = consumers_for_topic(members, all_topics, True)
+    readable, unreadable = _readable_members(members)
+    subscribed = consumers_for_topic(readable, all_topics, True)
     owners = _read_owners(zk, group)
+
+    def unverifiable(owner: str | None) -> str | None:
+        """Why ``owner``'s partition cannot be checked: its member's subscription is
+        unknown (it may well be right to own it)."""
+        member = None if owner is None else _consumer_of(owner)
+        if member is None or member not in unreadable:
+            return None
+        return f"cannot verify: owner {owner} is a thread of {member}, whose subscription " \
+               f"is unknown"
+
     checks: list[OwnershipCheck] = []
     for topic in sorted(subscribed):
         partitions = topic_partitions(zk, topic)
@@ -1370,21 +1506,32 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
             if owner is None:
                 problem = "no owner"
             elif owner not in live:
-                problem = f"owner {owner} is not a live thread subscribed to {topic}"
+                problem = unverifiable(owner) or (
+                    f"owner {owner} is not a live thread subscribed to {topic}")
             checks.append(OwnershipCheck(topic, p, owner, problem))
     covered = {(c.topic, c.partition) for c in checks}
     for tp, owner in sorted(owners.items()):
         if (tp.topic, tp.partition) not in covered:
             checks.append(OwnershipCheck(
                 tp.topic, tp.partition, owner,
-                f"owned by {owner} but no live thread subscribes to {tp.topic}:{tp.partition}",
+                unverifiable(owner) or f"owned by {owner} but no live thread subscribes to "
+                f"{tp.topic}:{tp.partition}",
             ))
-    bad = [c for c in checks if not c.ok]
+    unknown = "".join(
+        f"; cannot verify the part of member {cid}: its subscription is unknown ({why})"
+        for cid, why in sorted(unreadable.items())
+    )
+    bad = [c for c in checks if not c.ok and not (c.problem or "").startswith("cannot verify")]
     if bad:
         shown = "; ".join(f"{c.topic}:{c.partition}: {c.problem}" for c in bad[:5])
         more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
         return VerifyResult(group, False, f"rebalance failed for group {group!r}: {len(bad)} of "
-                            f"{len(checks)} partitions wrong: {shown}{more}", checks)
+                            f"{len(checks)} partitions wrong: {shown}{more}{unknown}", checks)
+    if unreadable:
+        n_ok = sum(1 for c in checks if c.ok)
+        return VerifyResult(group, False, f"rebalance not verified for group {group!r}: "
+                            f"{n_ok} of {len(checks)} partitions checked are owned by live "
+                            f"threads{unknown}", checks)
     if not checks:
         return VerifyResult(group, False, f"group {group!r}: no partition to own "
                             f"(subscribed topics: {sorted(subscribed) or 'none'})", checks)

@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import random
+import re
 import signal
 import sys
 import tempfile
@@ -108,7 +109,9 @@ def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
                 json_flag: bool = True) -> None:
     p.add_argument("--zookeeper", required=True, metavar="ZK",
                    help="ZooKeeper connect string, host:port[,host:port...][/chroot]")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+    from .cli import positive_seconds  # late: cli imports this module while building
+
+    p.add_argument("--connect-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                    help="longest wait for the ZooKeeper session (default: %(default)s)")
     p.epilog = _admin.SECURITY_HELP
     if bootstrap:
@@ -231,6 +234,13 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
                                  kafka=_admin.command_config(args.command_config))
     if desc.log_end_error is not None:
         print(f"zkconsumer groups describe: warning: {desc.log_end_error}", file=sys.stderr)
+    for warning in desc.warnings:
+        print(f"zkconsumer groups describe: warning: {warning}", file=sys.stderr)
+    if desc.unknown_lags and not args.members:
+        # Said in both modes: a JSON reader summing the lags must not take null for 0.
+        print(f"zkconsumer groups describe: warning: total lag {desc.total_lag_text()}: lag "
+              f"unknown where a partition has no committed offset or no known log end",
+              file=sys.stderr)
     if args.json:
         if args.members:
             _print_json([m.to_json() for m in desc.members])
@@ -241,7 +251,7 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
     if not args.members:
         n = len(desc.members)
         console.print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
-                      f"total lag {desc.total_lag}")
+                      f"total lag {desc.total_lag_text()}")
         table = _table([("TOPIC", "left"), ("PARTITION", "right"), ("OFFSET", "right"),
                         ("LOG-END-OFFSET", "right"), ("LAG", "right"), ("OWNER", "left")])
         for r in desc.partitions:
@@ -249,7 +259,10 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
                           _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner))
         if desc.partitions:
             table.add_section()
-            table.add_row("TOTAL", "", "", "", str(desc.total_lag), "")
+            total = desc.total_lag_text() if not desc.unknown_lags else (
+                "unknown" if desc.unknown_lags == len(desc.partitions)
+                else f">={desc.total_lag}")
+            table.add_row("TOTAL", "", "", "", total, "")
             console.print(table)
         else:
             console.print("no partitions: nothing subscribed, committed or owned")
@@ -357,24 +370,24 @@ def _cmd_offsets_import(args: argparse.Namespace) -> int:
 
 @_handler
 def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.OffsetEntry]) -> int:
-    if args.dry_run:
-        result = None
-    else:
-        with _progress("importing offsets") as bar:
-            result = _admin.import_offsets(zk, entries, force=args.force, progress=bar)
+    # A dry run makes the same checks (a live group is refused) and the same plan.
+    with _progress("importing offsets") as bar:
+        result = _admin.import_offsets(zk, entries, force=args.force, progress=bar,
+                                       dry_run=args.dry_run)
     if args.json:
         _print_json([e.to_json() for e in entries])
         return 0
     groups = sorted({e.group for e in entries})
-    if result is None:
-        print(f"dry run: would import {len(entries)} offsets of {len(groups)} group"
-              f"{'s' if len(groups) != 1 else ''}; nothing written")
-        return 0
     how = ("in one transaction" if result.transactions == 1
            else f"in {result.transactions} transactions")
-    print(f"imported {len(entries)} offsets of {len(groups)} group"
-          f"{'s' if len(groups) != 1 else ''} {how} (created {result.created}, "
-          f"updated {result.updated}, unchanged {result.unchanged})")
+    what = (f"{len(entries)} offsets of {len(groups)} group{'s' if len(groups) != 1 else ''} "
+            f"{how}")
+    if args.dry_run:
+        print(f"dry run: would import {what} (create {result.created}, update "
+              f"{result.updated}, unchanged {result.unchanged}); nothing written")
+        return 0
+    print(f"imported {what} (created {result.created}, updated {result.updated}, "
+          f"unchanged {result.unchanged})")
     return 0
 
 
@@ -393,6 +406,15 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
             zk, group, topic, target, args.bootstrap_server, force=args.force,
             dry_run=args.dry_run, progress=bar, kafka=_admin.command_config(args.command_config),
         )
+    clamped = [r for r in rows if r.clamped is not None]
+    if clamped:
+        # Said in both modes: the offset asked for is not the one written.
+        shown = ", ".join(f"{r.topic}:{r.partition} to {r.offset} ({r.clamped})"
+                          for r in clamped[:5])
+        more = f" and {len(clamped) - 5} more" if len(clamped) > 5 else ""
+        print(f"zkconsumer offsets reset: note: offset {target} is outside the log of "
+              f"{len(clamped)} of {len(rows)} partitions, clamped: {shown}{more}",
+              file=sys.stderr)
     if args.json:
         _print_json([r.to_json() for r in rows])
         return 0
@@ -445,9 +467,37 @@ def _parse_properties(items: Sequence[str], allowed: Sequence[str] | None, flag:
     return out
 
 
-def _unescape(text: str) -> str:
-    """``\\t`` and ``\\n`` as typed on a command line become the characters."""
-    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "\\": "\\"}
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+
+
+def _unescape(text: str, name: str) -> str:
+    """The escapes of a Java properties file (``\\t \\n \\r \\f \\\\ \\uXXXX``) as typed on
+    a command line become the characters; the rest of ``text`` is kept as it is (any
+    character, UTF-8 included). Any other backslash is an error naming ``name``: Java would
+    silently drop it, which is rarely what was meant."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        e = text[i + 1:i + 2]
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif (e == "u" and _HEX4.fullmatch(text[i + 2:i + 6])
+              and not 0xD800 <= int(text[i + 2:i + 6], 16) <= 0xDFFF):  # no UTF-8 for those
+            out.append(chr(int(text[i + 2:i + 6], 16)))
+            i += 6
+        else:
+            shown = text[i:i + 2] if e != "u" else text[i:i + 6]
+            raise _command_error(
+                f"--property {name}: unknown escape {shown} at character {i + 1}; known: "
+                "\\t \\n \\r \\f \\\\ \\uXXXX (write \\\\ for a backslash)")
+    return "".join(out)
 
 
 class _Output:
@@ -514,8 +564,9 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
     print_key = props.get("print.key", "false").strip().lower()
     if print_key not in ("true", "false"):
         raise _command_error(f"--property print.key must be true or false, got {print_key!r}")
-    output = _Output(print_key == "true", _unescape(props.get("key.separator", "\t")).encode(),
-                     _unescape(props.get("line.separator", "\n")).encode())
+    output = _Output(print_key == "true",
+                     _unescape(props.get("key.separator", "\t"), "key.separator").encode(),
+                     _unescape(props.get("line.separator", "\n"), "line.separator").encode())
     topic_filter: TopicFilter | None = None
     if args.whitelist is not None:
         topic_filter = Whitelist(args.whitelist)  # ConfigError for a bad regex
@@ -535,19 +586,10 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                              f"(no {zp.topic_path(args.topic)})")
 
     throwaway = args.group is None
-    if throwaway:
-        group = _throwaway_group(zk)
-    else:
-        group = args.group
-        has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
-            zk.get_children(zp.offsets_dir(group)))
-        if args.from_beginning and has_offsets and not args.delete_consumer_offsets:
-            raise _command_error(
-                f"found previous offset information for group {group}; pass "
-                "--delete-consumer-offsets to delete it, or leave out --from-beginning")
-        if args.delete_consumer_offsets and _admin.group_exists(zk, group):
-            _admin.delete_group(zk, group)  # refuses while members are registered
+    group = _throwaway_group(zk) if throwaway else args.group
 
+    # The whole configuration is checked before anything is deleted: a typo in a
+    # --consumer-property must not cost the group its offsets.
     settings: dict[str, object] = dict(consumer_props)
     settings.update({
         "zookeeper.connect": args.zookeeper,
@@ -562,6 +604,16 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         # Its offsets are deleted on exit anyway: do not write them.
         settings.setdefault("auto.commit.enable", "false")
     config = ConsumerConfig(settings)
+
+    if not throwaway:
+        has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
+            zk.get_children(zp.offsets_dir(group)))
+        if args.from_beginning and has_offsets and not args.delete_consumer_offsets:
+            raise _command_error(
+                f"found previous offset information for group {group}; pass "
+                "--delete-consumer-offsets to delete it, or leave out --from-beginning")
+        if args.delete_consumer_offsets and _admin.group_exists(zk, group):
+            _admin.delete_group(zk, group)  # refuses while members are registered
 
     count = 0
     connector = None
@@ -642,12 +694,9 @@ def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooCl
 
 
 def _silence_stdout() -> None:
-    # Further writes (and the interpreter's flush at exit) would raise again.
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    from .cli import silence_stdout  # late: cli imports this module while building
+
+    silence_stdout()
 
 
 # --------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import json
 import logging
+import os
+import select
 import signal
 import sys
 from collections.abc import Sequence
@@ -23,6 +25,27 @@ EXIT_USAGE = 2
 
 class CommandError(ZkConsumerError):
     """A failure the user can fix; printed as one line, exit status 2."""
+
+
+#: The longest wait or interval a flag takes, in seconds: far below what the clocks and
+#: timers underneath can hold (an infinite or huge one overflowed them, with a traceback).
+MAX_SECONDS = 1_000_000.0
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of a duration in seconds: a finite number > 0 and <= MAX_SECONDS.
+
+    Zero or less made the bridge spin at full CPU and the tools fail oddly; ``inf`` and
+    ``nan`` parse as floats but mean nothing as a wait.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < value <= MAX_SECONDS):  # False for nan too
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds > 0 and <= {MAX_SECONDS:.0f}, got {text!r}")
+    return value
 
 
 def _cmd_stack(args: argparse.Namespace) -> int:
@@ -75,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "the bridge, as background processes with pids and logs in DIR.")
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for each component to answer (up)")
     p.set_defaults(func=_cmd_stack)
 
@@ -87,8 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=SECURITY_HELP)
     p.add_argument("--zookeeper", required=True, metavar="ZK")
     p.add_argument("--bootstrap-server", required=True, metavar="B")
-    p.add_argument("--interval", type=float, default=0.5, help="seconds between syncs")
-    p.add_argument("--connect-timeout", type=float, default=30.0,
+    p.add_argument("--interval", type=positive_seconds, default=0.5,
+                   help="seconds between syncs")
+    p.add_argument("--connect-timeout", type=positive_seconds, default=30.0,
                    help="seconds to wait for ZooKeeper at start")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.set_defaults(func=_cmd_bridge)
@@ -115,9 +139,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("kafka").setLevel(logging.WARNING)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
-        return int(args.func(args))
+        rc = int(args.func(args))
+        sys.stdout.flush()  # here, not at exit: a closed pipe must end as below
+        return rc
+    except BrokenPipeError as e:
+        if not _stdout_closed():
+            # A socket's broken pipe (a broker, ZooKeeper): a failure like any other.
+            print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        # The reader went away (`zkconsumer offsets export | head`): stop quietly, as the
+        # console consumer does.
+        silence_stdout()
+        return 0
     except (ZkConsumerError, OSError) as e:
         print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe or socket whose reader has gone (poll reports an error)."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null: further writes, and the interpreter's flush at exit,
+    would raise BrokenPipeError again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
