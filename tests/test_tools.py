@@ -980,6 +980,13 @@ def test_console_consumer_separators_take_java_properties_escapes(
     ["bridge", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1",
      "--connect-timeout"],
     ["stack", "status", "--dir", "/nonexistent", "--timeout"],
+    ["migrate", "status", "--group", "g", "--bootstrap-server", "127.0.0.1:1",
+     "--zookeeper", "127.0.0.1:1", "--connect-timeout"],
+    ["migrate", "copy", "--group", "g", "--bootstrap-server", "127.0.0.1:1",
+     "--zookeeper", "127.0.0.1:1", "--from", "zookeeper", "--to", "kafka", "--wait-timeout"],
+    ["migrate", "copy", "--group", "g", "--bootstrap-server", "127.0.0.1:1",
+     "--zookeeper", "127.0.0.1:1", "--from", "zookeeper", "--to", "kafka",
+     "--check-interval"],
 ])
 @pytest.mark.parametrize("value", ["inf", "-1", "nan", "0", "-0.5", "1e300", "abc"])
 def test_seconds_flags_take_positive_finite_numbers_only(

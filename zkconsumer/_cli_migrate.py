@@ -222,8 +222,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
-    from ._admin import COMMAND_CONFIG_HELP, SECURITY_HELP  # late, as the commands import
-    # their modules
+    # Late: the commands import their modules, and cli imports this one while building.
+    from ._admin import COMMAND_CONFIG_HELP, SECURITY_HELP
+    from .cli import positive_seconds
 
     if group:
         p.add_argument("--group", required=True, metavar="G")
@@ -232,13 +233,15 @@ def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     p.add_argument("--zookeeper", required=True, metavar="ZK",
                    help="ZooKeeper connect string, host:port[,host:port][/chroot]")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
+    p.add_argument("--connect-timeout", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds to wait for a ZooKeeper session (default 10)")
     p.epilog = SECURITY_HELP
 
 
 def register(subparsers: Any) -> None:
     """Add ``migrate`` and ``compare`` to the ``zkconsumer`` command line."""
+    from .cli import positive_seconds  # late: cli imports this module while building
+
     mig = subparsers.add_parser(
         "migrate", help="move a group from ZooKeeper offsets to the modern group protocol",
         description="Move a group from the legacy ZooKeeper consumer to the broker-"
@@ -279,11 +282,11 @@ def register(subparsers: Any) -> None:
                    help="also overwrite offsets that are newer in the destination")
     p.add_argument("--dry-run", action="store_true",
                    help="show the plan (and who is alive now); write nothing, wait for nothing")
-    p.add_argument("--wait-timeout", type=float, default=30.0, metavar="S",
+    p.add_argument("--wait-timeout", type=positive_seconds, default=30.0, metavar="S",
                    help="give up when consumers are still alive after S seconds (default 30)")
     p.add_argument("--checks", type=int, default=3, metavar="N",
                    help="consecutive idle checks required (default 3)")
-    p.add_argument("--check-interval", type=float, default=1.0, metavar="S",
+    p.add_argument("--check-interval", type=positive_seconds, default=1.0, metavar="S",
                    help="seconds between checks (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_copy)
