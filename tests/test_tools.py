@@ -881,6 +881,40 @@ def test_the_member_guard_keeps_the_ids_znode_acl(zk: KazooClient, names: Any) -
     assert zk.get_acls(zp.ids_dir(group))[0] == custom
 
 
+def test_the_member_guard_refuses_to_remake_an_ids_znode_whose_acl_it_sees_redacted(
+    stack: StackInfo, zk: KazooClient, names: Any,
+) -> None:
+    """Without the ADMIN permission ZooKeeper shows digest ids as ``user:x``: made again
+    with that ACL, ``ids`` locked its owner out (and with none, kazoo's, it was open)."""
+    from kazoo.security import ACL, Id
+
+    from zkconsumer import _admin
+
+    group = names.group
+    seed(zk, group, {("a", 0): 1, ("b", 0): 2})
+    owner_id = Id("digest", make_digest_acl_credential("zkc", "acl-pw"))
+    tool_id = Id("digest", make_digest_acl_credential("tool", "tool-pw"))
+    protected = [ACL(31, owner_id), ACL(15, tool_id)]  # the tool: all but ADMIN
+    zk.create(zp.ids_dir(group), b"", acl=protected)
+    tool = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "tool:tool-pw")])
+    tool.start(timeout=15)
+    try:
+        with pytest.raises(_admin.AdminError, match="needs the ADMIN permission"):
+            _admin.delete_group(tool, group, "a")  # one topic: the guarded transaction
+        assert zk.exists(zp.offsets_topic_dir(group, "a")) is not None  # nothing deleted
+        owner = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "zkc:acl-pw")])
+        owner.start(timeout=15)
+        try:
+            assert sorted(owner.get_acls(zp.ids_dir(group))[0]) == sorted(protected)
+            owner.delete(zp.ids_dir(group))
+        finally:
+            owner.stop()
+            owner.close()
+    finally:
+        tool.stop()
+        tool.close()
+
+
 def test_the_console_consumers_throwaway_group_is_deleted_after_a_long_outage(
     stack, zk, names, capsys
 ) -> None:

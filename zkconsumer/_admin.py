@@ -979,6 +979,26 @@ def _consumer_of(thread_id: str) -> str | None:
 # --------------------------------------------------------------------------------------
 
 
+def full_acl(zk: KazooClient, path: str) -> list[Any] | None:
+    """``path``'s ACL as it can be given to a new znode; None when it cannot be read in full:
+    refused, or redacted (ZooKeeper shows a digest id as ``user:x`` to a client without the
+    ADMIN permission; a znode created with that would lock its user out)."""
+    try:
+        acl = list(zk.get_acls(path)[0])
+    except NoAuthError:
+        return None
+    if any(a.id.scheme == "digest" and a.id.id.endswith(":x") for a in acl):
+        return None
+    return acl
+
+
+def acl_unreadable(path: str, why: str) -> str:
+    """The message for an ACL :func:`full_acl` could not read that ``why`` needs."""
+    return (f"cannot {why} with the ACL of {path}: reading it in full needs the ADMIN "
+            f"permission there; set {AUTH_ENV} to credentials that have it, or {ACL_ENV} to "
+            "the ACL the znodes should get")
+
+
 def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
     """Add ops that make ``tx`` fail if a member registers in ``group`` before it commits.
 
@@ -989,10 +1009,11 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
     """
     ids = zp.ids_dir(group)
     if zk.exists(ids) is not None:
-        try:
-            acl: Any = zk.get_acls(ids)[0]  # made again as it was, not with the tools' ACL
-        except NoAuthError:
-            acl = None  # unreadable: the tools' default ACL, the best that can be done
+        acl = full_acl(zk, ids)  # made again as it was, not with the tools' ACL
+        if acl is None and not zk.default_acl:
+            # kazoo's fallback is world-open: the group's protection would go.
+            raise AdminError(acl_unreadable(ids, f"re-create {ids} (the guard against "
+                                            "members registering meanwhile)"))
         tx.delete(ids)
         tx.create(ids, b"", acl=acl)
     elif zk.exists(zp.group_dir(group)) is not None:

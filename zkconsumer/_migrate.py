@@ -43,7 +43,7 @@ from kazoo.exceptions import (
 )
 
 from . import _zkpaths as zp
-from ._admin import ACL_ENV, AUTH_ENV, MAX_TRANSACTION_OPS
+from ._admin import MAX_TRANSACTION_OPS, acl_unreadable, full_acl
 from ._errors import ZkConsumerError, ZkDataError
 from ._types import TopicPartition
 
@@ -794,29 +794,12 @@ class _TxFailed(MigrationError):
     """A ZooKeeper transaction of the copy failed; nothing of it was applied."""
 
 
-def _acl_of(zk: KazooClient, path: str) -> list[Any] | None:
-    """``path``'s ACL as it can be given to a new znode; None when it cannot be read in full:
-    refused, or redacted (ZooKeeper shows a digest id as ``user:x`` to a client without the
-    ADMIN permission; a znode created with that would lock its user out)."""
-    try:
-        acl = list(zk.get_acls(path)[0])
-    except NoAuthError:
-        return None
-    if any(a.id.scheme == "digest" and a.id.id.endswith(":x") for a in acl):
-        return None
-    return acl
-
-
 class _AclUnknown(MigrationError):
     """A znode's ACL, needed for one the copy creates, cannot be read in full."""
 
 
 def _acl_unknown(judge: str, why: str) -> _AclUnknown:
-    return _AclUnknown(
-        f"cannot {why} with the ACL of {judge}: reading it in full needs the ADMIN "
-        f"permission there; set {AUTH_ENV} to credentials that have it, or {ACL_ENV} to the "
-        "ACL the znodes should get"
-    )
+    return _AclUnknown(acl_unreadable(judge, why))
 
 
 def _new_znode_acl(zk: KazooClient, path: str) -> list[Any] | None:
@@ -831,7 +814,7 @@ def _new_znode_acl(zk: KazooClient, path: str) -> list[Any] | None:
         parent = parent.rsplit("/", 1)[0]
     if not parent:
         return None  # a new /consumers tree: nothing to inherit
-    acl = _acl_of(zk, parent)
+    acl = full_acl(zk, parent)
     if acl is None:
         raise _acl_unknown(parent, f"create {path}")
     return acl
@@ -844,7 +827,7 @@ def _ids_guard(tx: Any, zk: KazooClient, group: str) -> None:
     the tools' ACL when that cannot be read)."""
     ids = zp.ids_dir(group)
     if zk.exists(ids) is not None:
-        acl = _acl_of(zk, ids)
+        acl = full_acl(zk, ids)
         if acl is None and not zk.default_acl:
             raise _acl_unknown(ids, f"re-create {ids} (the guard against consumers "
                                "registering during the copy)")
