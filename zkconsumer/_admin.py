@@ -999,7 +999,7 @@ def acl_unreadable(path: str, why: str) -> str:
             "the ACL the znodes should get")
 
 
-def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
+def _members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int = 0) -> None:
     """Add ops that make ``tx`` fail if a member registers in ``group`` before it commits.
 
     ZooKeeper has no "check children" op; deleting ``/consumers/G/ids`` fails with NotEmpty
@@ -1012,8 +1012,8 @@ def _members_guard(tx: Any, zk: KazooClient, group: str) -> None:
         acl = full_acl(zk, ids)  # made again as it was, not with the tools' ACL
         if acl is None and not zk.default_acl:
             # kazoo's fallback is world-open: the group's protection would go.
-            raise AdminError(acl_unreadable(ids, f"re-create {ids} (the guard against "
-                                            "members registering meanwhile)"))
+            raise AdminError(f"{what} ({_written(written)}): " + acl_unreadable(
+                ids, f"re-create {ids} (the guard against members registering meanwhile)"))
         tx.delete(ids)
         tx.create(ids, b"", acl=acl)
     elif zk.exists(zp.group_dir(group)) is not None:
@@ -1151,7 +1151,7 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
             if len(paths) + 2 <= MAX_TRANSACTION_OPS:
                 tx = zk.transaction()
                 if not whole:
-                    _members_guard(tx, zk, group)
+                    _members_guard(tx, zk, group, action)
                 for p in paths:
                     tx.delete(p)
                 _commit(tx, action)
@@ -1315,7 +1315,7 @@ def _import_once(
     for chunk in chunks:
         tx = zk.transaction()
         for group in guard_groups:
-            _members_guard(tx, zk, group)
+            _members_guard(tx, zk, group, "offsets import", done)
         for op, path, payload in chunk:
             if op == "create":
                 tx.create(path, payload)
