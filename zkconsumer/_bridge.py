@@ -12,11 +12,18 @@ part of the tree in sync, within about one poll interval (0.5 s by default)::
 
 A topic whose /brokers/topics znode was written by someone else (an admin tool, a test that
 changes the partition count the ZooKeeper-era way) is left alone: the bridge only rewrites
-and deletes topics it marked as its own.
+and deletes topics it marked as its own, and creates a topic's znode (never overwrites it)
+until it has marked it, so an admin tool's write racing its first one wins. A managed topic
+errored in one metadata answer is kept as it was; one missing from the answers is deleted
+after :data:`GONE_AFTER_ANSWERS` answers in a row. A managed topic's znode deleted by hand is
+written again.
 
 Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event) is the only
 state shared with other threads; ``_resync`` is set from kazoo's state listener and only
-makes the next round rewrite everything (ephemerals vanish with an expired session).
+makes the next round rewrite everything (ephemerals vanish with an expired session). Which
+broker registrations are the bridge's is then read back from ZooKeeper (the ephemerals of its
+session), not forgotten: a session that survived keeps them, and only those are deleted when
+a broker or the whole cluster goes away.
 
 ZooKeeper going away must not hang the bridge: kazoo's synchronous calls wait for ever while
 the connection is down, and then :meth:`Bridge.stop` could not end it. So no round runs while
@@ -29,8 +36,10 @@ ZooKeeper security as for the command-line tools: the bridge logs in with
 ``ZKCONSUMER_ZOOKEEPER_AUTH`` and gives every znode it creates the ACL of
 ``ZKCONSUMER_ZOOKEEPER_ACL`` (as a secured ZooKeeper-mode broker did with
 ``zookeeper.set.acl``), so that on a secured ensemble nobody else can replace or delete its
-broker registrations. A refused login, a bad variable or an unreachable ZooKeeper makes
-:meth:`Bridge.run` raise :class:`~zkconsumer.ZkConsumerError` before the first round.
+broker registrations. A refused login, a bad variable, an unreachable ZooKeeper or top-level
+paths it may not create make :meth:`Bridge.run` raise :class:`~zkconsumer.ZkConsumerError`
+before the first round. Later, a request refused (NoAuth, naming the znode) or lost to a race
+with another writer fails its round with one log line, not repeated while it lasts.
 """
 
 from __future__ import annotations
@@ -43,13 +52,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState
 
 from . import _zkpaths as zp
-from ._admin import security_config
+from ._admin import AUTH_ENV, security_config
 from ._errors import ZkConsumerError
 
 log = logging.getLogger("zkconsumer.bridge")
@@ -58,6 +74,25 @@ MANAGED_DIR = "/zkconsumer/bridge/topics"
 
 # What a ZooKeeper request raises when the connection is gone (see the module docstring).
 _ZK_GONE = (KazooTimeoutError, ConnectionLoss, SessionExpiredError)
+
+# Successful metadata answers in a row a managed topic must be missing from before its
+# znodes are deleted: one odd answer must not make legacy consumers rebalance twice.
+GONE_AFTER_ANSWERS = 2
+
+# As the connector and the tools: reconnect at least every second. kazoo's default backoff
+# grows to an hour, so after a long outage the bridge came back minutes late.
+_CONNECTION_RETRY: dict[str, Any] = {"max_tries": -1, "delay": 0.1, "max_delay": 1.0}
+
+
+class ZooKeeperRefusedError(ZkConsumerError):
+    """ZooKeeper refused a request for lack of permission (NoAuth); names the znode."""
+
+    def __init__(self, zookeeper: str, path: str) -> None:
+        super().__init__(
+            f"ZooKeeper at {zookeeper} refused access to {path} (NoAuth): its ACL does not "
+            f"grant the bridge's login ({AUTH_ENV}) what the bridge needs"
+        )
+        self.path = path
 
 
 @dataclass(frozen=True)
@@ -69,6 +104,8 @@ class ClusterView:
     topics: dict[str, dict[int, tuple[list[int], int, int, list[int]]]] = field(
         default_factory=dict
     )
+    # Topics the answer named with a topic-level error: unknown this round, not gone.
+    errored: frozenset[str] = frozenset()
 
 
 def read_cluster(admin: Any) -> ClusterView:
@@ -82,8 +119,12 @@ def read_cluster(admin: Any) -> ClusterView:
         if not b.get("is_fenced")
     }
     topics: dict[str, dict[int, tuple[list[int], int, int, list[int]]]] = {}
+    errored: set[str] = set()
     for t in admin.describe_topics():
-        if t.get("error_code", 0) != 0 or t.get("is_internal"):
+        if t.get("is_internal"):
+            continue
+        if t.get("error_code", 0) != 0:
+            errored.add(str(t["name"]))
             continue
         parts = {}
         for p in t["partitions"]:
@@ -94,7 +135,7 @@ def read_cluster(admin: Any) -> ClusterView:
                 [int(r) for r in p["isr_nodes"]],
             )
         topics[str(t["name"])] = parts
-    return ClusterView(brokers, topics)
+    return ClusterView(brokers, topics, frozenset(errored))
 
 
 class Bridge:
@@ -137,6 +178,11 @@ class Bridge:
         self._written_states: dict[tuple[str, int], bytes] = {}
         self._unreachable_since: float | None = None
         self._paths_made = False  # the top-level paths exist (made again after a resync)
+        # After a resync, which registrations are ours is read back from ZooKeeper.
+        self._owned_unknown = False
+        # managed topic -> successful answers in a row it was missing from
+        self._absent_answers: dict[str, int] = {}
+        self._last_failure: str | None = None  # the failure last logged, until a round works
         self.rounds = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -148,6 +194,12 @@ class Bridge:
         zk = self._connect()
         self._zk = zk
         try:
+            try:
+                # A ZooKeeper that refuses the top-level paths ends the bridge at once (one
+                # line in the CLI) rather than failing every round.
+                self._make_paths()
+            except (*_ZK_GONE, KazooException):
+                pass  # the first round makes them, or says why it cannot
             log.info("bridge: %s -> ZooKeeper %s", self._bootstrap, self._zk_connect)
             away = False  # ZooKeeper unreachable, already logged
             while not self._stop.is_set():
@@ -160,34 +212,66 @@ class Bridge:
                     if away:
                         log.info("bridge: ZooKeeper %s reachable again", self._zk_connect)
                         away = False
-                    try:
-                        self.reconcile_once()
-                    except _ZK_GONE as e:
-                        self._resync.set()
-                        log.warning("bridge: ZooKeeper request failed (%s); retrying",
-                                    type(e).__name__)
-                    except Exception:  # noqa: BLE001 - one bad round must not end the bridge
-                        log.exception("bridge round failed; retrying")
+                    self.run_round()
                 self._stop.wait(self._interval)
         finally:
-            self._close_admin()
-            self._deregister_all()
-            zk.stop()
-            zk.close()
+            try:
+                self._close_admin()
+                self._deregister_all()
+            finally:
+                zk.stop()
+                zk.close()
+
+    def run_round(self) -> None:
+        """One :meth:`reconcile_once`; a failure is logged once until a round works again (a
+        lasting one, such as an ACL refusing a write, must not log every interval)."""
+        try:
+            self.reconcile_once()
+        except _ZK_GONE as e:
+            self._resync.set()
+            self._failed(f"bridge: ZooKeeper request failed ({type(e).__name__}); retrying")
+        except ZooKeeperRefusedError as e:
+            self._failed(f"bridge: {e}; retrying")
+        except KazooException as e:  # a race with another writer: the next round redoes it
+            self._paths_made = False  # in case someone deleted them
+            self._failed(f"bridge: ZooKeeper request failed ({type(e).__name__}: {e}); "
+                         "retrying")
+        except Exception as e:  # noqa: BLE001 - one bad round must not end the bridge
+            self._failed(f"bridge round failed ({type(e).__name__}: {e}); retrying",
+                         trace=True)
+        else:
+            if self._last_failure is not None:
+                log.info("bridge: rounds work again")
+                self._last_failure = None
+
+    def _failed(self, message: str, trace: bool = False) -> None:
+        if message == self._last_failure:
+            log.debug("%s", message)
+            return
+        self._last_failure = message
+        log.warning("%s", message, exc_info=trace)
 
     def _deregister_all(self) -> None:
         """Delete this bridge's broker registrations, as a broker's clean shutdown did; when
         ZooKeeper is unreachable, leave them to go with the session (they are ephemeral)."""
         zk = self._zk
         assert zk is not None
-        left = sorted(self._written_brokers)
-        self._written_brokers.clear()
+        left: list[int] = []
         try:
+            if self._owned_unknown and zk.connected:
+                self._adopt_registrations()
+            left = sorted(self._written_brokers)
+            self._written_brokers.clear()
             while zk.connected and left:
                 self._delete(zp.broker_path(left[0]))
                 left.pop(0)
         except _ZK_GONE:
             pass
+        except (KazooException, ZooKeeperRefusedError) as e:
+            # The session is closed right after: its ephemerals go with it.
+            log.warning("bridge: cannot delete broker registrations %s (%s); they go with "
+                        "the session, closed now", left, e)
+            return
         if left:
             log.warning("bridge: ZooKeeper unreachable; broker registrations %s go when its "
                         "session expires", left)
@@ -202,7 +286,8 @@ class Bridge:
 
             security = kazoo_security_kwargs(config)
         try:
-            zk = KazooClient(hosts=self._zk_connect, timeout=10.0, **security)
+            zk = KazooClient(hosts=self._zk_connect, timeout=10.0,
+                             connection_retry=dict(_CONNECTION_RETRY), **security)
         except ValueError as e:
             raise ZkConsumerError(f"bad ZooKeeper address {self._zk_connect!r}: {e}") from None
         zk.add_listener(self._on_state)
@@ -242,16 +327,16 @@ class Bridge:
     def reconcile_once(self) -> None:
         if self._resync.is_set():
             self._resync.clear()
-            self._written_brokers.clear()
             self._written_topics.clear()
             self._written_states.clear()
             self._paths_made = False
-        if not self._paths_made:  # as a ZooKeeper-mode broker did, even before any broker
-            zk = self._zk
-            assert zk is not None
-            for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
-                self._wait(zk.ensure_path_async(path))
-            self._paths_made = True
+            # Not forgotten: the session and its ephemerals may have survived, and only what
+            # is known as ours is deleted when a broker or the cluster goes away.
+            self._owned_unknown = True
+        if not self._paths_made:
+            self._make_paths()
+        if self._owned_unknown:
+            self._adopt_registrations()
         try:
             if self._admin is None:
                 from kafka import KafkaAdminClient
@@ -282,15 +367,47 @@ class Bridge:
         self.apply(view)
         self.rounds += 1
 
+    def _make_paths(self) -> None:
+        """The top-level paths, as a ZooKeeper-mode broker made them, even before any broker."""
+        zk = self._zk
+        assert zk is not None
+        for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
+            self._wait(zk.ensure_path_async(path), path)
+        self._paths_made = True
+
+    def _adopt_registrations(self) -> None:
+        """Which /brokers/ids/<id> are this bridge's (ephemerals of its session), each to be
+        rewritten this round; replaces what was remembered, which a resync made unsure."""
+        zk = self._zk
+        assert zk is not None
+        session = zk.client_id[0] if zk.client_id else None
+        try:
+            children = self._wait(zk.get_children_async(zp.BROKER_IDS), zp.BROKER_IDS)
+        except NoNodeError:
+            children = []
+        owned: dict[int, bytes] = {}
+        for child in children:
+            if not child.isdigit() or str(int(child)) != child:
+                continue  # not a broker id the bridge writes
+            path = zp.broker_path(int(child))
+            stat = self._wait(zk.exists_async(path), path)
+            if stat is not None and session is not None and stat.ephemeralOwner == session:
+                owned[int(child)] = b""  # never equal to a written key: rewritten
+        self._written_brokers = owned
+        self._owned_unknown = False
+
     def apply(self, view: ClusterView) -> None:
         """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics)."""
         zk = self._zk
         assert zk is not None
-        managed = set(self._wait(zk.get_children_async(MANAGED_DIR)))
-        existing = set(self._wait(zk.get_children_async(zp.BROKER_TOPICS)))
+        managed = set(self._wait(zk.get_children_async(MANAGED_DIR), MANAGED_DIR))
+        existing = set(self._wait(zk.get_children_async(zp.BROKER_TOPICS), zp.BROKER_TOPICS))
         for topic, parts in sorted(view.topics.items()):
             if topic in existing and topic not in managed:
                 continue  # someone else's topic znode: leave it alone
+            if topic not in existing:
+                # Never written, or deleted by hand: what was cached of it no longer holds.
+                self._forget_topic(topic)
             assignment = zp.TopicAssignment({p: r for p, (r, _, _, _) in parts.items()})
             data = assignment.encode()
             if self._written_topics.get(topic) != data:
@@ -298,22 +415,32 @@ class Bridge:
                     # The marker first: a round cut short in between leaves a managed topic
                     # without its znode (written next round), never a topic znode the
                     # bridge would then take for someone else's and leave for good.
-                    self._wait(zk.ensure_path_async(f"{MANAGED_DIR}/{topic}"))
-                self._write(zp.topic_path(topic), data)
+                    path = f"{MANAGED_DIR}/{topic}"
+                    self._wait(zk.ensure_path_async(path), path)
+                if not self._write_topic(topic, data, topic in existing):
+                    continue
                 self._written_topics[topic] = data
                 log.info("bridge: topic %s with %d partitions", topic, len(parts))
             for p, (_, leader, epoch, isr) in parts.items():
                 state = zp.PartitionState(leader, epoch, 1, isr).encode()
                 if self._written_states.get((topic, p)) != state:
-                    self._write(zp.partition_state_path(topic, p), state)
+                    if not self._write_state(topic, p, state):
+                        # Its topic znode was deleted meanwhile: written again next round.
+                        self._forget_topic(topic)
+                        break
                     self._written_states[(topic, p)] = state
-        for topic in sorted(managed - set(view.topics)):
+        # A topic errored in this answer is unknown, not gone; a missing one goes only after
+        # GONE_AFTER_ANSWERS answers in a row.
+        absent = managed - set(view.topics) - view.errored
+        self._absent_answers = {t: self._absent_answers.get(t, 0) + 1 for t in absent}
+        for topic in sorted(absent):
+            if self._absent_answers[topic] < GONE_AFTER_ANSWERS:
+                continue
             log.info("bridge: topic %s is gone from the cluster", topic)
             self._delete(zp.topic_path(topic), recursive=True)
             self._delete(f"{MANAGED_DIR}/{topic}")
-            self._written_topics.pop(topic, None)
-            for stale in [k for k in self._written_states if k[0] == topic]:
-                del self._written_states[stale]
+            self._forget_topic(topic)
+            del self._absent_answers[topic]
 
         now_ms = int(time.time() * 1000)
         proto = self._protocol
@@ -335,12 +462,12 @@ class Bridge:
                 path = zp.broker_path(bid)
                 try:
                     self._wait(zk.create_async(path, reg.encode(), ephemeral=True,
-                                               makepath=True))
+                                               makepath=True), path)
                 except NodeExistsError:
                     # Ours (written before a resync, or with other details): rewritten. Another
                     # session's (a second bridge, a real broker): left alone, as a broker
                     # starting with a taken id would.
-                    stat = self._wait(zk.exists_async(path))
+                    stat = self._wait(zk.exists_async(path), path)
                     if stat is None:
                         continue  # gone meanwhile: next round
                     if stat.ephemeralOwner != zk.client_id[0]:
@@ -349,7 +476,7 @@ class Bridge:
                             log.warning("bridge: %s is held by another session; not "
                                         "replacing it", path)
                         continue
-                    self._wait(zk.set_async(path, reg.encode(), version=stat.version))
+                    self._wait(zk.set_async(path, reg.encode(), version=stat.version), path)
                 self._warned_held.discard(bid)
                 self._written_brokers[bid] = key
                 log.info("bridge: registered broker %d at %s://%s:%d", bid, proto, host, port)
@@ -359,27 +486,82 @@ class Bridge:
             del self._written_brokers[bid]
 
     # -- small ZooKeeper helpers -------------------------------------------------------------
-    def _wait(self, result: IAsyncResult) -> Any:
-        """The answer of a request, or KazooTimeoutError after ``request_timeout_s``. A request
-        given up on stays queued in kazoo and may still run once the connection is back: the
-        caller's round fails, and the next one rewrites everything after it."""
-        return result.get(timeout=self._request_timeout)
+    def _wait(self, result: IAsyncResult, path: str) -> Any:
+        """The answer of a request on ``path``, or KazooTimeoutError after
+        ``request_timeout_s``. A request given up on stays queued in kazoo and may still run
+        once the connection is back: the caller's round fails, and the next one rewrites
+        everything after it. NoAuth becomes :class:`ZooKeeperRefusedError`: kazoo's error
+        does not say which znode's ACL is at fault."""
+        try:
+            return result.get(timeout=self._request_timeout)
+        except NoAuthError:
+            raise ZooKeeperRefusedError(self._zk_connect, path) from None
 
-    def _write(self, path: str, data: bytes) -> None:
+    def _forget_topic(self, topic: str) -> None:
+        self._written_topics.pop(topic, None)
+        for stale in [k for k in self._written_states if k[0] == topic]:
+            del self._written_states[stale]
+
+    def _write_topic(self, topic: str, data: bytes, listed: bool) -> bool:
+        """Write a managed topic's znode; False when someone else created it first (an admin
+        tool, between the listing and this write): then it is theirs, and left alone."""
         zk = self._zk
         assert zk is not None
+        path = zp.topic_path(topic)
+        if listed:
+            try:
+                self._wait(zk.set_async(path, data), path)
+                return True
+            except NoNodeError:
+                pass  # deleted since the listing: created below
         try:
-            self._wait(zk.set_async(path, data))
+            self._wait(zk.create_async(path, data), path)  # /brokers/topics exists
+        except NodeExistsError:
+            try:
+                if self._wait(zk.get_async(path), path)[0] == data:
+                    return True  # ours after all (a create left queued by a timeout)
+            except NoNodeError:
+                pass  # deleted again: theirs all the same
+            marker = f"{MANAGED_DIR}/{topic}"
+            self._delete(marker)
+            self._forget_topic(topic)
+            log.info("bridge: topic %s was written by someone else; leaving it alone", topic)
+            return False
+        return True
+
+    def _write_state(self, topic: str, partition: int, data: bytes) -> bool:
+        """Write a partition's state znode; False when the topic's znode is gone. Its
+        parents are created level by level, never the topic znode: kazoo's makepath would
+        create that one empty, which readers reject as invalid JSON."""
+        zk = self._zk
+        assert zk is not None
+        path = zp.partition_state_path(topic, partition)
+        try:
+            self._wait(zk.set_async(path, data), path)
+            return True
         except NoNodeError:
-            self._wait(zk.create_async(path, data, makepath=True))
+            pass
+        try:
+            for parent in (zp.partitions_dir(topic), path.rsplit("/", 1)[0]):
+                try:
+                    self._wait(zk.create_async(parent), parent)
+                except NodeExistsError:
+                    pass
+            try:
+                self._wait(zk.create_async(path, data), path)
+            except NodeExistsError:  # written meanwhile (a request left queued by a timeout)
+                self._wait(zk.set_async(path, data), path)
+        except NoNodeError:
+            return False
+        return True
 
     def _delete(self, path: str, recursive: bool = False) -> None:
         zk = self._zk
         assert zk is not None
         try:
             if recursive:
-                for child in self._wait(zk.get_children_async(path)):
+                for child in self._wait(zk.get_children_async(path), path):
                     self._delete(f"{path}/{child}", recursive=True)
-            self._wait(zk.delete_async(path))
+            self._wait(zk.delete_async(path), path)
         except NoNodeError:
             pass

@@ -1,0 +1,273 @@
+"""The bridge's bookkeeping under faults: resyncs, odd metadata answers, znodes changed by
+others, ZooKeeper refusing requests. Each test drives a bridge of its own on a tree of its own
+(the stack's bridge owns /brokers), with metadata made by hand."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import OPEN_ACL_UNSAFE, make_acl
+
+from tests.support import StackInfo, reaped, wait_until
+from tests.test_stack import _bridge_on
+from zkconsumer import _zkpaths as zp
+from zkconsumer._bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
+
+READ_ONLY = [make_acl("world", "anyone", read=True)]
+
+
+def _topic(name: str, partitions: int, error_code: int = 0, epoch: int = 0) -> dict[str, Any]:
+    """A topic as kafka-python's describe_topics answers it; broker 1 leads everything."""
+    return {"name": name, "error_code": error_code, "is_internal": False, "partitions": [
+        {"partition_index": p, "replica_nodes": [1], "leader_id": 1, "leader_epoch": epoch,
+         "isr_nodes": [1]} for p in range(partitions)]}
+
+
+class _Admin:
+    """kafka-python's admin client answering fixed metadata; ``brokers=None``: the cluster
+    is unreachable."""
+
+    def __init__(self, brokers: list[int] | None, topics: Mapping[str, int] = {}) -> None:
+        self.brokers = brokers
+        self.topics = [_topic(t, n) for t, n in topics.items()]
+
+    def describe_cluster(self) -> dict[str, Any]:
+        if self.brokers is None:
+            raise ConnectionError("cluster unreachable")
+        return {"brokers": [{"broker_id": b, "host": f"h{b}", "port": 9092, "rack": None}
+                            for b in self.brokers]}
+
+    def describe_topics(self) -> list[dict[str, Any]]:
+        return self.topics
+
+    def close(self) -> None:
+        pass
+
+
+def _parts(n: int, epoch: int = 0) -> dict[int, tuple[list[int], int, int, list[int]]]:
+    return {p: ([1], 1, epoch, [1]) for p in range(n)}
+
+
+BROKER: dict[int, tuple[str, int, str | None]] = {1: ("h1", 9092, None)}
+
+
+def test_bridge_reconnects_to_zookeeper_at_least_every_second(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    # kazoo's default backoff grows to an hour: after a long outage the bridge reconnected
+    # minutes late, and at start it could miss its --connect-timeout.
+    with _bridge_on(stack, zk, f"/bridge-{names.suffix}") as bridge:
+        retry = bridge._zk._conn_retry
+        assert retry.max_tries == -1  # for ever: it waits for ZooKeeper
+        assert retry.max_delay <= 1.0
+
+
+def test_a_resync_keeps_the_registrations_the_bridge_owns(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """A failed request makes the next round rewrite everything, but the session and its
+    ephemerals survived: a broker leaving, or the cluster going away, must still remove them
+    (and only them)."""
+    root = f"/bridge-{names.suffix}"
+    zk.create(root + zp.broker_path(3), b"{}", ephemeral=True, makepath=True)  # someone's
+    with _bridge_on(stack, zk, root, gone_after_s=0.0) as bridge:
+        bridge._admin = _Admin([1, 2, 3])
+        bridge.reconcile_once()
+        assert sorted(zk.get_children(root + zp.BROKER_IDS)) == ["1", "2", "3"]
+
+        bridge._resync.set()  # as a ZooKeeper request that timed out does
+        bridge._admin = _Admin([1, 3])
+        bridge.reconcile_once()
+        assert sorted(zk.get_children(root + zp.BROKER_IDS)) == ["1", "3"]  # 2 left
+
+        bridge._resync.set()
+        bridge._admin = _Admin(None)
+        bridge.reconcile_once()  # the cluster is gone: its registrations go
+        assert zk.get_children(root + zp.BROKER_IDS) == ["3"]
+        assert zk.get(root + zp.broker_path(3))[0] == b"{}"
+
+
+def test_read_cluster_reports_topics_with_an_error_apart() -> None:
+    class Admin(_Admin):
+        def describe_topics(self) -> list[dict[str, Any]]:
+            return [_topic("ok", 1), _topic("odd", 1, error_code=5)]  # LEADER_NOT_AVAILABLE
+
+    view = read_cluster(Admin([1]))
+    assert list(view.topics) == ["ok"]
+    assert view.errored == {"odd"}
+
+
+def test_a_topic_missing_from_one_answer_keeps_its_znodes(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """Deleting and recreating a topic's znodes makes legacy consumers rebalance twice: an
+    answer with an error for it changes nothing, and a topic is gone only once missing from
+    two answers in a row."""
+    root = f"/bridge-{names.suffix}"
+    topic, marker = root + zp.topic_path("t"), root + MANAGED_DIR + "/t"
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))
+        created = zk.exists(topic).czxid
+        bridge.apply(ClusterView(BROKER, {}, frozenset({"t"})))  # errored
+        bridge.apply(ClusterView(BROKER, {}))  # missing once
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))
+        bridge.apply(ClusterView(BROKER, {}))  # missing once again
+        assert zk.exists(topic).czxid == created  # never deleted
+        assert zk.exists(root + zp.partition_state_path("t", 1))
+        assert zk.exists(marker)
+        bridge.apply(ClusterView(BROKER, {}))  # missing twice in a row: gone
+        assert zk.exists(topic) is None and zk.exists(marker) is None
+
+
+def test_a_managed_topic_znode_deleted_by_hand_is_written_again(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """Never left missing while its cached bytes match, and never recreated empty by a
+    partition state's write (readers reject an empty topic znode as invalid JSON)."""
+    root = f"/bridge-{names.suffix}"
+    topic = root + zp.topic_path("t")
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))
+        zk.delete(topic, recursive=True)
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))  # nothing changed in the cluster
+        assert zp.TopicAssignment.decode(zk.get(topic)[0]).partitions == {0: [1], 1: [1]}
+        assert zk.exists(root + zp.partition_state_path("t", 1))
+
+        # Deleted between the bridge's listing and its write of a partition state.
+        real = bridge._zk.set_async
+        deleted: list[str] = []
+
+        def delete_first(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path == zp.partition_state_path("t", 0) and not deleted:
+                deleted.append(path)
+                zk.delete(topic, recursive=True)
+            return real(path, *args, **kwargs)
+
+        bridge._zk.set_async = delete_first
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2, epoch=1)}))  # a leader epoch moved
+        assert deleted
+        assert zk.exists(topic) is None  # not recreated empty
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2, epoch=1)}))
+        assert zp.TopicAssignment.decode(zk.get(topic)[0]).partitions == {0: [1], 1: [1]}
+        for p in (0, 1):
+            state = zk.get(root + zp.partition_state_path("t", p))[0]
+            assert zp.PartitionState.decode(state).leader_epoch == 1
+
+
+def test_an_admin_tools_write_racing_the_bridges_first_one_wins(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    topic = root + zp.topic_path("t")
+    theirs = zp.TopicAssignment({0: [1], 1: [1], 2: [1]}).encode()
+    with _bridge_on(stack, zk, root) as bridge:
+        real = bridge._zk.ensure_path_async
+
+        def admin_writes_first(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path == f"{MANAGED_DIR}/t" and not zk.exists(topic):
+                zk.create(topic, theirs)  # after the bridge listed /brokers/topics
+            return real(path, *args, **kwargs)
+
+        bridge._zk.ensure_path_async = admin_writes_first
+        for _ in range(2):
+            bridge.apply(ClusterView(BROKER, {"t": _parts(1)}))
+            assert zk.get(topic)[0] == theirs
+            assert zk.exists(root + MANAGED_DIR + "/t") is None  # not the bridge's
+            assert zk.exists(root + zp.partition_state_path("t", 0)) is None
+
+        # The bridge's own bytes there (its create of a round that timed out, run late): its.
+        bridge._zk.ensure_path_async = real
+        mine = zp.TopicAssignment({0: [1]}).encode()
+        real_create = bridge._zk.create_async
+
+        def own_create_lands_first(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path == zp.topic_path("u") and not zk.exists(root + path):
+                zk.create(root + path, mine)
+            return real_create(path, *args, **kwargs)
+
+        bridge._zk.create_async = own_create_lands_first
+        bridge.apply(ClusterView(BROKER, {"u": _parts(1)}))
+        assert zk.exists(root + MANAGED_DIR + "/u")
+        assert zk.exists(root + zp.partition_state_path("u", 0))
+
+
+def test_a_refused_write_is_logged_once_naming_its_znode(
+    stack: StackInfo, zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge._admin = _Admin([1], {"t": 1})
+        bridge.run_round()
+        # A hand-made ACL: no write (admin, to put it back below).
+        zk.set_acls(root + zp.topic_path("t"), [make_acl("world", "anyone", read=True,
+                                                          admin=True)])
+        bridge._admin = _Admin([1], {"t": 2})
+        with caplog.at_level(logging.INFO, logger="zkconsumer.bridge"):
+            for _ in range(3):
+                bridge.run_round()
+            warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+            assert len(warnings) == 1, [r.getMessage() for r in warnings]
+            assert not warnings[0].exc_info  # one line, no traceback
+            assert "refused access to /brokers/topics/t (NoAuth)" in warnings[0].getMessage()
+            zk.set_acls(root + zp.topic_path("t"), OPEN_ACL_UNSAFE)
+            bridge.run_round()
+        assert len(zp.TopicAssignment.decode(zk.get(root + zp.topic_path("t"))[0])
+                   .partitions) == 2
+        assert bridge.rounds == 2
+
+
+def test_a_bridge_refused_its_top_level_paths_stops_with_one_line(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    zk.create(root, acl=READ_ONLY)
+    with reaped(subprocess.Popen(
+            [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper",
+             f"{stack.zookeeper}{root}", "--bootstrap-server", stack.bootstrap],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) as proc:
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"zkconsumer bridge: ZooKeeper at {stack.zookeeper}{root} refused access to "
+        f"{zp.BROKER_IDS} (NoAuth): its ACL does not grant the bridge's login "
+        "(ZKCONSUMER_ZOOKEEPER_AUTH) what the bridge needs")
+
+
+def test_a_refused_deregistration_still_closes_the_session(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
+        zk.ensure_path(root + path)
+    bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, interval_s=0.05, environ={})
+    bridge._admin = _Admin([1])
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            bridge.run()
+        except BaseException as e:  # noqa: BLE001 - reported by the assertions below
+            failed.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: zk.exists(root + zp.broker_path(1)), 10, "broker registered")
+        # Deleting a child is its parent's ACL's say: this one allows no delete.
+        zk.set_acls(root + zp.BROKER_IDS,
+                    [make_acl("world", "anyone", read=True, create=True)])
+    finally:
+        bridge.stop()
+        thread.join(15)
+    assert not thread.is_alive()
+    assert not failed, failed
+    # The session was closed all the same: its ephemeral went at once, not after a timeout.
+    wait_until(lambda: zk.exists(root + zp.broker_path(1)) is None, 3, "the session closed")
