@@ -161,7 +161,7 @@ def test_bridge_registers_the_listener_of_its_security_protocol(
         assert zp.BrokerRegistration.decode(data).endpoint("SSL") == ("h1", 9093)
         assert zk.get(root + zp.broker_path(2))[0] == b"{}"  # not replaced
         assert sum("held by another session" in r.getMessage() for r in caplog.records) == 1
-        bridge._written_brokers.clear()  # as a resync does
+        bridge._written_brokers.clear()  # forgotten: rewritten all the same
         bridge.apply(ClusterView({1: ("h1", 9094, None)}))
         reg = json.loads(zk.get(root + zp.broker_path(1))[0])
         assert reg["endpoints"] == ["SSL://h1:9094"]
@@ -386,3 +386,111 @@ def test_a_zookeeper_that_cannot_start_says_why(tmp_path: Path) -> None:
                 stack.start("zookeeper", timeout=60)
         finally:
             stack.down()
+
+
+def test_a_failed_stack_up_leaves_what_was_running_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zkconsumer._errors import StackError
+    from zkconsumer._stack import free_port
+
+    directory = tmp_path / "stack"
+    first = LocalStack(directory)
+    first.zk_port = free_port()
+    try:
+        first.start("zookeeper", timeout=60)  # someone's stack, half up
+        again = LocalStack(directory)
+
+        def no_broker() -> Any:
+            raise StackError("no broker here")
+
+        monkeypatch.setattr(again, "_spawn_broker", no_broker)
+        with pytest.raises(StackError, match="no broker here"):
+            again.up(timeout=60)
+        assert again.answering("zookeeper")
+        assert list(json.loads((directory / "stack.json").read_text())["procs"]) == [
+            "zookeeper"]
+    finally:
+        LocalStack(directory).down()
+
+
+_SLEEPER = "import signal, sys, time; {}print('ready', flush=True); time.sleep(60)"
+
+
+@contextmanager
+def _sleeper(ignore_sigterm: bool = False, **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """A process standing in for a component; its command line holds 'zkc-sleeper'."""
+    ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN); " if ignore_sigterm else ""
+    with reaped(subprocess.Popen([sys.executable, "-c", _SLEEPER.format(ignore), "zkc-sleeper"],
+                                 stdout=subprocess.PIPE, text=True, **popen)) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        yield proc
+
+
+def test_stop_kills_a_component_that_left_its_process_group(tmp_path: Path) -> None:
+    from zkconsumer._stack import _Proc
+
+    stack = LocalStack(tmp_path / "stack")
+    stack.dir.mkdir()
+    with _sleeper(ignore_sigterm=True) as proc:  # in our group: no group of its own pid
+        stack.procs["bridge"] = _Proc(proc.pid, "zkc-sleeper")
+        stack.stop("bridge", timeout=0.2)  # SIGTERM ignored: SIGKILL
+        assert not stack.running_proc(_Proc(proc.pid, "zkc-sleeper"))
+    assert json.loads(stack.state_file.read_text())["procs"] == {}
+
+
+def test_down_goes_on_past_a_component_that_will_not_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zkconsumer import _stack
+    from zkconsumer._errors import StackError
+    from zkconsumer._stack import _Proc
+
+    monkeypatch.setattr(_stack, "KILL_WAIT_S", 0.2)
+    stack = LocalStack(tmp_path / "stack")
+    stack.dir.mkdir()
+    with _sleeper(start_new_session=True) as zookeeper, \
+            _sleeper(start_new_session=True) as broker, \
+            _sleeper(start_new_session=True) as bridge:
+        for name, proc in (("zookeeper", zookeeper), ("broker", broker), ("bridge", bridge)):
+            stack.procs[name] = _Proc(proc.pid, "zkc-sleeper")
+        real = stack.running_proc
+        # Unkillable (a process stuck in the kernel): it still runs after SIGKILL.
+        monkeypatch.setattr(stack, "running_proc",
+                            lambda p: p.pid == broker.pid or real(p))
+        failed: list[BaseException] = []
+
+        def down() -> None:
+            try:
+                stack.down(timeout=0.2)
+            except BaseException as e:  # noqa: BLE001 - checked below
+                failed.append(e)
+
+        thread = threading.Thread(target=down, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "down() waits for ever after SIGKILL"
+        assert len(failed) == 1 and isinstance(failed[0], StackError), failed
+        assert f"broker (pid {broker.pid}) still runs" in str(failed[0])
+        wait_until(lambda: zookeeper.poll() is not None and bridge.poll() is not None, 10,
+                   "the others stopped")
+        assert list(json.loads(stack.state_file.read_text())["procs"]) == ["broker"]
+
+
+@pytest.mark.parametrize("content", ["{", '{"zk_port": 1}', '{"zk_port": 1, "broker_port": 2, '
+                                     '"procs": {"bridge": {"pid": "x"}}}'])
+def test_a_corrupt_stack_json_is_one_line(tmp_path: Path, content: str) -> None:
+    from zkconsumer._errors import StackError
+
+    directory = tmp_path / "stack"
+    directory.mkdir()
+    (directory / "stack.json").write_text(content)
+    with pytest.raises(StackError, match="stack.json is not a stack's state"):
+        LocalStack(directory)
+    down = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "stack", "down", "--dir", str(directory)],
+        capture_output=True, text=True, timeout=60)
+    assert down.returncode == 2
+    assert "Traceback" not in down.stderr
+    assert len(down.stderr.strip().splitlines()) == 1
+    assert "stack.json is not a stack's state" in down.stderr

@@ -10,8 +10,10 @@
 
 Processes run in their own sessions, so they outlive the command that started them; their
 pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
-command line still matches, never a stranger that reused a pid. Components can be stopped and
-started one at a time on the same ports (the fault tests use this).
+command line still matches, never a stranger that reused a pid; it tries every component and
+then raises :class:`StackError` naming those that would not stop. A failed ``up`` stops only
+what it started itself. Components can be stopped and started one at a time on the same ports
+(the fault tests use this).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 #: zookeeper.log, so a failed start says why.
 SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
 COMPONENTS = ("zookeeper", "broker", "bridge")
+#: How long :meth:`LocalStack.stop` waits for a process to go after SIGKILL.
+KILL_WAIT_S = 5.0
 
 
 def free_port() -> int:
@@ -159,10 +163,21 @@ class LocalStack:
 
     # -- persistence ----------------------------------------------------------------------------
     def _load(self) -> None:
-        data = json.loads(self.state_file.read_text())
-        self.zk_port = int(data["zk_port"])
-        self.broker_port = int(data["broker_port"])
-        self.procs = {k: _Proc(int(v["pid"]), v["marker"]) for k, v in data["procs"].items()}
+        try:
+            data = json.loads(self.state_file.read_text())
+            zk_port = int(data["zk_port"])
+            broker_port = int(data["broker_port"])
+            procs = {str(k): _Proc(int(v["pid"]), str(v["marker"]))
+                     for k, v in data["procs"].items()}
+        except OSError as e:
+            raise StackError(f"cannot read {self.state_file}: {e}") from None
+        except (ValueError, LookupError, TypeError, AttributeError) as e:
+            # A truncated or hand-edited file: one clear line, not a traceback.
+            raise StackError(
+                f"{self.state_file} is not a stack's state ({type(e).__name__}: {e}); stop "
+                "what it started by hand and remove it"
+            ) from None
+        self.zk_port, self.broker_port, self.procs = zk_port, broker_port, procs
 
     def _save(self) -> None:
         data = {
@@ -185,24 +200,41 @@ class LocalStack:
             self.broker_port = free_port()
             while self.broker_port == self.zk_port:
                 self.broker_port = free_port()
+        started: list[str] = []
         try:
             for name in COMPONENTS:
                 if not self.running(name):
+                    started.append(name)
                     self.start(name, timeout=timeout)
         except BaseException:
-            self.down()
+            # Only what this call started: components already running (an earlier `up`)
+            # are someone's stack and stay up.
+            for name in reversed(started):
+                try:
+                    self.stop(name)
+                except StackError:
+                    pass  # the error that matters is the one being raised
             raise
         return self.addresses()
 
-    def down(self) -> list[str]:
-        """Stop what this stack started (bridge first, so it can deregister cleanly)."""
+    def down(self, timeout: float = 15.0) -> list[str]:
+        """Stop what this stack started (bridge first, so it can deregister cleanly). Every
+        component is tried; StackError afterwards names those that would not stop (they stay
+        recorded in stack.json, for another try)."""
         stopped = []
+        failed: list[str] = []
         for name in reversed(COMPONENTS):
             if name in self.procs:
-                self.stop(name)
+                try:
+                    self.stop(name, timeout=timeout)
+                except StackError as e:
+                    failed.append(str(e))
+                    continue
                 stopped.append(name)
         if self.state_file.exists():
             self._save()
+        if failed:
+            raise StackError("; ".join(failed))
         return stopped
 
     def status(self) -> dict[str, Any]:
@@ -252,22 +284,38 @@ class LocalStack:
             time.sleep(0.1)
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
-        proc = self.procs.pop(name, None)
+        """Signal ``name``'s process group with ``sig``, then SIGKILL after ``timeout``;
+        StackError if it is still running :data:`KILL_WAIT_S` later (it stays recorded)."""
+        proc = self.procs.get(name)
         if proc is None:
             return
         if self.running_proc(proc):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
+            self._signal(name, proc, sig)
             deadline = time.monotonic() + timeout
             while self.running_proc(proc) and time.monotonic() < deadline:
                 time.sleep(0.05)
             if self.running_proc(proc):
-                os.killpg(proc.pid, signal.SIGKILL)
+                self._signal(name, proc, signal.SIGKILL)
+                deadline = time.monotonic() + KILL_WAIT_S
                 while self.running_proc(proc):
+                    if time.monotonic() > deadline:
+                        raise StackError(f"{name} (pid {proc.pid}) still runs {KILL_WAIT_S:g} s "
+                                         "after SIGKILL")
                     time.sleep(0.05)
+        del self.procs[name]
         self._save()
+
+    def _signal(self, name: str, proc: _Proc, sig: int) -> None:
+        """``sig`` to the process group the component leads; to the process alone when that
+        group is gone (it exited meanwhile, or left its group)."""
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(proc.pid, sig)
+                return
+            except ProcessLookupError:
+                pass
+            except PermissionError as e:
+                raise StackError(f"cannot stop {name} (pid {proc.pid}): {e}") from None
 
     def running_proc(self, proc: _Proc) -> bool:
         child = self._children.get(proc.pid)
