@@ -47,6 +47,30 @@ def reaped(proc: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
             proc.wait()
 
 
+@contextmanager
+def running_bridge(bridge: Any, name: str = "bridge") -> Iterator[list[BaseException]]:
+    """``bridge.run()`` in a thread; yields what it raised (a list, empty while it runs).
+    Stopped and joined on exit, where the thread must have ended."""
+    import threading
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            bridge.run()
+        except BaseException as e:  # noqa: BLE001 - for the caller's assertions
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        yield failed
+    finally:
+        bridge.stop()
+        thread.join(15)
+    assert not thread.is_alive()
+
+
 def wait_until(
     cond: Callable[[], Any], timeout: float = 30.0, what: str = "condition", every: float = 0.05
 ) -> Any:

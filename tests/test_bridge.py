@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from tests.support import StackInfo, reaped, wait_until
+from tests.support import StackInfo, reaped, running_bridge, wait_until
 from tests.test_stack import _bridge_on
 from zkconsumer import _zkpaths as zp
 from zkconsumer._bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
@@ -249,25 +248,11 @@ def test_a_refused_deregistration_still_closes_the_session(
         zk.ensure_path(root + path)
     bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, interval_s=0.05, environ={})
     bridge._admin = _Admin([1])
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            bridge.run()
-        except BaseException as e:  # noqa: BLE001 - reported by the assertions below
-            failed.append(e)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with running_bridge(bridge) as failed:
         wait_until(lambda: zk.exists(root + zp.broker_path(1)), 10, "broker registered")
         # Deleting a child is its parent's ACL's say: this one allows no delete.
         zk.set_acls(root + zp.BROKER_IDS,
                     [make_acl("world", "anyone", read=True, create=True)])
-    finally:
-        bridge.stop()
-        thread.join(15)
-    assert not thread.is_alive()
     assert not failed, failed
     # The session was closed all the same: its ephemeral went at once, not after a timeout.
     wait_until(lambda: zk.exists(root + zp.broker_path(1)) is None, 3, "the session closed")

@@ -540,15 +540,24 @@ def test_copy_path_end_to_end(
     assert everything == Counter({(p, o): 1 for p in (0, 1) for o in range(6)})
 
 
-def test_copy_waits_for_a_consumer_to_leave(
-    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
-) -> None:
-    group, topic = names.group, topic2
+def legacy_owner(
+    stack: StackInfo, zk: KazooClient, group: str, topic: str
+) -> ZookeeperConsumerConnector:
+    """Offsets 1 and 1 in ZooKeeper and a live legacy member "leaving" owning the topic's
+    partitions (shut it down to let a copy go on)."""
     set_zk(zk, group, topic, {0: 1, 1: 1})
     config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
                              "consumer.id": "leaving", "auto.commit.enable": "false"})
     connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
     connector.create_message_streams({topic: 1})
+    return connector
+
+
+def test_copy_waits_for_a_consumer_to_leave(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    group, topic = names.group, topic2
+    connector = legacy_owner(stack, zk, group, topic)
     admin = CountingAdmin(modern_admin(stack.bootstrap))  # counts the copy's looks
     results: list[Any] = []
     worker = threading.Thread(target=lambda: results.append(copy_offsets(
@@ -934,11 +943,7 @@ def test_copy_success_line_counts_checks_right(
     import zkconsumer._migrate as migrate
 
     group, topic = names.group, topic2
-    set_zk(zk, group, topic, {0: 1, 1: 1})
-    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
-                             "consumer.id": "leaving", "auto.commit.enable": "false"})
-    connector = ZookeeperConsumerConnector(config, fetcher_factory=NullFetcher)
-    connector.create_message_streams({topic: 1})
+    connector = legacy_owner(stack, zk, group, topic)
     real = migrate._live_consumers
     busy: list[int] = []
 

@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 
@@ -16,7 +15,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl_credential
 
-from tests.support import NullFetcher, create_topic, group_owners, started_zk, wait_until
+from tests.support import (
+    NullFetcher,
+    create_topic,
+    group_owners,
+    running_bridge,
+    started_zk,
+    wait_until,
+)
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
 from zkconsumer._admin import ACL_ENV, AUTH_ENV
@@ -218,18 +224,8 @@ def test_bridge_logs_in_and_protects_its_registrations(
     topic = names.topic
     create_topic(stack.bootstrap, topic, 2)
     bridge = Bridge(chrooted, stack.bootstrap, interval_s=0.2, environ=_bridge_env())
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            bridge.run()
-        except BaseException as e:  # noqa: BLE001 - reported by the assertions below
-            failed.append(e)
-
-    thread = threading.Thread(target=run, name="secured-bridge", daemon=True)
-    thread.start()
     with started_zk(chrooted) as zk:  # no login
-        try:
+        with running_bridge(bridge, "secured-bridge") as failed:
             state = zp.partition_state_path(topic, 1)
             # A round writes every topic of the cluster, then the broker: wait for both.
             wait_until(lambda: failed or (zk.exists(state) and zk.get_children(zp.BROKER_IDS)),
@@ -252,10 +248,6 @@ def test_bridge_logs_in_and_protects_its_registrations(
                 zk.set(zp.topic_path(topic), b"{}")
             with pytest.raises(NoAuthError):
                 zk.set(state, b"{}")
-        finally:
-            bridge.stop()
-            thread.join(15)
-        assert not thread.is_alive()
         assert not failed, failed
         assert zk.exists(registered) is None  # a clean stop deregisters (with its login)
 
