@@ -445,7 +445,7 @@ def test_copy_bad_input_is_one_line(stack: StackInfo, capsys: Any, names: Any) -
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
         "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
-        "--check-interval", "0")
+        "--check-interval", "0.01")
     assert (code, out) == (2, "")
     assert err.strip() == (f"zkconsumer migrate: group {names.group!r} has no committed "
                            "offsets in ZooKeeper")
