@@ -4,11 +4,12 @@ others, ZooKeeper refusing requests. Each test drives a bridge of its own on a t
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kazoo.client import KazooClient
@@ -91,6 +92,36 @@ def test_a_resync_keeps_the_registrations_the_bridge_owns(
         bridge.reconcile_once()  # the cluster is gone: its registrations go
         assert zk.get_children(root + zp.BROKER_IDS) == ["3"]
         assert zk.get(root + zp.broker_path(3))[0] == b"{}"
+
+
+def test_registrations_are_read_back_every_round(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """What the bridge remembers writing is not trusted: a registration deleted by hand is
+    written again, and one another session holds now (another bridge took the id while this
+    one's session was away) is never deleted, by a round or at stop."""
+    root = f"/bridge-{names.suffix}"
+    path = root + zp.broker_path(1)
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge._admin = _Admin([1])
+        bridge.reconcile_once()
+        def registration() -> dict[str, Any]:
+            data = json.loads(zk.get(path)[0])
+            del data["timestamp"]  # the time it was written
+            return cast(dict[str, Any], data)
+
+        written = registration()
+        zk.delete(path)
+        bridge.reconcile_once()
+        assert registration() == written  # written again
+
+        zk.delete(path)
+        zk.create(path, b"another bridge's", ephemeral=True)
+        bridge._admin = _Admin(None)
+        bridge.reconcile_once()  # the cluster is gone: only its own registrations go
+        assert zk.get(path)[0] == b"another bridge's"
+        bridge._deregister_all()
+        assert zk.get(path)[0] == b"another bridge's"
 
 
 def test_read_cluster_reports_topics_with_an_error_apart() -> None:

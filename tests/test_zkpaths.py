@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from zkconsumer import _zkpaths
 from zkconsumer._errors import ZkDataError
 from zkconsumer._zkpaths import (
     BROKER_IDS,
@@ -717,3 +718,9 @@ def test_garbage_without_path_still_zkdataerror() -> None:
     ):
         with pytest.raises(ZkDataError, match="unknown path"):
             decode(None)
+
+
+def test_znode_names_of_partitions_and_brokers_are_read_as_the_jvm_writes_them() -> None:
+    """``str.isdigit`` took "²" (then ``int`` raised) and "007" (another znode's path)."""
+    assert [_zkpaths.parse_id(n) for n in ("0", "7", "12", "007", "²", "٣", "-1", "+1", "1 ", "")
+            ] == [0, 7, 12, None, None, None, None, None, None, None]

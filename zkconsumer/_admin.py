@@ -735,10 +735,6 @@ def _member_threads(consumer_id: str, reg: zp.ConsumerRegistration) -> list[str]
     return sorted(threads)
 
 
-#: A partition znode's name: a decimal number without leading zeros, ASCII digits only.
-_PARTITION_NAME = re.compile(r"0|[1-9][0-9]*", re.ASCII)
-
-
 def _read_partition_values(
     zk: KazooClient, kind: Literal["offsets", "owners"], group: str
 ) -> dict[TopicPartition, bytes]:
@@ -752,10 +748,9 @@ def _read_partition_values(
     for topic, result in pending:
         children = _children_of(zk, topic_dir(group, topic), result)
         for p in children:
-            # The JVM names partitions by Int.toString: "²" passes isdigit() but int() fails,
-            # and "007" would be read as partition 7 (then the path of 7 is read).
-            if _PARTITION_NAME.fullmatch(p):
-                tps.append(TopicPartition(topic, int(p)))
+            partition = zp.parse_id(p)
+            if partition is not None:
+                tps.append(TopicPartition(topic, partition))
             else:
                 log.warning("ignoring %s/%s: not a partition number", topic_dir(group, topic), p)
     paths = {tp: node_path(group, tp.topic, tp.partition) for tp in tps}

@@ -178,8 +178,6 @@ class Bridge:
         self._written_states: dict[tuple[str, int], bytes] = {}
         self._unreachable_since: float | None = None
         self._paths_made = False  # the top-level paths exist (made again after a resync)
-        # After a resync, which registrations are ours is read back from ZooKeeper.
-        self._owned_unknown = False
         # managed topic -> successful answers in a row it was missing from
         self._absent_answers: dict[str, int] = {}
         self._last_failure: str | None = None  # the failure last logged, until a round works
@@ -258,8 +256,8 @@ class Bridge:
         assert zk is not None
         left: list[int] = []
         try:
-            if self._owned_unknown and zk.connected:
-                self._adopt_registrations()
+            if zk.connected:
+                self._adopt_registrations()  # never another session's
             left = sorted(self._written_brokers)
             self._written_brokers.clear()
             while zk.connected and left:
@@ -330,13 +328,12 @@ class Bridge:
             self._written_topics.clear()
             self._written_states.clear()
             self._paths_made = False
-            # Not forgotten: the session and its ephemerals may have survived, and only what
-            # is known as ours is deleted when a broker or the cluster goes away.
-            self._owned_unknown = True
         if not self._paths_made:
             self._make_paths()
-        if self._owned_unknown:
-            self._adopt_registrations()
+        # Every round: which registrations are this session's is read back, not trusted
+        # from memory (a resync, an expired session whose ids another bridge took since,
+        # one deleted by hand: each is found here, and only what is ours is deleted).
+        self._adopt_registrations()
         try:
             if self._admin is None:
                 from kafka import KafkaAdminClient
@@ -376,8 +373,10 @@ class Bridge:
         self._paths_made = True
 
     def _adopt_registrations(self) -> None:
-        """Which /brokers/ids/<id> are this bridge's (ephemerals of its session), each to be
-        rewritten this round; replaces what was remembered, which a resync made unsure."""
+        """Which /brokers/ids/<id> are this bridge's (ephemerals of its session); replaces
+        what was remembered. One remembered and still ours keeps what was written (it is
+        rewritten only when the cluster's details change); one found ours but not remembered
+        is rewritten this round."""
         zk = self._zk
         assert zk is not None
         session = zk.client_id[0] if zk.client_id else None
@@ -387,14 +386,15 @@ class Bridge:
             children = []
         owned: dict[int, bytes] = {}
         for child in children:
-            if not child.isdigit() or str(int(child)) != child:
+            bid = zp.parse_id(child)
+            if bid is None:
                 continue  # not a broker id the bridge writes
-            path = zp.broker_path(int(child))
+            path = zp.broker_path(bid)
             stat = self._wait(zk.exists_async(path), path)
             if stat is not None and session is not None and stat.ephemeralOwner == session:
-                owned[int(child)] = b""  # never equal to a written key: rewritten
+                # b"": never equal to a written key, so rewritten
+                owned[bid] = self._written_brokers.get(bid, b"")
         self._written_brokers = owned
-        self._owned_unknown = False
 
     def apply(self, view: ClusterView) -> None:
         """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics)."""

@@ -1050,7 +1050,7 @@ class ZookeeperConsumerConnector:
             except NoNodeError:
                 brokers = []
         return GroupView(members, stat.cversion, cft, partitions,
-                         sorted(int(b) for b in brokers if b.isdigit()))
+                         sorted(i for b in brokers if (i := zp.parse_id(b)) is not None))
 
     def _verify_owned(self) -> None:
         """Read this session's owner znodes back rather than trusting ``_owned``.

@@ -422,8 +422,9 @@ def read_zk_offsets(
     for topic in sorted(_children(zk, zp.offsets_dir(group))):
         if wanted is not None and topic not in wanted:
             continue
-        parts = [p for p in _children(zk, zp.offsets_topic_dir(group, topic)) if p.isdigit()]
-        pending = [(int(p), zk.get_async(zp.offset_path(group, topic, int(p)))) for p in parts]
+        parts = [p for name in _children(zk, zp.offsets_topic_dir(group, topic))
+                 if (p := zp.parse_id(name)) is not None]
+        pending = [(p, zk.get_async(zp.offset_path(group, topic, p))) for p in parts]
         for p, result in pending:
             path = zp.offset_path(group, topic, p)
             try:
@@ -442,18 +443,19 @@ def read_zk_offsets(
 def _read_zk_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
     out: dict[TopicPartition, str] = {}
     for topic in sorted(_children(zk, zp.owners_dir(group))):
-        for p in _children(zk, zp.owners_topic_dir(group, topic)):
-            if not p.isdigit():
+        for name in _children(zk, zp.owners_topic_dir(group, topic)):
+            p = zp.parse_id(name)
+            if p is None:
                 continue
-            path = zp.owner_path(group, topic, int(p))
+            path = zp.owner_path(group, topic, p)
             try:
                 data, _ = zk.get(path)
-                out[TopicPartition(topic, int(p))] = zp.decode_owner(data, path)
+                out[TopicPartition(topic, p)] = zp.decode_owner(data, path)
             except NoNodeError:
                 continue
             except ZkDataError as e:
                 # An unreadable owner znode is still an owner: it blocks the switch.
-                out[TopicPartition(topic, int(p))] = f"<unreadable: {e}>"
+                out[TopicPartition(topic, p)] = f"<unreadable: {e}>"
     return out
 
 

@@ -52,6 +52,7 @@ from typing import Any, NoReturn
 from ._errors import ZkDataError
 
 __all__ = [
+    "parse_id",
     "BROKER_IDS",
     "BROKER_TOPICS",
     "CONSUMERS",
@@ -163,6 +164,20 @@ def offsets_topic_dir(group: str, topic: str) -> str:
 def offset_path(group: str, topic: str, partition: int) -> str:
     """``/consumers/<group>/offsets/<topic>/<partition>``: the next offset to consume."""
     return f"{offsets_topic_dir(group, topic)}/{_number(partition, 'partition')}"
+
+
+_ID_NAME = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+
+
+def parse_id(name: str) -> int | None:
+    """The number a partition or broker id znode is named by, as the JVM names them
+    (``Int.toString``: ASCII digits, no sign, no leading zero); None for any other name
+    (``str.isdigit`` takes "²", which ``int`` refuses, and "007", which names another path).
+
+    >>> parse_id("7"), parse_id("0"), parse_id("007"), parse_id("²"), parse_id("-1")
+    (7, 0, None, None, None)
+    """
+    return int(name) if _ID_NAME.fullmatch(name) else None
 
 
 def broker_path(broker_id: int) -> str:

@@ -25,8 +25,8 @@ def broker_addresses(zk: KazooClient, listener: str = "PLAINTEXT") -> list[str]:
     except NoNodeError:
         return []
     out = []
-    for bid in sorted((i for i in ids if i.isdigit()), key=int):
-        path = zp.broker_path(int(bid))
+    for bid in sorted(b for i in ids if (b := zp.parse_id(i)) is not None):
+        path = zp.broker_path(bid)
         try:
             data, _ = zk.get(path)
             host, port = zp.BrokerRegistration.decode(data, path).endpoint(listener)
