@@ -351,6 +351,7 @@ BAD = [
      "'fetch.message.max.bytes'?)"),
     ({"auto.offset.reset": "earliest"}, "auto.offset.reset='earliest' is not one of"),
     ({"endingOffsets": '{"TOPIC": {"7": 1}}'}, "has no partition 7"),
+    ({"endingOffsets": '{"TOPIC": {"\u00b2": 1}}'}, "partition '²' of topic"),
     ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger must be >= 1"),
 ]
 

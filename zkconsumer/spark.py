@@ -229,14 +229,15 @@ def _parse_offsets(name: str, raw: str) -> OffsetSpec:
             raise _fail(f"{name}: {e}") from None
         out[topic] = {}
         for key, offset in parts.items():
-            if not (isinstance(key, str) and key.isdigit()):
+            partition = zp.parse_id(key) if isinstance(key, str) else None
+            if partition is None:
                 raise _fail(f"{name}: partition {key!r} of topic {topic!r} is not a number")
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
                 raise _fail(
                     f"{name}: offset {offset!r} of {topic}:{key} must be an integer >= 0, "
                     f"or -2 (earliest) or -1 (latest)"
                 )
-            out[topic][int(key)] = offset
+            out[topic][partition] = offset
     return out
 
 
