@@ -215,3 +215,10 @@ def test_python_only_syntax_is_refused(java: str, why: str) -> None:
     # Another member's: unusable, as for any regex that does not translate.
     with pytest.raises(ZkDataError):
         filter_from_registration("white_list", java)
+
+
+@pytest.mark.parametrize("java, topic", [("a\\٣٣", "a٣٣"), ("[\\٣]x", "٣x")])
+def test_an_escaped_non_ascii_digit_is_that_character(java: str, topic: str) -> None:
+    """Both engines read it as the character; the check for digit escapes took it for an
+    ASCII digit and failed an assertion (a traceback in the CLI, a failed rebalance)."""
+    assert Whitelist(java).is_topic_allowed(topic, True)

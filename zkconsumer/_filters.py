@@ -66,6 +66,7 @@ def _java_trim(text: str) -> str:
     return text[start:end]
 
 
+_ASCII_DIGITS = frozenset("0123456789")
 _QUANTIFIER = re.compile(r"\{\d+(,\d*)?\}")
 _OCTAL = re.compile(r"[0-3][0-7]{2}|[0-7]{1,2}")
 #: Inline flags ``(?imsx)``, ``(?i-s)``, ``(?i:...)``: the letters, with any "-".
@@ -132,9 +133,10 @@ def java_regex_to_python(regex: str) -> str:
             elif e in "vV":
                 raise ValueError(f"\\{e} at {i} is vertical whitespace in Java, not in "
                                  "Python")
-            elif e.isdigit() and (in_class or regex[i + 2:i + 3].isdigit()):
+            elif e in _ASCII_DIGITS and (in_class or regex[i + 2:i + 3] in _ASCII_DIGITS):
                 # Python reads these as octal (in a class, or \ and three octal digits)
-                # or as a two-digit back reference; Java otherwise.
+                # or as a two-digit back reference; Java otherwise. (ASCII only: both read
+                # \ before another digit, "٣" say, as that character.)
                 digits = re.match(r"[0-9]{1,3}", regex[i + 1:])
                 assert digits is not None
                 raise ValueError(f"\\{digits.group()} at {i} is read differently by Java and "
