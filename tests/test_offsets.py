@@ -273,3 +273,37 @@ def test_a_read_does_not_remember_an_answer_older_than_a_commit_made_meanwhile(
     assert store.read([tp]) == {tp: 5}
     assert store.commit({tp: 5}) == 1
     assert zk.get(zp.offset_path(g, t, 0))[0] == b"5"
+
+
+def test_a_commit_that_fails_after_it_was_sent_forgets_the_cached_offset(
+    zk: KazooClient, names: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection went after the transaction was sent: ZooKeeper may hold the new value.
+    The cached older one must go, or a later commit of it (a rewind) is skipped."""
+    from kazoo.exceptions import ConnectionLoss
+
+    g, t = names.group, names.topic
+    tp = TopicPartition(t, 0)
+    store = ZkOffsetStore(zk, g)
+    assert store.commit({tp: 5}) == 1
+    real = zk.transaction
+
+    def applied_then_lost() -> Any:
+        tx = real()
+        commit_async = tx.commit_async
+
+        class Lost:
+            def get(self) -> Any:
+                commit_async().get()  # ZooKeeper applied it; the answer never came
+                raise ConnectionLoss()
+
+        tx.commit_async = Lost  # type: ignore[method-assign]
+        return tx
+
+    monkeypatch.setattr(zk, "transaction", applied_then_lost)
+    with pytest.raises(ConnectionLoss):
+        store.commit({tp: 7})
+    monkeypatch.setattr(zk, "transaction", real)
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"7"
+    assert store.commit({tp: 5}) == 1
+    assert zk.get(zp.offset_path(g, t, 0))[0] == b"5"

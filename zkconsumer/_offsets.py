@@ -129,6 +129,22 @@ class ZkOffsetStore:
         return len(changed)
 
     def _commit_some(self, offsets: Mapping[TopicPartition, int]) -> None:
+        try:
+            self._send_commit(offsets)
+        except BaseException:
+            # Perhaps applied (sent before the connection went, or the creates of
+            # _ensure_nodes wrote them): what ZooKeeper holds is unknown, so forgotten, or a
+            # later commit of the value cached before (a rewind) would look unchanged.
+            with self._lock:
+                for tp in offsets:
+                    self._checkpointed.pop(tp, None)
+                self._commits += 1  # and a read under way must not cache what it got
+            raise
+        with self._lock:
+            self._checkpointed.update(offsets)
+            self._commits += 1
+
+    def _send_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         for attempt in range(2):
             tx = self._zk.transaction()
             for tp, off in offsets.items():
@@ -148,9 +164,6 @@ class ZkOffsetStore:
             raise next((r for r in failed
                         if not isinstance(r, (RolledBackError, RuntimeInconsistency))),
                        failed[0])
-        with self._lock:
-            self._checkpointed.update(offsets)
-            self._commits += 1
 
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
         # Pipelined, like read(): every create is sent before the first answer is awaited.
