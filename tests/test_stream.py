@@ -161,7 +161,6 @@ def test_a_thread_waiting_behind_another_of_its_stream_keeps_its_timeout() -> No
     q = ChunkQueue(2)
     _info(q)
     it = iter(KafkaStream(q, consumer_timeout_ms=200, client_id="cid"))
-    blocker = it._chunks._next_lock  # what the thread inside the slow path holds
     errors: list[BaseException] = []
 
     def take() -> None:
@@ -170,11 +169,14 @@ def test_a_thread_waiting_behind_another_of_its_stream_keeps_its_timeout() -> No
         except BaseException as e:  # noqa: BLE001 - collected for the assertion
             errors.append(e)
 
-    with blocker:
+    it._chunks._inside = True  # what a thread inside the slow path leaves set
+    try:
         t = threading.Thread(target=take, daemon=True)
         t.start()
         t.join(10)
         assert not t.is_alive(), "blocked behind the other thread"
+    finally:
+        it._chunks._inside = False
     assert len(errors) == 1 and isinstance(errors[0], ConsumerTimeoutException), errors
     assert "another thread" in str(errors[0])
 
@@ -256,6 +258,43 @@ def test_a_message_another_thread_still_decodes_is_not_counted_as_consumed() -> 
     first.join(10)
     assert got == [0]
     assert info.consumed_offset == 2
+
+
+def test_a_chunk_is_not_done_while_another_thread_decodes_its_last_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Thread A decodes the chunk's last message; thread B, wanting the next one, must wait
+    for it: taking the next chunk would move the consumed offset past A's message (a commit
+    covering it, a crash losing it) and log a false "may lose data"."""
+    release = threading.Event()
+    decoding = threading.Event()
+
+    def slow_on_v2(b: bytes) -> bytes:
+        if b == b"v2":
+            decoding.set()
+            assert release.wait(10)
+        return b
+
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 3))
+    _put(info, range(3, 5))
+    it = iter(KafkaStream(q, -1, value_decoder=slow_on_v2))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    got: dict[str, int] = {}
+    a = threading.Thread(target=lambda: got.update(a=next(it).offset), daemon=True)
+    a.start()
+    assert decoding.wait(10)
+    b = threading.Thread(target=lambda: got.update(b=next(it).offset), daemon=True)
+    b.start()
+    wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
+    assert info.consumed_offset == 2
+    release.set()
+    a.join(10)
+    b.join(10)
+    assert got == {"a": 2, "b": 3}
+    assert info.consumed_offset == 4
+    assert "may lose data" not in caplog.text
 
 
 def test_decoders_apply_to_key_and_value_and_none_stays_none() -> None:

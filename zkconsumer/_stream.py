@@ -241,6 +241,7 @@ class _DecodingCursor:
         busy = self.busy
         busy.discard(index)
         self.handed = min(busy) if busy else self.pos
+        self.owner._changed.notify_all()  # a thread may wait for the chunk to be done
 
     def _offset_after(self, pos: int) -> int:
         return int(self.records[pos - 1].offset) + 1 if pos > self.start else self.base
@@ -253,7 +254,11 @@ class _DecodingCursor:
         return self._offset_after(handed)
 
     def exhausted(self) -> bool:
-        return self.dropped or (self.pos >= self.n and self.skip is None)
+        return self.dropped or (self.pos >= self.n and self.skip is None and not self.busy)
+
+    def only_busy_left(self) -> bool:
+        """Every message taken; some still being decoded by other threads."""
+        return not self.dropped and self.pos >= self.n and self.skip is None and bool(self.busy)
 
     def drop(self) -> None:
         # Called with the owner's lock held.
@@ -299,8 +304,14 @@ class _DecodingCursor:
             except Exception as e:
                 with owner.lock:
                     if not self.dropped:
-                        if self.skip is not None:  # another thread's, not let go yet
-                            self._done(self.skip)
+                        other = self.skip
+                        if other is not None:  # another thread's, not let go yet
+                            log.warning(
+                                "%s skipping the message at %s:%d offset %d that failed to "
+                                "decode", owner.client_id, self.info.topic,
+                                self.info.partition, self.records[other].offset,
+                            )
+                            self._done(other)
                         self.skip = index
                 raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
             except BaseException:
@@ -349,15 +360,21 @@ class _Chunks:
     """The slow path of one stream's iterator: :meth:`next_chunk` gives the chain the iterator
     of each chunk in turn.
 
-    Locks (taken in this order when nested):
+    Locks and flags:
 
-    - ``_next_lock`` serialises :meth:`next_chunk` (held while blocking on the queue or the
-      gate); :meth:`clear` never takes it.
-    - ``lock`` guards ``_cursor`` (the current chunk's), ``_done``, ``_failed`` and ``_gen``,
-      and a :class:`_DecodingCursor`'s positions; it is never held while blocking.
+    - ``lock`` guards ``_cursor`` (the current chunk's), ``_done``, ``_failed``, ``_gen`` and
+      ``_inside``, and a :class:`_DecodingCursor`'s positions; it is only held while waiting
+      on ``_changed`` (a Condition on it), never while blocking otherwise.
+    - ``_inside``: one thread is in :meth:`next_chunk`'s slow path (which blocks on the
+      queue or the gate); another waits on ``_changed`` for it to leave, with its own
+      ``consumer.timeout.ms``. A flag, not a lock held across the slow path: taken and
+      recorded in one statement inside a ``with``, so a Ctrl-C cannot leave it taken.
+      :meth:`clear` never waits for it.
+    - ``_changed`` is notified when the slow path is left, when a decoding thread is done
+      with a message, and by :meth:`clear`.
     - ``_pending`` (the chunk taken off the queue and not yet started, with its generation)
-      is only touched under ``_next_lock``: a Ctrl-C while a chunk is being started leaves it
-      there for the next call instead of losing it.
+      is only touched inside the slow path: a Ctrl-C while a chunk is being started leaves
+      it there for the next call instead of losing it.
     - ``_gen`` (bumped by :meth:`clear`) is written holding ``lock`` *and* the queue's mutex,
       so :meth:`_take` reads it atomically with taking a chunk off the queue: a chunk taken
       before a clear carries the old generation and is dropped.
@@ -381,8 +398,9 @@ class _Chunks:
         self.value_decoder = value_decoder
         self.plain = key_decoder is None and value_decoder is None
         self.client_id = client_id
-        self._next_lock = threading.Lock()
         self.lock = threading.Lock()
+        self._changed = threading.Condition(self.lock)
+        self._inside = False
         self._gen = 0
         self._cursor: _Cursor | _DecodingCursor | None = None
         self._pending: tuple[Any, int] | None = None
@@ -408,6 +426,7 @@ class _Chunks:
             if cursor is not None:
                 self._cursor = None
                 cursor.drop()
+            self._changed.notify_all()
 
     def next_chunk(self) -> Iterator[Any]:
         """The chain's next iterator: the next chunk's (or the rest of the current one, after
@@ -418,16 +437,27 @@ class _Chunks:
         except BaseException as e:  # noqa: BLE001 - raised by the chain, once
             return _Raise(e)
 
+    def _wait_changed(self, deadline: float | None) -> bool:
+        """Wait (``lock`` held) for ``_changed``; False once ``deadline`` has passed."""
+        if deadline is None:
+            self._changed.wait()
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        self._changed.wait(remaining)
+        return True
+
     def _next_chunk(self) -> Iterator[Any]:
-        deadline: float | None = None
-        if self.timeout_s is not None:
-            # Waiting for another thread of this stream (itself waiting for a chunk) counts.
-            deadline = time.monotonic() + self.timeout_s
-            if not self._next_lock.acquire(timeout=self.timeout_s):
-                return _Raise(self._timed_out("another thread of this stream waits"))
-        else:
-            self._next_lock.acquire()
+        # Waiting for another thread of this stream (itself waiting for a chunk) counts.
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        inside = False
         try:
+            with self.lock:
+                while self._inside:
+                    if not self._wait_changed(deadline):
+                        return _Raise(self._timed_out("another thread of this stream waits"))
+                self._inside = inside = True  # one statement (see the class docstring)
             while True:
                 with self.lock:
                     cursor = self._cursor
@@ -435,6 +465,13 @@ class _Chunks:
                         self._cursor = None
                         cursor.info.detach_cursor(cursor, cursor.consumed())
                         cursor = None
+                    elif isinstance(cursor, _DecodingCursor) and cursor.only_busy_left():
+                        # Another thread still decodes the chunk's last messages: the chunk
+                        # is not done (its consumed offset must not pass them) until it has.
+                        if not self._wait_changed(deadline):
+                            return _Raise(self._timed_out(
+                                "another thread of this stream still decodes a message"))
+                        continue
                     if cursor is None:
                         if self._done:
                             return cast(Iterator[Any], _END)
@@ -485,7 +522,10 @@ class _Chunks:
                         continue  # all of it consumed already
                 return self._iterator(cursor)
         finally:
-            self._next_lock.release()
+            if inside:
+                with self.lock:
+                    self._inside = False
+                    self._changed.notify_all()
 
     def _timed_out(self, why: str | None) -> ConsumerTimeoutException:
         timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
