@@ -1139,15 +1139,16 @@ class _FetcherThread(threading.Thread):
             if self._held and all(tp in self._held for tp in infos):
                 self._wake.wait(FULL_QUEUE_WAIT_S)  # every partition paused: nothing to poll
                 continue
-            result = backend.poll(HELD_POLL_TIMEOUT_MS if self._held else POLL_TIMEOUT_MS)
+            short = bool(self._held)
+            result = backend.poll(HELD_POLL_TIMEOUT_MS if short else POLL_TIMEOUT_MS)
             stats.add(polls=1)
             now = time.monotonic()
             if metrics is not None and (
-                result.batches or now - recorded >= POLL_TIMEOUT_MS / 1000.0
+                not short or result.batches or now - recorded >= POLL_TIMEOUT_MS / 1000.0
             ):
-                # A fetch answered, or a long poll's worth of time: the short polls made
-                # while a chunk is held are not requests (else MinFetchRate would rise as
-                # the application falls behind; the legacy fetcher stopped fetching then).
+                # A long poll, a fetch answered, or a long poll's worth of time: the short
+                # polls made while a chunk is held are not requests (else MinFetchRate would
+                # rise as the application falls behind; the legacy fetcher stopped then).
                 metrics.record_fetch_request(self.metrics_key)
                 recorded = now
             got: set[TopicPartition] = set()
