@@ -536,6 +536,8 @@ class ZookeeperConsumerConnector:
                 finally:
                     self._zk.stop()  # fails any call still waiting for the connection
                     self._zk.close()
+                    # Owns nothing now, whether or not it could leave the group explicitly.
+                    self.metrics.set_owned_partitions(())
                     self.metrics.close()
         self.log.info("shut down")
 

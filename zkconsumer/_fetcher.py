@@ -1170,10 +1170,12 @@ class _FetcherThread(threading.Thread):
                     if self.stopping:
                         return
                     put = info.try_enqueue(batch, next_offset, self._wake)
+                    if put and metrics is not None:
+                        # Under the gate: once stopped, a fetcher brings back no lag of a
+                        # partition a rebalance gave away.
+                        metrics.update_lag(tp.topic, tp.partition, info, backend.highwater(tp))
                 if put:
                     stats.add(chunks=1, records=len(batch))
-                    if metrics is not None:
-                        metrics.update_lag(tp.topic, tp.partition, info, backend.highwater(tp))
                 else:
                     self._held[tp] = _Held(info, batch, next_offset, now)
                     refused.append(tp)
@@ -1223,15 +1225,15 @@ class _FetcherThread(threading.Thread):
                 periods = int((now - held.since) / FULL_QUEUE_WAIT_S)
                 waits += periods - held.waits
                 held.waits = periods
+            if metrics is not None:  # under the gate, as in _loop
+                for tp, held in put:
+                    metrics.update_lag(tp.topic, tp.partition, held.info, backend.highwater(tp))
         if waits:
             stats.add(full_queue_waits=waits)
         if not put:
             return
         stats.add(chunks=len(put), records=sum(len(h.records) for _, h in put))
         backend.resume([tp for tp, _ in put])
-        if metrics is not None:
-            for tp, held in put:
-                metrics.update_lag(tp.topic, tp.partition, held.info, backend.highwater(tp))
 
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:
