@@ -612,25 +612,45 @@ def _topic_partitions(
     """Each topic's partitions from ``/brokers/topics`` or else the brokers' metadata; None
     for a topic that exists in neither (deleted: its offsets are stale)."""
     out: dict[str, list[int] | None] = {}
-    broker_topics: dict[str, list[int]] | None = None
     for topic in sorted(set(topics)):
-        parts = _zk_topic_partitions(zk, topic)
-        if parts is None:
-            if broker_topics is None:
-                broker_topics = _broker_topics(admin)  # one metadata request for all
-            parts = broker_topics.get(topic)
-        out[topic] = parts
+        out[topic] = _zk_topic_partitions(zk, topic)
+    asked = [t for t, parts in out.items() if parts is None]
+    if asked:
+        out.update(_broker_topics(admin, asked))  # one metadata request for all
     return out
 
 
-def _broker_topics(admin: Any) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for t in admin.describe_topics():
-        name = t.get("topic") or t.get("name")
-        if name and not t.get("error_code"):
-            out[str(name)] = sorted(int(p["partition_index"] if "partition_index" in p
+#: The one metadata error that says a topic does not exist.
+_UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | None]:
+    """The partitions of ``topics`` on the brokers, asked by name; None for a topic that
+    does not exist. Any other answer (not authorized to describe it, say: the brokers leave
+    such topics out of an all-topics answer) raises: a topic that cannot be seen is not a
+    deleted one, and taking it for one would skip its offsets."""
+    answered: dict[str, list[int] | None] = {}
+    refused: list[str] = []
+    for t in admin.describe_topics(list(topics)):
+        name = str(t.get("topic") or t.get("name"))
+        code = int(t.get("error_code") or 0)
+        if code == _UNKNOWN_TOPIC:
+            answered[name] = None
+        elif code:
+            refused.append(f"{name} (error {code})")
+        else:
+            answered[name] = sorted(int(p["partition_index"] if "partition_index" in p
                                         else p["partition"]) for p in t.get("partitions", []))
-    return out
+    unanswered = [t for t in topics if t not in answered and not any(
+        r.startswith(f"{t} (") for r in refused)]
+    refused += [f"{t} (not in the answer)" for t in unanswered]
+    if refused:
+        raise MigrationError(
+            f"cannot tell whether topic(s) {', '.join(refused)} exist: they are not in "
+            "/brokers/topics and the brokers did not describe them (an authorization the "
+            "tool lacks?); nothing was decided for their offsets"
+        )
+    return answered
 
 
 # --------------------------------------------------------------------------------------
