@@ -709,6 +709,37 @@ def test_deleted_topic_offsets_are_a_warning_and_never_copied(
     assert "SAFE to switch" in out and "warning: stale offsets" in out
 
 
+def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_copied(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
+) -> None:
+    """A topic recreated with fewer partitions: the offsets of the partitions gone were
+    "log range unknown ... run again once the brokers answer", which never came true."""
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 4)
+    set_zk(zk, group, topic, {0: 3, 1: 2, 5: 9})  # partition 5: from the old topic
+    status_args = ("migrate", "status", "--group", group, "--bootstrap-server",
+                   stack.bootstrap, "--zookeeper", stack.zookeeper)
+    code, out, _ = run_cli(capsys, *status_args, "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert {(p["partition"], p["class"]) for p in data["partitions"]} == {
+        (0, "missing_in_kafka"), (1, "missing_in_kafka"), (5, "partition_missing")}
+    assert not any("log range unknown" in b for b in data["blockers"]), data["blockers"]
+    assert any(w.startswith("stale offsets for 1 partition(s) their topics no longer have")
+               for w in data["warnings"]), data["warnings"]
+
+    code, out, err = run_cli(capsys, "migrate", "copy", "--group", group, "--from",
+                             "zookeeper", "--to", "kafka", "--bootstrap-server",
+                             stack.bootstrap, "--zookeeper", stack.zookeeper,
+                             "--check-interval", "0.1")
+    assert code == 0, err
+    assert f"skipped the offsets of 1 partition(s) their topics no longer have (recreated " \
+           f"with fewer): {topic}:5" in out
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
+    code, out, _ = run_cli(capsys, *status_args)
+    assert code == 0 and "SAFE to switch" in out, out
+
+
 def test_copy_names_what_kafka_refused_and_what_it_wrote(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str
 ) -> None:

@@ -167,6 +167,12 @@ def _cmd_copy(args: argparse.Namespace) -> int:
         print(f"skipped the offsets of {len(gone)} topic(s) that exist neither in ZooKeeper "
               f"nor on the brokers (deleted): {', '.join(gone[:6])}"
               + (f" (+{len(gone) - 6} more)" if len(gone) > 6 else ""))
+    stale = [f"{a.topic}:{a.partition}" for a in result.actions
+             if a.action == "skip_partition_missing"]
+    if stale:
+        print(f"skipped the offsets of {len(stale)} partition(s) their topics no longer have "
+              f"(recreated with fewer): {', '.join(stale[:6])}"
+              + (f" (+{len(stale) - 6} more)" if len(stale) > 6 else ""))
     if skipped:
         print(f"kept {skipped} newer offset(s) in {args.dest} (--force overwrites them)")
     return 0
@@ -255,7 +261,8 @@ def register(subparsers: Any) -> None:
         description="Per partition: the ZooKeeper offset, the Kafka committed offset, the "
         "log range, lag against each and a class (equal, zk_ahead, kafka_ahead, "
         "missing_in_zk, missing_in_kafka, below_log_start, above_log_end, no_offset, "
-        "topic_missing: a deleted topic's stale offset, a warning only); the "
+        "topic_missing, partition_missing: a deleted topic's or partition's stale offset, a "
+        "warning only); the "
         "live consumers of both protocols; whether a modern group may take over now. "
         "Exit status 0 when it is safe to switch, 1 when not.",
     )

@@ -77,6 +77,7 @@ STORES: tuple[Store, ...] = ("zookeeper", "kafka")
 #: Partition classes, in the order they are checked (the first that applies wins).
 CLASSES = (
     "topic_missing",     # the topic exists neither in ZooKeeper nor on the brokers (deleted)
+    "partition_missing",  # the topic exists, with fewer partitions (recreated): stale too
     "no_offset",         # neither store has an offset: both protocols apply their reset policy
     "below_log_start",   # the newer offset points at deleted messages
     "above_log_end",     # the newer offset points past the log end (truncated or recreated)
@@ -179,7 +180,8 @@ class CopyAction:
     dest_offset: int | None
     # copy: destination missing or older; overwrite: destination newer, --force;
     # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source;
-    # skip_topic_missing: the topic exists nowhere any more (deleted), nothing to resume.
+    # skip_topic_missing: the topic exists nowhere any more (deleted), nothing to resume;
+    # skip_partition_missing: the topic has no such partition any more (recreated smaller).
     action: str
 
     @property
@@ -232,6 +234,7 @@ def classify(
     log_end: int | None = None,
     *,
     topic_exists: bool = True,
+    partition_exists: bool = True,
 ) -> str:
     """The class of one partition (see :data:`CLASSES`; the first that applies wins).
 
@@ -253,9 +256,16 @@ def classify(
 
     >>> classify(3, None, topic_exists=False)
     'topic_missing'
+
+    Likewise a partition its topic no longer has (recreated with fewer partitions).
+
+    >>> classify(3, 3, partition_exists=False)
+    'partition_missing'
     """
     if not topic_exists:
         return "topic_missing"
+    if not partition_exists:
+        return "partition_missing"
     zk_offset, kafka_offset = _present(zk_offset), _present(kafka_offset)
     present = [o for o in (zk_offset, kafka_offset) if o is not None]
     if not present:
@@ -326,7 +336,7 @@ def verdict(
         )
     # Without the log range the out-of-range classes cannot be told: never call that safe.
     unknown = [TopicPartition(p.topic, p.partition) for p in partitions
-               if p.state not in ("no_offset", "topic_missing")
+               if p.state not in ("no_offset", "topic_missing", "partition_missing")
                and (p.log_start is None or p.log_end is None)]
     if unknown:
         why = f" ({log_range_error})" if log_range_error else ""
@@ -363,6 +373,13 @@ def verdict(
             f"stale offsets for {len(tps)} partition(s) of {len(topics)} topic(s) that exist "
             f"neither in ZooKeeper nor on the brokers ({', '.join(topics[:4])}"
             f"{', ...' if len(topics) > 4 else ''}): deleted topics, nothing to consume; "
+            "`migrate copy` skips them"
+        )
+    if "partition_missing" in by_class:
+        tps = by_class["partition_missing"]
+        warnings.append(
+            f"stale offsets for {len(tps)} partition(s) their topics no longer have "
+            f"({_fmt_tps(tps)}): topics recreated with fewer partitions, nothing to consume; "
             "`migrate copy` skips them"
         )
     if "no_offset" in by_class:
@@ -722,7 +739,9 @@ def migration_status(
             start, end = starts.get(tp), ends.get(tp)
             rows.append(PartitionState(
                 tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end),
-                classify(z, k, start, end, topic_exists=parts_of.get(tp.topic) is not None),
+                classify(z, k, start, end, topic_exists=parts_of.get(tp.topic) is not None,
+                         partition_exists=tp.partition in (parts_of.get(tp.topic) or ())
+                         or tp.topic not in parts_of),
                 owners.get(tp),
             ))
         safe, reason, blockers, warnings = verdict(
@@ -792,14 +811,18 @@ def plan_copy(
     tps: Iterable[TopicPartition],
     force: bool,
     missing_topics: Collection[str] = (),
+    missing_partitions: Collection[TopicPartition] = (),
 ) -> list[CopyAction]:
     """One action per partition; see :class:`CopyAction`. Values are copied unchanged;
-    partitions of ``missing_topics`` (deleted topics) are never written."""
+    partitions of ``missing_topics`` (deleted topics) and ``missing_partitions`` (no longer
+    in their topics) are never written."""
     actions = []
     for tp in sorted(set(tps)):
         s, d = source.get(tp), dest.get(tp)
         if tp.topic in missing_topics:
             action = "skip_topic_missing"
+        elif tp in missing_partitions:
+            action = "skip_partition_missing"
         elif s is None:
             action = "skip_missing"
         elif d is None or d < s:
@@ -1067,11 +1090,13 @@ def copy_offsets(
             where = "ZooKeeper" if source == "zookeeper" else "Kafka"
             raise MigrationError(f"group {group!r} has no committed offsets in {where}"
                                  + (f" for {', '.join(sorted(wanted))}" if wanted else ""))
-        # Offsets of deleted topics: nothing to resume and the broker refuses them.
-        missing = {t for t, parts in
-                   _topic_partitions(zk, admin, {tp.topic for tp in src}).items()
-                   if parts is None}
-        actions = plan_copy(src, dst, src, force, missing)
+        # Offsets of deleted topics and partitions: nothing to resume, and the broker
+        # refuses them.
+        parts_of = _topic_partitions(zk, admin, {tp.topic for tp in src})
+        missing = {t for t, parts in parts_of.items() if parts is None}
+        gone = {tp for tp in src
+                if (parts := parts_of.get(tp.topic)) is not None and tp.partition not in parts}
+        actions = plan_copy(src, dst, src, force, missing, gone)
         to_write = {TopicPartition(a.topic, a.partition): a.source_offset
                     for a in actions if a.writes and a.source_offset is not None}
         written = 0
