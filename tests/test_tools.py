@@ -905,6 +905,11 @@ def test_the_member_guard_refuses_to_remake_an_ids_znode_whose_acl_it_sees_redac
         with pytest.raises(_admin.AdminError, match="needs the ADMIN permission"):
             _admin.delete_group(tool, group, "a")  # one topic: the guarded transaction
         assert zk.exists(zp.offsets_topic_dir(group, "a")) is not None  # nothing deleted
+        entries = _admin.parse_offset_lines([f"{zp.offset_path(group, 'a', 0)}:5"])
+        for dry_run in (True, False):  # a dry run refuses what the real run refuses
+            with pytest.raises(_admin.AdminError, match="needs the ADMIN permission"):
+                _admin.import_offsets(tool, entries, dry_run=dry_run)
+        assert zk.get(zp.offset_path(group, "a", 0))[0] == b"1"
         owner = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "zkc:acl-pw")])
         owner.start(timeout=15)
         try:

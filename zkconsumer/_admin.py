@@ -1300,6 +1300,11 @@ def _import_once(
     guard_groups = [] if force else list(groups)
     chunks = [ops[i:i + MAX_TRANSACTION_OPS] for i in range(0, len(ops), MAX_TRANSACTION_OPS)]
     if dry_run:
+        if len(chunks) == 1:
+            # The guard's own checks (the ACL it must keep), on a transaction never sent.
+            tx = zk.transaction()
+            for group in guard_groups:
+                _members_guard(tx, zk, group, "offsets import")
         return ImportResult(list(entries), created, updated, unchanged, len(chunks))
     if len(chunks) > 1 and not force:
         # Not atomic any more: check again just before writing.
