@@ -508,11 +508,11 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "ssl.keyfile", "str", kafka_kwarg="ssl_keyfile", extension=True,
-        doc="Client private key file (PEM).",
+        doc="Client private key file (PEM); needs ssl.certfile.",
     ),
     ConfigKey(
         "ssl.password", "str", redact=_redact_all, kafka_kwarg="ssl_password", extension=True,
-        doc="Password of the client private key (secret).",
+        doc="Password of the client private key (secret); needs ssl.certfile.",
     ),
     ConfigKey(
         "ssl.check.hostname", "bool", default=True, kafka_kwarg="ssl_check_hostname",
