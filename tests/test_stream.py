@@ -297,6 +297,106 @@ def test_a_chunk_is_not_done_while_another_thread_decodes_its_last_message(
     assert "may lose data" not in caplog.text
 
 
+class _Gated:
+    """A decoder that blocks on one value until released, then returns it or raises."""
+
+    def __init__(self, slow: bytes, error: BaseException | None = None) -> None:
+        self.slow, self.error = slow, error
+        self.decoding, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, b: bytes) -> bytes:
+        if b == self.slow:
+            self.decoding.set()
+            assert self.release.wait(10)
+            if self.error is not None:
+                raise self.error
+        return b
+
+
+def test_a_decode_error_on_a_chunks_last_message_wakes_the_thread_waiting_for_it() -> None:
+    """B waits for the chunk to be done while A decodes its last message, which fails: B
+    must go on (it slept for good: a lost wake-up, and A's next call then waited for B)."""
+    decoder = _Gated(b"v2", ValueError("bad"))
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 3))
+    _put(info, range(3, 5))
+    it = iter(KafkaStream(q, -1, value_decoder=decoder))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    got: dict[str, Any] = {}
+
+    def take(name: str) -> None:
+        try:
+            got[name] = next(it).offset
+        except BaseException as e:  # noqa: BLE001 - collected for the assertion
+            got[name] = type(e).__name__
+
+    a = threading.Thread(target=take, args=("a",), daemon=True)
+    a.start()
+    assert decoder.decoding.wait(10)
+    b = threading.Thread(target=take, args=("b",), daemon=True)
+    b.start()
+    wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
+    decoder.release.set()
+    a.join(10)
+    b.join(10)
+    assert got == {"a": "MessageDecodeError", "b": 3}
+
+
+def test_an_interrupted_decode_gives_the_message_back_though_a_later_one_went_out() -> None:
+    """A Ctrl-C in A's decoder after B took and handed out a later message: A's message goes
+    out next time, and no commit covers it meanwhile (it was lost, and committed)."""
+    decoder = _Gated(b"v1", KeyboardInterrupt())
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 4))
+    it = iter(KafkaStream(q, -1, value_decoder=decoder))
+    assert next(it).offset == 0
+    errors: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            next(it)
+        except BaseException as e:  # noqa: BLE001 - collected for the assertion
+            errors.append(e)
+
+    a = threading.Thread(target=take, daemon=True)
+    a.start()
+    assert decoder.decoding.wait(10)
+    assert next(it).offset == 2  # B, meanwhile
+    decoder.release.set()
+    a.join(10)
+    assert [type(e) for e in errors] == [KeyboardInterrupt]
+    assert info.consumed_offset == 1
+    decoder.error = None
+    assert sorted([next(it).offset, next(it).offset]) == [1, 3]
+    assert info.consumed_offset == 4
+
+
+def test_a_message_decoded_while_the_gate_closed_waits_for_it_to_open() -> None:
+    """The gate closes (ZooKeeper connection lost: the partition may be another member's)
+    while a message is being decoded: it is not handed out until the gate opens."""
+    gate = DeliveryGate()
+    decoder = _Gated(b"v1")
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 3))
+    it = iter(KafkaStream(q, -1, value_decoder=decoder, gate=gate))
+    assert next(it).offset == 0
+    got: list[int] = []
+    a = threading.Thread(target=lambda: got.append(next(it).offset), daemon=True)
+    a.start()
+    assert decoder.decoding.wait(10)
+    gate.close("connection")
+    decoder.release.set()
+    wait_until(lambda: _inside(a, "wait_gate"), 10, "A waiting at the gate")
+    assert got == [] and info.consumed_offset == 1
+    gate.open("connection")
+    a.join(10)
+    assert got == [1]
+    assert next(it).offset == 2
+
+
 def test_decoders_apply_to_key_and_value_and_none_stays_none() -> None:
     q = ChunkQueue(2)
     info = _info(q)

@@ -64,6 +64,7 @@ import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from heapq import heappop, heappush
 from itertools import chain, islice, repeat
 from operator import attrgetter, length_hint
 from typing import Any, Generic, NamedTuple, TypeVar, cast
@@ -119,6 +120,9 @@ class MessageAndMetadata(NamedTuple, Generic[K, V]):
 
 
 Decoder = Callable[[bytes], Any]
+
+#: Longest single wait on a stream's Condition before its state is looked at again.
+_RECHECK_S = 0.5
 
 _END: Any = object()  # next_chunk's "no more chunks, ever" (it took the shutdown sentinel)
 _offset_of = attrgetter("offset")
@@ -207,18 +211,22 @@ class _Cursor:
 class _DecodingCursor:
     """A chunk's iterator when the stream has decoders: decodes each message (Python).
 
-    ``pos`` (the next record to decode), ``busy`` (records taken and still being decoded, by
-    one thread each) and ``handed`` (every record before it was handed out) move under the
-    owner's ``lock``, which :meth:`drop` holds too: a message decoded while the chunk was
-    dropped is not handed out. ``handed`` stops at the first busy record: with several threads
-    on one stream, a commit never covers a message another thread is still decoding. After a
-    decode error, ``skip`` is the bad record's index (kept busy): the next call lets it go
-    (logged).
+    Under the owner's ``lock`` (which :meth:`drop` holds too, so a message decoded while the
+    chunk was dropped is not handed out): ``pos`` (the next record never taken), ``redo``
+    (a heap of records taken and given back: a Ctrl-C while decoding, the gate closing; they
+    go out again before ``pos``), ``busy`` (records being decoded, by one thread each) and
+    ``handed`` (every record before it was handed out). ``handed`` stops at the first busy or
+    given-back record: with several threads on one stream, a commit never covers a message
+    not handed out yet. After a decode error, ``skip`` is the bad record's index (kept busy):
+    the next call lets it go (logged).
+
+    Any exception but the decode error leaving :meth:`__next__` after a record was taken
+    gives it back: the application did not get it.
     """
 
     __slots__ = (
         "base", "busy", "dropped", "frozen", "handed", "info", "n", "owner", "pos", "records",
-        "skip", "start",
+        "redo", "skip", "start",
     )
 
     def __init__(
@@ -234,14 +242,34 @@ class _DecodingCursor:
         self.dropped = False
         self.frozen: int | None = None
         self.busy: set[int] = set()
+        self.redo: list[int] = []
         self.skip: int | None = None
 
+    # -- called with the owner's lock held --
+    def _settle(self) -> None:
+        low = min(self.busy) if self.busy else self.pos
+        if self.redo:
+            low = min(low, self.redo[0])
+        self.handed = low
+        if self.owner._waiting:  # a thread may wait for the chunk to be done
+            self.owner._changed.notify_all()
+
     def _done(self, index: int) -> None:
-        # Called with the owner's lock held: record ``index`` is no longer being decoded.
+        """Record ``index`` was handed out (or let go after a decode error)."""
         busy = self.busy
         busy.discard(index)
-        self.handed = min(busy) if busy else self.pos
-        self.owner._changed.notify_all()  # a thread may wait for the chunk to be done
+        if busy or self.redo:
+            self._settle()
+        else:  # the one-thread case, inline: this runs for every message
+            self.handed = self.pos
+            if self.owner._waiting:
+                self.owner._changed.notify_all()
+
+    def _give_back(self, index: int) -> None:
+        """Record ``index`` was taken and not handed out: it goes out again."""
+        self.busy.discard(index)
+        heappush(self.redo, index)
+        self._settle()
 
     def _offset_after(self, pos: int) -> int:
         return int(self.records[pos - 1].offset) + 1 if pos > self.start else self.base
@@ -254,11 +282,13 @@ class _DecodingCursor:
         return self._offset_after(handed)
 
     def exhausted(self) -> bool:
-        return self.dropped or (self.pos >= self.n and self.skip is None and not self.busy)
+        return self.dropped or (
+            self.pos >= self.n and self.skip is None and not self.busy and not self.redo)
 
     def only_busy_left(self) -> bool:
         """Every message taken; some still being decoded by other threads."""
-        return not self.dropped and self.pos >= self.n and self.skip is None and bool(self.busy)
+        return (not self.dropped and self.pos >= self.n and self.skip is None
+                and not self.redo and bool(self.busy))
 
     def drop(self) -> None:
         # Called with the owner's lock held.
@@ -269,72 +299,88 @@ class _DecodingCursor:
     def __iter__(self) -> _DecodingCursor:
         return self
 
+    def _skipped(self, index: int) -> None:
+        owner = self.owner
+        log.warning("%s skipping the message at %s:%d offset %d that failed to decode",
+                    owner.client_id, self.info.topic, self.info.partition,
+                    self.records[index].offset)
+
     def __next__(self) -> MessageAndMetadata[Any, Any]:
         owner = self.owner
         while True:
             if owner.gate is not None and owner.gate.closed:
                 owner.wait_gate(None)
-            with owner.lock:
-                if self.dropped:
-                    raise StopIteration
-                bad = self.skip
-                if bad is not None:
-                    self.skip = None
-                    log.warning(
-                        "%s skipping the message at %s:%d offset %d that failed to decode",
-                        owner.client_id, self.info.topic, self.info.partition,
-                        self.records[bad].offset,
-                    )
-                    self._done(bad)
-                index = self.pos
-                if index >= self.n:
-                    raise StopIteration
-                rec = self.records[index]
-                self.pos = index + 1
-                self.busy.add(index)
-            key = rec.key
-            value = rec.value
-            part = "key"
+            index = -1
             try:
-                if key is not None and owner.key_decoder is not None:
-                    key = owner.key_decoder(key)
-                part = "value"
-                if value is not None and owner.value_decoder is not None:
-                    value = owner.value_decoder(value)
-            except Exception as e:
                 with owner.lock:
-                    if not self.dropped:
-                        other = self.skip
-                        if other is not None:  # another thread's, not let go yet
-                            log.warning(
-                                "%s skipping the message at %s:%d offset %d that failed to "
-                                "decode", owner.client_id, self.info.topic,
-                                self.info.partition, self.records[other].offset,
-                            )
-                            self._done(other)
-                        self.skip = index
-                raise MessageDecodeError(rec.topic, rec.partition, rec.offset, part, e) from e
-            except BaseException:
-                # Not the message's fault (Ctrl-C in a slow decoder): handed out next time,
-                # unless another thread has taken a later one meanwhile.
+                    if self.dropped:
+                        raise StopIteration
+                    bad = self.skip
+                    if bad is not None:
+                        self.skip = None
+                        self._done(bad)
+                    if self.redo:
+                        index = heappop(self.redo)
+                    elif self.pos < self.n:
+                        index = self.pos
+                        self.pos = index + 1
+                    else:
+                        raise StopIteration
+                    self.busy.add(index)
+                if bad is not None:
+                    self._skipped(bad)
+                rec = self.records[index]
+                key = rec.key
+                value = rec.value
+                part = "key"
+                try:
+                    if key is not None and owner.key_decoder is not None:
+                        key = owner.key_decoder(key)
+                    part = "value"
+                    if value is not None and owner.value_decoder is not None:
+                        value = owner.value_decoder(value)
+                except Exception as e:
+                    other = None
+                    with owner.lock:
+                        if not self.dropped:
+                            other, self.skip = self.skip, index
+                            if other is not None:  # another thread's, not let go yet
+                                self._done(other)
+                            elif owner._waiting:
+                                owner._changed.notify_all()  # not only busy ones left now
+                    index = -1  # kept, as the message to skip: not given back
+                    if other is not None:
+                        self._skipped(other)
+                    raise MessageDecodeError(
+                        rec.topic, rec.partition, rec.offset, part, e) from e
+                ts_type = rec.timestamp_type
+                ts = rec.timestamp
+                result: MessageAndMetadata[Any, Any] = _tuple_new(
+                    MessageAndMetadata,
+                    (rec.topic, rec.partition, rec.offset, key, value,
+                     -1 if ts is None else ts,
+                     NO_TIMESTAMP_TYPE if ts_type is None else ts_type),
+                )
                 with owner.lock:
-                    if not self.dropped:
-                        if self.pos == index + 1:
-                            self.pos = index
-                        self._done(index)
+                    if self.dropped:
+                        continue  # dropped while decoding: that message is gone
+                    if owner.gate is not None and owner.gate.closed:
+                        # Closed while decoding: the partition may be another member's by
+                        # now. Out again once the gate opens (the no-decoder path's permit).
+                        self._give_back(index)
+                        index = -1
+                        continue
+                    self._done(index)
+                return result
+            except MessageDecodeError:
                 raise
-            with owner.lock:
-                if self.dropped:
-                    continue  # dropped while decoding: that message is gone
-                self._done(index)
-            ts_type = rec.timestamp_type
-            ts = rec.timestamp
-            result: MessageAndMetadata[Any, Any] = _tuple_new(
-                MessageAndMetadata,
-                (rec.topic, rec.partition, rec.offset, key, value,
-                 -1 if ts is None else ts, NO_TIMESTAMP_TYPE if ts_type is None else ts_type),
-            )
-            return result
+            except BaseException:
+                # Not handed out (Ctrl-C in a slow decoder, say): out again next time.
+                if index >= 0:
+                    with owner.lock:
+                        if not self.dropped:
+                            self._give_back(index)
+                raise
 
 
 class _Raise:
@@ -400,6 +446,7 @@ class _Chunks:
         self.client_id = client_id
         self.lock = threading.Lock()
         self._changed = threading.Condition(self.lock)
+        self._waiting = 0  # threads waiting on _changed (notified only when there are some)
         self._inside = False
         self._gen = 0
         self._cursor: _Cursor | _DecodingCursor | None = None
@@ -426,7 +473,8 @@ class _Chunks:
             if cursor is not None:
                 self._cursor = None
                 cursor.drop()
-            self._changed.notify_all()
+            if self._waiting:
+                self._changed.notify_all()
 
     def next_chunk(self) -> Iterator[Any]:
         """The chain's next iterator: the next chunk's (or the rest of the current one, after
@@ -438,14 +486,20 @@ class _Chunks:
             return _Raise(e)
 
     def _wait_changed(self, deadline: float | None) -> bool:
-        """Wait (``lock`` held) for ``_changed``; False once ``deadline`` has passed."""
-        if deadline is None:
-            self._changed.wait()
-            return True
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        self._changed.wait(remaining)
+        """Wait (``lock`` held) for ``_changed``, at most :data:`_RECHECK_S` (a notify lost
+        to a Ctrl-C at the wrong instant then costs that much, not a hang); False once
+        ``deadline`` has passed."""
+        wait = _RECHECK_S
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            wait = min(wait, remaining)
+        self._waiting += 1
+        try:
+            self._changed.wait(wait)
+        finally:
+            self._waiting -= 1
         return True
 
     def _next_chunk(self) -> Iterator[Any]:
@@ -523,9 +577,10 @@ class _Chunks:
                 return self._iterator(cursor)
         finally:
             if inside:
+                self._inside = False  # a plain store first: nothing can keep it from happening
                 with self.lock:
-                    self._inside = False
-                    self._changed.notify_all()
+                    if self._waiting:
+                        self._changed.notify_all()
 
     def _timed_out(self, why: str | None) -> ConsumerTimeoutException:
         timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
