@@ -154,39 +154,40 @@ def test_third_member_joins_and_leaves_without_loss_or_duplicates(
     assert col.duplicates() == 0
 
 
-def test_member_killed_mid_stream_loses_nothing(stack, zk, names, topic_factory) -> None:
+def test_member_killed_mid_stream_loses_nothing(
+    stack, zk, names, topic_factory, tmp_path
+) -> None:
     topic = topic_factory(names.topic, 4)
     n = 20_000
     _fill(stack, topic, 4, n)
+    lines = tmp_path / "victim.log"  # a file, not a pipe: see tests/member.py
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.member", stack.zookeeper, names.group, topic, "2",
-         "auto.offset.reset=smallest", "auto.commit.interval.ms=200", "print=1",
+         "auto.offset.reset=smallest", "auto.commit.interval.ms=200", f"out={lines}",
          "fetch.message.max.bytes=2048", f"fetch.backend={_backend}"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    victim_seen: Counter[tuple[int, int]] = Counter()
+
+    def read_victim() -> Counter[tuple[int, int]]:
+        seen: Counter[tuple[int, int]] = Counter()
+        for out in lines.read_text().splitlines() if lines.exists() else []:
+            if out.startswith("MSG ") and out.count(" ") == 3:  # not a line being written
+                _, _, p, o = out.split()
+                seen[(int(p), int(o))] += 1
+        return seen
+
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("READY "), line
         victim = line.split()[1]
-
-        def read_victim() -> None:
-            assert proc.stdout is not None
-            for out in proc.stdout:
-                if out.startswith("MSG "):
-                    _, _, p, o = out.split()
-                    victim_seen[(int(p), int(o))] += 1
-
-        reader = threading.Thread(target=read_victim, daemon=True)
-        reader.start()
         col = Collector()
         with connector(stack, names.group, consumer_timeout_ms=100,
                        auto_commit_enable=True, auto_commit_interval_ms=200) as a:
             col.drain(a.create_message_streams({topic: 1})[topic][0])
-            wait_until(lambda: sum(victim_seen.values()) > 1000, 60, "the victim consuming")
+            wait_until(lambda: sum(read_victim().values()) > 1000, 60, "the victim consuming")
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            reader.join(10)
+            victim_seen = read_victim()  # all of it: the victim is dead
             wait_until(lambda: not zk.exists(zp.id_path(names.group, victim)), 30,
                        "the victim's session to expire")
             delivered = lambda: set(col.seen) | set(victim_seen)  # noqa: E731
