@@ -669,6 +669,19 @@ def delete_topic(stack: StackInfo, zk: KazooClient, topic: str) -> None:
                what=f"{topic} gone from /brokers/topics")
 
 
+def status_cli(capsys: Any, stack: StackInfo, group: str, *more: str) -> tuple[int, str, str]:
+    return run_cli(capsys, "migrate", "status", "--group", group, "--bootstrap-server",
+                   stack.bootstrap, "--zookeeper", stack.zookeeper, *more)
+
+
+def copy_cli(
+    capsys: Any, stack: StackInfo, group: str, source: str, dest: str
+) -> tuple[int, str, str]:
+    return run_cli(capsys, "migrate", "copy", "--group", group, "--from", source, "--to",
+                   dest, "--bootstrap-server", stack.bootstrap, "--zookeeper",
+                   stack.zookeeper, "--check-interval", "0.1")
+
+
 def test_deleted_topic_offsets_are_a_warning_and_never_copied(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, topic_factory: Any,
     capsys: Any,
@@ -681,10 +694,8 @@ def test_deleted_topic_offsets_are_a_warning_and_never_copied(
     set_zk(zk, group, live, {0: 3, 1: 2})
     set_zk(zk, group, gone, {0: 7})
     delete_topic(stack, zk, gone)
-    status_args = ("migrate", "status", "--group", group, "--bootstrap-server",
-                   stack.bootstrap, "--zookeeper", stack.zookeeper)
 
-    code, out, _ = run_cli(capsys, *status_args, "--json")
+    code, out, _ = status_cli(capsys, stack, group, "--json")
     data = json.loads(out)
     assert code == 1
     assert {(p["topic"], p["class"]) for p in data["partitions"]} == {
@@ -694,17 +705,14 @@ def test_deleted_topic_offsets_are_a_warning_and_never_copied(
     assert any(w.startswith("stale offsets for 1 partition(s) of 1 topic(s)") and gone in w
                for w in data["warnings"])
 
-    code, out, err = run_cli(capsys, "migrate", "copy", "--group", group, "--from",
-                             "zookeeper", "--to", "kafka", "--bootstrap-server",
-                             stack.bootstrap, "--zookeeper", stack.zookeeper,
-                             "--check-interval", "0.1")
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
     assert "wrote 2 offset(s) to kafka" in out
     assert f"skipped the offsets of 1 topic(s) that exist neither in ZooKeeper nor on the " \
            f"brokers (deleted): {gone}" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
 
-    code, out, _ = run_cli(capsys, *status_args)
+    code, out, _ = status_cli(capsys, stack, group)
     assert code == 0, out
     assert "SAFE to switch" in out and "warning: stale offsets" in out
 
@@ -717,9 +725,7 @@ def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_cop
     group, topic = names.group, topic2
     produce_each(stack, topic, 4)
     set_zk(zk, group, topic, {0: 3, 1: 2, 5: 9})  # partition 5: from the old topic
-    status_args = ("migrate", "status", "--group", group, "--bootstrap-server",
-                   stack.bootstrap, "--zookeeper", stack.zookeeper)
-    code, out, _ = run_cli(capsys, *status_args, "--json")
+    code, out, _ = status_cli(capsys, stack, group, "--json")
     data = json.loads(out)
     assert code == 1
     assert {(p["partition"], p["class"]) for p in data["partitions"]} == {
@@ -728,15 +734,12 @@ def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_cop
     assert any(w.startswith("stale offsets for 1 partition(s) their topics no longer have")
                for w in data["warnings"]), data["warnings"]
 
-    code, out, err = run_cli(capsys, "migrate", "copy", "--group", group, "--from",
-                             "zookeeper", "--to", "kafka", "--bootstrap-server",
-                             stack.bootstrap, "--zookeeper", stack.zookeeper,
-                             "--check-interval", "0.1")
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
     assert f"skipped the offsets of 1 partition(s) their topics no longer have (recreated " \
            f"with fewer): {topic}:5" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
-    code, out, _ = run_cli(capsys, *status_args)
+    code, out, _ = status_cli(capsys, stack, group)
     assert code == 0 and "SAFE to switch" in out, out
 
 

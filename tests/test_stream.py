@@ -231,72 +231,6 @@ def test_an_exception_while_blocked_leaves_the_stream_usable() -> None:
     assert info.consumed_offset == 2
 
 
-def test_a_message_another_thread_still_decodes_is_not_counted_as_consumed() -> None:
-    """Two threads on one stream with a decoder: the second hands out message 1 while the
-    first still decodes message 0. A commit then must not cover message 0: a crash would
-    lose it."""
-    release = threading.Event()
-    decoding = threading.Event()
-
-    def slow_on_v0(b: bytes) -> bytes:
-        if b == b"v0":
-            decoding.set()
-            assert release.wait(10)
-        return b
-
-    q = ChunkQueue(2)
-    info = _info(q)
-    _put(info, range(0, 2))
-    it = iter(KafkaStream(q, 0, value_decoder=slow_on_v0))
-    got: list[int] = []
-    first = threading.Thread(target=lambda: got.append(next(it).offset), daemon=True)
-    first.start()
-    assert decoding.wait(10)
-    assert next(it).offset == 1
-    assert info.consumed_offset == 0
-    release.set()
-    first.join(10)
-    assert got == [0]
-    assert info.consumed_offset == 2
-
-
-def test_a_chunk_is_not_done_while_another_thread_decodes_its_last_message(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Thread A decodes the chunk's last message; thread B, wanting the next one, must wait
-    for it: taking the next chunk would move the consumed offset past A's message (a commit
-    covering it, a crash losing it) and log a false "may lose data"."""
-    release = threading.Event()
-    decoding = threading.Event()
-
-    def slow_on_v2(b: bytes) -> bytes:
-        if b == b"v2":
-            decoding.set()
-            assert release.wait(10)
-        return b
-
-    q = ChunkQueue(2)
-    info = _info(q)
-    _put(info, range(0, 3))
-    _put(info, range(3, 5))
-    it = iter(KafkaStream(q, -1, value_decoder=slow_on_v2))
-    assert [next(it).offset, next(it).offset] == [0, 1]
-    got: dict[str, int] = {}
-    a = threading.Thread(target=lambda: got.update(a=next(it).offset), daemon=True)
-    a.start()
-    assert decoding.wait(10)
-    b = threading.Thread(target=lambda: got.update(b=next(it).offset), daemon=True)
-    b.start()
-    wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
-    assert info.consumed_offset == 2
-    release.set()
-    a.join(10)
-    b.join(10)
-    assert got == {"a": 2, "b": 3}
-    assert info.consumed_offset == 4
-    assert "may lose data" not in caplog.text
-
-
 class _Gated:
     """A decoder that blocks on one value until released, then returns it or raises."""
 
@@ -311,6 +245,56 @@ class _Gated:
             if self.error is not None:
                 raise self.error
         return b
+
+
+def test_a_message_another_thread_still_decodes_is_not_counted_as_consumed() -> None:
+    """Two threads on one stream with a decoder: the second hands out message 1 while the
+    first still decodes message 0. A commit then must not cover message 0: a crash would
+    lose it."""
+    decoder = _Gated(b"v0")
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 2))
+    it = iter(KafkaStream(q, 0, value_decoder=decoder))
+    got: list[int] = []
+    first = threading.Thread(target=lambda: got.append(next(it).offset), daemon=True)
+    first.start()
+    assert decoder.decoding.wait(10)
+    assert next(it).offset == 1
+    assert info.consumed_offset == 0
+    decoder.release.set()
+    first.join(10)
+    assert got == [0]
+    assert info.consumed_offset == 2
+
+
+def test_a_chunk_is_not_done_while_another_thread_decodes_its_last_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Thread A decodes the chunk's last message; thread B, wanting the next one, must wait
+    for it: taking the next chunk would move the consumed offset past A's message (a commit
+    covering it, a crash losing it) and log a false "may lose data"."""
+    decoder = _Gated(b"v2")
+    q = ChunkQueue(2)
+    info = _info(q)
+    _put(info, range(0, 3))
+    _put(info, range(3, 5))
+    it = iter(KafkaStream(q, -1, value_decoder=decoder))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    got: dict[str, int] = {}
+    a = threading.Thread(target=lambda: got.update(a=next(it).offset), daemon=True)
+    a.start()
+    assert decoder.decoding.wait(10)
+    b = threading.Thread(target=lambda: got.update(b=next(it).offset), daemon=True)
+    b.start()
+    wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
+    assert info.consumed_offset == 2
+    decoder.release.set()
+    a.join(10)
+    b.join(10)
+    assert got == {"a": 2, "b": 3}
+    assert info.consumed_offset == 4
+    assert "may lose data" not in caplog.text
 
 
 def test_a_decode_error_on_a_chunks_last_message_wakes_the_thread_waiting_for_it() -> None:
