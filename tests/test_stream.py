@@ -154,6 +154,22 @@ def test_consumer_timeout_then_usable_again() -> None:
         next(it)
 
 
+def _next_in_thread(it: Any) -> tuple[threading.Thread, list[Any]]:
+    """``next(it)`` in a thread of its own; the list gets the message's offset, or what
+    was raised."""
+    got: list[Any] = []
+
+    def run() -> None:
+        try:
+            got.append(next(it).offset)
+        except BaseException as e:  # noqa: BLE001 - collected for the assertions
+            got.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, got
+
+
 def test_a_thread_waiting_behind_another_of_its_stream_keeps_its_timeout() -> None:
     """Several threads may iterate one stream: one waits for a chunk, the others for it.
     Each still gets ConsumerTimeoutException after consumer.timeout.ms, however long the
@@ -161,18 +177,9 @@ def test_a_thread_waiting_behind_another_of_its_stream_keeps_its_timeout() -> No
     q = ChunkQueue(2)
     _info(q)
     it = iter(KafkaStream(q, consumer_timeout_ms=200, client_id="cid"))
-    errors: list[BaseException] = []
-
-    def take() -> None:
-        try:
-            next(it)
-        except BaseException as e:  # noqa: BLE001 - collected for the assertion
-            errors.append(e)
-
     it._chunks._inside = True  # what a thread inside the slow path leaves set
     try:
-        t = threading.Thread(target=take, daemon=True)
-        t.start()
+        t, errors = _next_in_thread(it)
         t.join(10)
         assert not t.is_alive(), "blocked behind the other thread"
     finally:
@@ -268,63 +275,36 @@ def test_a_message_another_thread_still_decodes_is_not_counted_as_consumed() -> 
     assert info.consumed_offset == 2
 
 
+@pytest.mark.parametrize("error", [None, ValueError("bad")], ids=["decoded", "fails"])
 def test_a_chunk_is_not_done_while_another_thread_decodes_its_last_message(
-    caplog: pytest.LogCaptureFixture,
+    error: BaseException | None, caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Thread A decodes the chunk's last message; thread B, wanting the next one, must wait
     for it: taking the next chunk would move the consumed offset past A's message (a commit
-    covering it, a crash losing it) and log a false "may lose data"."""
-    decoder = _Gated(b"v2")
+    covering it, a crash losing it) and log a false "may lose data". When A's decode fails,
+    B must go on (it slept for good: a lost wake-up, and A's next call then waited for B)."""
+    decoder = _Gated(b"v2", error)
     q = ChunkQueue(2)
     info = _info(q)
     _put(info, range(0, 3))
     _put(info, range(3, 5))
     it = iter(KafkaStream(q, -1, value_decoder=decoder))
     assert [next(it).offset, next(it).offset] == [0, 1]
-    got: dict[str, int] = {}
-    a = threading.Thread(target=lambda: got.update(a=next(it).offset), daemon=True)
-    a.start()
+    a, got_a = _next_in_thread(it)
     assert decoder.decoding.wait(10)
-    b = threading.Thread(target=lambda: got.update(b=next(it).offset), daemon=True)
-    b.start()
+    b, got_b = _next_in_thread(it)
     wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
     assert info.consumed_offset == 2
     decoder.release.set()
     a.join(10)
     b.join(10)
-    assert got == {"a": 2, "b": 3}
-    assert info.consumed_offset == 4
+    assert got_b == [3]
+    if error is None:
+        assert got_a == [2]
+        assert info.consumed_offset == 4
+    else:
+        assert [type(e) for e in got_a] == [MessageDecodeError]
     assert "may lose data" not in caplog.text
-
-
-def test_a_decode_error_on_a_chunks_last_message_wakes_the_thread_waiting_for_it() -> None:
-    """B waits for the chunk to be done while A decodes its last message, which fails: B
-    must go on (it slept for good: a lost wake-up, and A's next call then waited for B)."""
-    decoder = _Gated(b"v2", ValueError("bad"))
-    q = ChunkQueue(2)
-    info = _info(q)
-    _put(info, range(0, 3))
-    _put(info, range(3, 5))
-    it = iter(KafkaStream(q, -1, value_decoder=decoder))
-    assert [next(it).offset, next(it).offset] == [0, 1]
-    got: dict[str, Any] = {}
-
-    def take(name: str) -> None:
-        try:
-            got[name] = next(it).offset
-        except BaseException as e:  # noqa: BLE001 - collected for the assertion
-            got[name] = type(e).__name__
-
-    a = threading.Thread(target=take, args=("a",), daemon=True)
-    a.start()
-    assert decoder.decoding.wait(10)
-    b = threading.Thread(target=take, args=("b",), daemon=True)
-    b.start()
-    wait_until(lambda: _inside(b, "_wait_changed"), 10, "B waiting for A's message")
-    decoder.release.set()
-    a.join(10)
-    b.join(10)
-    assert got == {"a": "MessageDecodeError", "b": 3}
 
 
 def test_an_interrupted_decode_gives_the_message_back_though_a_later_one_went_out() -> None:
@@ -336,16 +316,7 @@ def test_an_interrupted_decode_gives_the_message_back_though_a_later_one_went_ou
     _put(info, range(0, 4))
     it = iter(KafkaStream(q, -1, value_decoder=decoder))
     assert next(it).offset == 0
-    errors: list[BaseException] = []
-
-    def take() -> None:
-        try:
-            next(it)
-        except BaseException as e:  # noqa: BLE001 - collected for the assertion
-            errors.append(e)
-
-    a = threading.Thread(target=take, daemon=True)
-    a.start()
+    a, errors = _next_in_thread(it)
     assert decoder.decoding.wait(10)
     assert next(it).offset == 2  # B, meanwhile
     decoder.release.set()
