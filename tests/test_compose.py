@@ -186,3 +186,52 @@ def test_no_unescaped_interpolation() -> None:
     # Compose would substitute a bare $VAR from the caller's environment.
     text = COMPOSE.read_text(encoding="utf-8")
     assert "$" not in text.replace("$$", "")
+
+
+def test_the_test_container_keeps_the_tools_off_the_mounted_venv(
+    services: dict[str, Any],
+) -> None:
+    """The repository is mounted at /src: the host's .venv is there, with a python that does
+    not exist in the container. tools/soak (run by a test) would delete it and make another."""
+    assert env(services["tests"]).get("ZKCONSUMER_NO_VENV") == "1"
+
+
+def _bootstrap_copy(tmp_path: Path) -> Path:
+    """A repository of one file, tools/_bootstrap.sh, with a .venv whose python is gone."""
+    import shutil
+
+    (tmp_path / "tools").mkdir()
+    shutil.copy(COMPOSE.parent / "tools" / "_bootstrap.sh", tmp_path / "tools")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to("/nonexistent/python3.11")
+    return tmp_path
+
+
+def test_bootstrap_in_a_prepared_environment_leaves_the_venv_alone(tmp_path: Path) -> None:
+    import subprocess
+
+    root = _bootstrap_copy(tmp_path)
+    done = subprocess.run(
+        ["bash", "-c", 'source tools/_bootstrap.sh && echo "$PYSPARK_PYTHON"'],
+        cwd=root, env={"PATH": "/usr/bin:/bin", "ZKCONSUMER_NO_VENV": "1"},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("python3")
+    assert (root / ".venv" / "bin" / "python").is_symlink()  # untouched
+
+
+def test_bootstrap_refuses_a_python_older_than_3_11(tmp_path: Path) -> None:
+    import subprocess
+
+    root = _bootstrap_copy(tmp_path)
+    old = root / "python3.9"
+    old.write_text('#!/bin/sh\n[ "$1" = -V ] && echo "Python 3.9.2"\nexit 1\n')
+    old.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "-c", "source tools/_bootstrap.sh"], cwd=root,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": str(old)},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "zkconsumer needs Python 3.11 or later" in done.stderr
+    assert "Python 3.9.2" in done.stderr
+    assert (root / ".venv" / "bin" / "python").is_symlink()  # untouched

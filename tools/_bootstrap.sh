@@ -27,6 +27,11 @@ ensure_apt_packages() {
 ensure_venv() {
   local py="${PYTHON:-python3.11}"
   command -v "$py" >/dev/null 2>&1 || py=python3
+  if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: zkconsumer needs Python 3.11 or later; $py is $("$py" -V 2>&1)." >&2
+    echo "setup: install python3.11 (or set PYTHON to one) and run again." >&2
+    exit 2
+  fi
   if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/pip" ]; then
     # (Re)made whole: a venv left without pip by a failed first run would fail every run.
     rm -rf "$VENV"
@@ -51,8 +56,16 @@ ensure_venv() {
   fi
 }
 
-ensure_apt_packages
-ensure_venv
-export PATH="$VENV/bin:$PATH"
-export PYSPARK_PYTHON="$VENV/bin/python"
-export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
+if [ "${ZKCONSUMER_NO_VENV:-}" = 1 ]; then
+  # A prepared environment (the compose test container): its own Python has everything.
+  # Never touch the .venv here: in a container it is the host's, mounted.
+  PY="$(command -v python3)"
+  export PYSPARK_PYTHON="$PY" PYSPARK_DRIVER_PYTHON="$PY"
+  unset PY
+else
+  ensure_apt_packages
+  ensure_venv
+  export PATH="$VENV/bin:$PATH"
+  export PYSPARK_PYTHON="$VENV/bin/python"
+  export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
+fi
