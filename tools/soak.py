@@ -201,14 +201,15 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         except AssertionError as e:
             problems.append(str(e))
         drained_s = time.monotonic() - produced_until
-        report = run.verify(while_down=True, load_from_ns=load_from_ns,
-                            load_until_ns=load_until_ns)
         rebalances = 0
         for p in run.processes:
             if p.alive and not p.stop():
                 s.hung.append(p)
             rebalances += p.rebalances
         run.sampler.wait_rounds(2)
+        # After the clean shutdown: its rebalances and final commits are checked too.
+        report = run.verify(while_down=True, load_from_ns=load_from_ns,
+                            load_until_ns=load_until_ns)
         ends = {TP(topic, p): off for p, off in log_ends(bootstrap, topic,
                                                           args.partitions).items()}
         final = {TP(topic, p): off for p, off in committed_offsets(zk, run.group,

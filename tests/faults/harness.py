@@ -1115,11 +1115,12 @@ def replays(
 
 def longest_pause(deliveries: Iterable[Delivery], since_ns: int = 0,
                   until_ns: int | None = None) -> float:
-    """Longest time (s) in [since, until] during which these deliveries had a gap."""
+    """Longest time (s) in [since, until] during which these deliveries had a gap (the
+    whole window when there is none in it, and the window is bounded)."""
     until = 2**63 if until_ns is None else until_ns
     times = sorted(d.t_ns for d in deliveries if since_ns <= d.t_ns <= until)
     if not times:
-        return 0.0
+        return (until_ns - since_ns) / 1e9 if since_ns and until_ns is not None else 0.0
     edges = [since_ns or times[0], *times]
     if until_ns is not None:
         edges.append(until_ns)
@@ -1127,10 +1128,13 @@ def longest_pause(deliveries: Iterable[Delivery], since_ns: int = 0,
 
 
 def longest_partition_pause(deliveries: Iterable[Delivery], since_ns: int,
-                            until_ns: int) -> tuple[float, str]:
+                            until_ns: int, partitions: Iterable[tuple[str, int]] = ()
+                            ) -> tuple[float, str]:
     """The longest time one partition went without a delivery in [since, until] (under a
-    steady load, each partition should see messages all the time), and which partition."""
-    by_tp: dict[tuple[str, int], list[Delivery]] = {}
+    steady load, each partition should see messages all the time), and which partition.
+    ``partitions``: those to look at besides the ones delivered from (a partition stalled
+    the whole window has no delivery in it)."""
+    by_tp: dict[tuple[str, int], list[Delivery]] = {tp: [] for tp in partitions}
     for d in deliveries:
         by_tp.setdefault((d.topic, d.partition), []).append(d)
     worst, which = 0.0, ""
@@ -1192,7 +1196,8 @@ def verify(
     if pause_window is not None:
         report.longest_pause_s = longest_pause(deliveries, *pause_window)
         report.longest_partition_pause_s, report.longest_partition_pause_at = (
-            longest_partition_pause(deliveries, *pause_window))
+            longest_partition_pause(deliveries, *pause_window,
+                                    partitions={(t, p) for t, p, _ in exp}))
     return report
 
 

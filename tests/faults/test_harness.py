@@ -13,6 +13,7 @@ from tests.faults.harness import (
     Delivery,
     OwnershipLog,
     OwnershipSampler,
+    longest_partition_pause,
     replays,
     uncommitted_window,
 )
@@ -131,3 +132,17 @@ def test_ownership_resumes_when_the_same_session_comes_back() -> None:
     log2.up("a", 300)
     log2.claim("b", 400, [p0])
     assert log2.overlaps(until_ns=1000) == []
+
+
+def test_a_partition_stalled_the_whole_window_is_the_longest_pause() -> None:
+    """No delivery at all from one partition in the window: that is the longest pause (it
+    read as 0 s, and the report named another partition's short gap)."""
+    s = 1_000_000_000
+
+    def at(partition: int, t: int) -> Delivery:
+        return Delivery("m", "t", partition, t, t * s, t * s, b"")
+
+    deliveries = [at(0, t) for t in range(10, 20)]  # partition 1: nothing in [10, 20]
+    assert longest_partition_pause(deliveries, 10 * s, 20 * s, partitions=[("t", 0), ("t", 1)]
+                                   ) == (10.0, "t:1")
+    assert longest_partition_pause(deliveries, 10 * s, 20 * s) == (1.0, "t:0")
