@@ -6,6 +6,8 @@ One run, shared by the tests below: they read its JSON summary.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,17 +20,31 @@ from tests.faults.harness import ROOT
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("soak") / "soak.json"
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         ["bash", str(ROOT / "tools" / "soak"), "--seconds", "40", "--output", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=420, stdin=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, start_new_session=True,
     )
+    try:
+        # Well within pytest's own timeout (pyproject.toml), which would kill the soak with
+        # no chance to stop its stack and members.
+        stdout, stderr = proc.communicate(timeout=200)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the soak stops its stack and members itself
+        try:
+            stdout, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+        pytest.fail(f"tools/soak did not finish within 200 s; stopped. Its stderr ends with:\n"
+                    f"{stderr[-4000:]}")
     assert out.exists(), f"tools/soak wrote no summary (exit {proc.returncode}):\n" + \
-        proc.stderr[-4000:]
+        stderr[-4000:]
     data: dict[str, Any] = json.loads(Path(out).read_text())
     data["exit_status"] = proc.returncode
-    data["stderr_tail"] = proc.stderr[-4000:]
-    assert json.loads(proc.stdout) == {k: v for k, v in data.items()
-                                       if k not in ("exit_status", "stderr_tail")}
+    data["stderr_tail"] = stderr[-4000:]
+    assert json.loads(stdout) == {k: v for k, v in data.items()
+                                  if k not in ("exit_status", "stderr_tail")}
     return data
 
 
