@@ -111,15 +111,18 @@ def produce(
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
                              enable_idempotence=False)
-    n = 0
+    sent = []
     try:
         for partition, key, value in values:
-            producer.send(topic, key=key, value=value, partition=partition)
-            n += 1
+            sent.append(producer.send(topic, key=key, value=value, partition=partition))
         producer.flush(timeout=60)
     finally:
         producer.close()
-    return n
+    failed = [f.exception for f in sent if not f.succeeded()]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(sent)} sends to {topic} failed, e.g. "
+                           f"{failed[0]!r}")
+    return len(sent)
 
 
 def drop_connection(client: KazooClient) -> None:

@@ -2,10 +2,14 @@
 
 1. start the stack (real ZooKeeper, the Tansu broker, the bridge) in .stack/demo;
 2. show the broker and topic registered in ZooKeeper by the bridge;
-3. produce sample orders to a 4-partition topic;
-4. run a consumer group of two connectors (two streams each) through the legacy API,
-   then a third member joins mid-stream and leaves again: ownership moves, nothing is lost;
-5. print the owners and committed offsets as ZooKeeper holds them, then stop the stack.
+3. produce sample orders to a 6-partition topic, in three parts;
+4. run a consumer group of two connectors (two streams each) through the legacy API; a
+   third member joins once the first part is consumed and leaves once the second is (the
+   second part is produced while it is in the group, so it has messages to consume):
+   ownership moves, nothing is lost;
+5. print the owners and committed offsets as ZooKeeper holds them, check that every order was
+   consumed, that the third member consumed some, and that the committed offsets are the log
+   ends; then stop the stack.
 """
 
 from __future__ import annotations
@@ -72,12 +76,16 @@ def run(stack: LocalStack, n_messages: int) -> int:
         say(f"/brokers/ids/{bid} = {zk.get(zp.broker_path(int(bid)))[0].decode()}")
     say(f"/brokers/topics/{topic} = {zk.get(zp.topic_path(topic))[0].decode()}")
 
-    say(f"producing {n_messages} orders to {topic}")
-    produce(stack.bootstrap, topic, (
-        (i % PARTITIONS, f"customer-{i % 97}".encode(), json.dumps({"order": i}).encode())
-        for i in range(n_messages)))
+    def produce_orders(lo: int, hi: int) -> None:
+        say(f"producing orders {lo} to {hi - 1} to {topic}")
+        produce(stack.bootstrap, topic, (
+            (i % PARTITIONS, f"customer-{i % 97}".encode(), json.dumps({"order": i}).encode())
+            for i in range(lo, hi)))
 
+    first, second = n_messages // 3, 2 * n_messages // 3
+    produce_orders(0, first)
     seen: Counter[tuple[int, int]] = Counter()
+    by_member: Counter[str] = Counter()
     lock = threading.Lock()
 
     def config() -> ConsumerConfig:
@@ -87,12 +95,13 @@ def run(stack: LocalStack, n_messages: int) -> int:
             "auto.commit.interval.ms": "1000", "zookeeper.session.timeout.ms": "4000",
         })
 
-    def drain(stream: object, stop: threading.Event) -> None:
+    def drain(stream: object, stop: threading.Event, member: str) -> None:
         while not stop.is_set():
             try:
                 for m in stream:  # type: ignore[attr-defined]
                     with lock:
                         seen[(m.partition, m.offset)] += 1
+                        by_member[member] += 1
                     if stop.is_set():
                         break
                 return  # shutdown ended the stream
@@ -108,23 +117,25 @@ def run(stack: LocalStack, n_messages: int) -> int:
         streams = c.create_message_streams({topic: 2})
         members.append(c)
         for s in streams[topic]:
-            t = threading.Thread(target=drain, args=(s, stop), daemon=True)
+            t = threading.Thread(target=drain, args=(s, stop, c.consumer_id), daemon=True)
             t.start()
             threads.append(t)
     show_owners(zk, group, topic)
 
-    wait_until(lambda: len(seen) >= n_messages // 3, 120, "a third of the messages")
+    wait_until(lambda: len(seen) >= first, 120, "the first part consumed")
     say(f"consumed {len(seen)} so far; a third member joins")
     third = create_consumer_connector(config())
     third_stream = third.create_message_streams({topic: 1})[topic][0]
-    t3 = threading.Thread(target=drain, args=(third_stream, stop), daemon=True)
+    t3 = threading.Thread(target=drain, args=(third_stream, stop, third.consumer_id),
+                          daemon=True)
     t3.start()
     wait_until(lambda: any(o.startswith(third.consumer_id + "-")
                            for o in group_owners(zk, group, topic).values()), 60,
                "the rebalance to give the third member its partitions")
     show_owners(zk, group, topic)
 
-    wait_until(lambda: len(seen) >= 2 * n_messages // 3, 120, "two thirds of the messages")
+    produce_orders(first, second)
+    wait_until(lambda: len(seen) >= second, 120, "the second part consumed")
     say(f"consumed {len(seen)} so far; the third member leaves cleanly")
     third.shutdown()
     wait_until(lambda: len(set(group_owners(zk, group, topic).values())) == 4
@@ -132,6 +143,7 @@ def run(stack: LocalStack, n_messages: int) -> int:
                "the partitions to go back to the first two members")
     show_owners(zk, group, topic)
 
+    produce_orders(second, n_messages)
     while len(seen) < n_messages:
         last = len(seen)
         say(f"progress: {last}/{n_messages}")
@@ -141,16 +153,28 @@ def run(stack: LocalStack, n_messages: int) -> int:
         c.commit_offsets()
     dupes = sum(v - 1 for v in seen.values())
     say(f"consumed {len(seen)} distinct messages of {n_messages}, {dupes} duplicates")
+    for member, n in sorted(by_member.items()):
+        say(f"{member} consumed {n}")
+    committed_ok = True
     for p in range(PARTITIONS):
         off = zk.get(zp.offset_path(group, topic, p))[0].decode()
-        say(f"/consumers/{group}/offsets/{topic}/{p} = {off}")
+        log_end = n_messages // PARTITIONS + (1 if p < n_messages % PARTITIONS else 0)
+        committed_ok &= int(off) == log_end
+        say(f"/consumers/{group}/offsets/{topic}/{p} = {off} (log end {log_end})")
     stop.set()
     for c in members:
         c.shutdown()
     zk.stop()
     zk.close()
-    ok = len(seen) == n_messages
-    say("demo finished: every message consumed" if ok else "demo FAILED: messages missing")
+    checks = {
+        "every message consumed": len(seen) == n_messages,
+        "the third member consumed some": by_member[third.consumer_id] > 0,
+        "committed offsets at the log ends": committed_ok,
+    }
+    for what, passed in checks.items():
+        say(f"{'ok' if passed else 'FAILED'}: {what}")
+    ok = all(checks.values())
+    say("demo finished" if ok else "demo FAILED")
     return 0 if ok else 1
 
 
