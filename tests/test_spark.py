@@ -31,6 +31,7 @@ from tests.support import (
     owners_settled,
     produce,
     produce_with_bad_crc,
+    started_zk,
     wait_until,
 )
 from zkconsumer import ConsumerTimeoutException, ZkConsumerError, create_consumer_connector
@@ -395,14 +396,61 @@ def test_stream_only_and_batch_only_options_fail_when_used_the_other_way(
 # -- pure helpers -------------------------------------------------------------------------------
 
 
-def test_rate_limit_shares_in_proportion_to_lag_and_never_exceeds_it() -> None:
+def test_rate_limit_shares_in_proportion_to_lag_and_starves_no_partition() -> None:
     a, b, c = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
     assert rate_limit({a: 0, b: 10}, {a: 30, b: 20}, 8) == {a: 6, b: 12}
     assert rate_limit({a: 0, b: 0, c: 5}, {a: 1, b: 1, c: 5}, 100) == {a: 1, b: 1, c: 5}
     # The remainder goes to the largest lags; the total is exactly the limit.
     end = rate_limit({a: 0, b: 0, c: 0}, {a: 10, b: 10, c: 10}, 10)
     assert sum(end.values()) == 10 and end == {a: 4, b: 3, c: 3}
-    assert rate_limit({a: 0, b: 0}, {a: 1, b: 100}, 2) == {a: 0, b: 2}
+    # A quiet partition beside a busy one gets a row each time (it got none, for ever).
+    assert rate_limit({a: 0, b: 0}, {a: 1, b: 100}, 2) == {a: 1, b: 1}
+    assert rate_limit({a: 0, b: 0}, {a: 1, b: 10**6}, 100) == {a: 1, b: 99}
+    # So the total passes the limit by up to one row per partition, as in Spark's source.
+    assert rate_limit({a: 0, b: 0, c: 0}, {a: 1, b: 1, c: 10**6}, 2) == {a: 1, b: 1, c: 1}
+
+
+def test_rows_read_before_a_skip_past_lost_data_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """failOnDataLoss=false, kafka-python reader: offsets 0-9 read, then retention moved the
+    log start to 500, past the range's end. The rows read were dropped with the skip."""
+    from collections import namedtuple
+
+    from kafka import TopicPartition as KTP
+    from kafka.errors import OffsetOutOfRangeError
+
+    import zkconsumer.spark as spark
+
+    record = namedtuple("record", "offset key value timestamp")
+
+    class Consumer:  # stands in for kafka-python's KafkaConsumer
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            self.polls += 1
+            if self.polls > 1:
+                raise OffsetOutOfRangeError({KTP("t", 0): 10})
+            return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(10)]}
+
+        def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
+            return {tps[0]: 500}
+
+        def position(self, tp: Any) -> int:
+            return 10
+
+        def assign(self, tps: Any) -> None: ...
+        def seek(self, tp: Any, offset: int) -> None: ...
+        def unsubscribe(self) -> None: ...
+        def close(self) -> None: ...
+
+    props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 100, ("127.0.0.1:1",), props, False)
+    monkeypatch.setitem(spark._CLIENTS, ("kafka-python", rng.bootstrap, rng.props), Consumer())
+    rows = [o for batch in read_range(rng) for o in batch.column("offset").to_pylist()]
+    assert rows == list(range(10))
 
 
 def test_parse_options_keeps_legacy_keys_and_forces_per_batch_commits() -> None:
@@ -511,9 +559,15 @@ def test_a_position_beyond_the_log_end_is_lost_data(
             with pytest.raises(ZkConsumerError, match=rf"{topic}:0: our position 40 is "
                                                       r"beyond the log end 5"):
                 reader.latestOffset(start, ReadAllAvailable())
+        else:
+            end = reader.latestOffset(start, ReadAllAvailable())
+            assert end == {topic: {"0": 5}}
+        # Either way, the position beyond the log end (a mistyped startingOffsets, say) is
+        # never recorded as the group's offset: the next owner would start from it.
+        with started_zk(stack.zookeeper) as zk:
+            assert zk.exists(zp.offset_path(names.group, topic, 0)) is None
+        if fail_on_data_loss:
             return
-        end = reader.latestOffset(start, ReadAllAvailable())
-        assert end == {topic: {"0": 5}}
         assert reader.partitions(start, end) == []
         _produce(stack, topic, 1, 3)
         later = reader.latestOffset(end, ReadAllAvailable())

@@ -370,7 +370,7 @@ def _zk_client(config: ConsumerConfig, long_lived: bool = False) -> KazooClient:
         zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
         check_kazoo_login(zk, config)
     except Exception as e:
-        zk.close()
+        _close_zk(zk)  # stopped first: a running client refuses close()
         raise ZkConsumerError(
             f"zkconsumer source: cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"
         ) from None
@@ -480,21 +480,28 @@ def decode_offsets(obj: Mapping[str, Any]) -> Positions:
 def rate_limit(
     start: Mapping[TopicPartition, int], available: Mapping[TopicPartition, int], max_rows: int
 ) -> Positions:
-    """End offsets taking at most ``max_rows`` in all, shared in proportion to each lag.
+    """End offsets taking about ``max_rows`` in all, shared in proportion to each lag.
 
     ``available`` is each partition's log end (or cap). The split is deterministic: floors of
-    the proportional shares, then the remainder one offset at a time to the partitions with the
-    most left to read (ties by partition), never more than a partition's lag::
+    the proportional shares, but at least one for every partition with a backlog (as in
+    Spark's Kafka source, so a quiet partition beside a busy one is not starved; the total
+    may then pass ``max_rows`` by up to the number of partitions), then the remainder one
+    offset at a time to the partitions with the most left to read (ties by partition), never
+    more than a partition's lag::
 
         >>> a, b = TopicPartition("t", 0), TopicPartition("t", 1)
         >>> rate_limit({a: 0, b: 10}, {a: 30, b: 20}, 8) == {a: 6, b: 12}
+        True
+        >>> rate_limit({a: 0, b: 0}, {a: 1, b: 10**6}, 100) == {a: 1, b: 99}
         True
     """
     lags = {tp: max(0, available[tp] - start[tp]) for tp in start}
     total = sum(lags.values())
     if total <= max_rows:
         return {tp: start[tp] + lags[tp] for tp in start}
-    take = {tp: (max_rows * lag) // total for tp, lag in lags.items()}
+    # Every partition with a backlog gets at least one row (as Spark's Kafka source rounds
+    # shares below one up): else a quiet partition next to a busy one waits for ever.
+    take = {tp: max(1, (max_rows * lag) // total) if lag else 0 for tp, lag in lags.items()}
     left = max_rows - sum(take.values())
     for tp in sorted(lags, key=lambda x: (-(lags[x] - take[x]), x)):
         if left <= 0:
@@ -675,6 +682,8 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
             if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
                 yield _to_batch(schema, rng, keys, values, offsets, stamps)
                 keys, values, offsets, stamps = [], [], [], []
+        if offsets:  # read before a skip past lost data took the position beyond the range
+            yield _to_batch(schema, rng, keys, values, offsets, stamps)
         ok = True
     finally:
         if ok:
@@ -1242,11 +1251,6 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             else:
                 m.verified[tp] = generation
 
-        # The batch that ended at `start` is complete: record it in the group, for the
-        # partitions that are still ours.
-        member.commit({tp: off for tp, off in begin.items()
-                       if tp in owned and m.verified.get(tp) == generation})
-
         # Newly owned partitions are positioned (no rows for them in this batch).
         end: Positions = _resolve_spec("committed", newcomers, "committed", committed, lookup,
                                        member.config.auto_offset_reset)
@@ -1273,6 +1277,13 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                                       "to go on from the log end")
             log.warning("%s; going on from the log end", message)
             self._moved_back[tp] = available[tp]
+
+        # The batch that ended at `start` is complete: record it in the group, for the
+        # partitions that are still ours. After the checks above: a position beyond the log
+        # end (a mistyped startingOffsets, say) is never written to the group.
+        member.commit({tp: off for tp, off in begin.items()
+                       if tp in owned and m.verified.get(tp) == generation
+                       and tp not in behind})
         for tp in reading:
             if tp in behind:
                 continue
