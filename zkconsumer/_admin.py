@@ -55,7 +55,7 @@ from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._filters import filter_from_registration
 from ._tls import with_tls_deadline
 from ._types import TopicPartition
-from ._zkread import broker_addresses, topic_partitions
+from ._zkread import broker_addresses, topic_partitions, transaction_cause
 
 __all__ = [
     "ACL_ENV",
@@ -1020,8 +1020,6 @@ def _members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int
 _TX_VERBS = {"Create": "create", "Delete": "delete", "SetData": "write", "CheckVersion": "read"}
 
 
-#: Results of a failed multi that only say another operation failed.
-_NOT_THE_CAUSE = ("RolledBackError", "RuntimeInconsistency")
 #: Failures a concurrent change explains (planning again from a fresh read fixes them).
 _RACES = ("NodeExistsError", "NotEmptyError", "BadVersionError", "NoNodeError")
 
@@ -1040,9 +1038,9 @@ def _commit(tx: Any, what: str, written: int = 0) -> None:
     results = tx.commit()
     told = _written(written)
     client = tx.client
-    for op, result in zip(tx.operations, results, strict=False):
-        if not isinstance(result, Exception) or type(result).__name__ in _NOT_THE_CAUSE:
-            continue
+    cause = transaction_cause(tx.operations, results)
+    if cause is not None:
+        op, result = cause
         verb = _TX_VERBS.get(type(op).__name__, "change")
         if isinstance(result, NoAuthError):
             raise acl_refused(client, verb, op.path, f"{what} ({told})")

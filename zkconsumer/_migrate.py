@@ -46,6 +46,7 @@ from . import _zkpaths as zp
 from ._admin import MAX_TRANSACTION_OPS, acl_unreadable, full_acl
 from ._errors import ZkConsumerError, ZkDataError
 from ._types import TopicPartition
+from ._zkread import transaction_cause
 
 __all__ = [
     "CLASSES",
@@ -927,12 +928,7 @@ def _commit_chunk(
             verb = {"Create": "create", "Create2": "create", "Delete": "delete"}.get(
                 type(op).__name__, "write")
             raise acl_refused(zk, verb, op.path, what)
-    # kazoo reports the ops before the failing one as RolledBackError and those after it
-    # as RuntimeInconsistency: the cause is the one result that is neither.
-    cause = next(((op, r) for op, r in zip(tx.operations, results, strict=False)
-                  if isinstance(r, Exception)
-                  and type(r).__name__ not in ("RolledBackError", "RuntimeInconsistency")),
-                 None)
+    cause = transaction_cause(tx.operations, results)
     if cause is None:
         if any(isinstance(r, Exception) for r in results):
             raise _TxFailed("the ZooKeeper transaction failed without a cause")

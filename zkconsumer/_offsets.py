@@ -27,12 +27,13 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from . import _zkpaths as zp
 from ._errors import OffsetCommitError, ZkDataError
 from ._tls import with_tls_deadline
 from ._types import TopicPartition
+from ._zkread import transaction_cause
 
 if TYPE_CHECKING:
     from ._config import ConsumerConfig
@@ -160,10 +161,8 @@ class ZkOffsetStore:
                 # The first commit of these partitions: their znodes (and parents) are made.
                 self._ensure_nodes(offsets)
                 continue
-            # The cause, not the RolledBack answers of the operations before it.
-            raise next((r for r in failed
-                        if not isinstance(r, (RolledBackError, RuntimeInconsistency))),
-                       failed[0])
+            cause = transaction_cause(tx.operations, results)
+            raise failed[0] if cause is None else cause[1]
 
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
         # Pipelined, like read(): every create is sent before the first answer is awaited.

@@ -1,4 +1,5 @@
-"""ZooKeeper reads shared by the connector, the tools and the Spark source.
+"""ZooKeeper reads shared by the connector, the tools and the Spark source, and the reading
+of a failed transaction's answers (:func:`transaction_cause`).
 
 Paths and payload formats come from :mod:`zkconsumer._zkpaths`; this module only adds the
 kazoo calls and the tolerance rules (a broker whose registration cannot be decoded is
@@ -8,9 +9,11 @@ skipped with a warning, never a crash).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoNodeError, RolledBackError, RuntimeInconsistency
 
 from . import _zkpaths as zp
 from ._errors import ZkDataError
@@ -47,3 +50,20 @@ def topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
     except NoNodeError:
         return None
     return sorted(zp.TopicAssignment.decode(data, path).partitions)
+
+
+def transaction_cause(
+    operations: Sequence[Any], results: Sequence[Any]
+) -> tuple[Any, Exception] | None:
+    """The operation that made a ZooKeeper transaction fail, with its error; None if none did.
+
+    kazoo answers the operations before the failing one with RolledBackError and those
+    after it with RuntimeInconsistency: the cause is the one error that is neither.
+    """
+    for op, result in zip(operations, results, strict=False):
+        if isinstance(result, Exception) and not isinstance(
+            result, (RolledBackError, RuntimeInconsistency)
+        ):
+            return op, result
+    return None
+
