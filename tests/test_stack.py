@@ -494,3 +494,15 @@ def test_a_corrupt_stack_json_is_one_line(tmp_path: Path, content: str) -> None:
     assert "Traceback" not in down.stderr
     assert len(down.stderr.strip().splitlines()) == 1
     assert "stack.json is not a stack's state" in down.stderr
+
+
+def test_down_forgets_the_ports_so_the_next_up_picks_free_ones(tmp_path: Path) -> None:
+    """The ports of a stack that is down were kept and reused by the next `up`: one taken by
+    someone meanwhile made every later `up` fail the same way."""
+    (tmp_path / "stack").mkdir()
+    stack = LocalStack(tmp_path / "stack")
+    stack.zk_port, stack.broker_port = 41325, 55717  # a stack's, once up
+    stack._save()
+    LocalStack(tmp_path / "stack").down()  # nothing running
+    state = json.loads((tmp_path / "stack" / "stack.json").read_text())
+    assert (state["zk_port"], state["broker_port"]) == (0, 0)

@@ -184,7 +184,8 @@ class LocalStack:
             "zk_port": self.zk_port,
             "broker_port": self.broker_port,
             "procs": {k: {"pid": p.pid, "marker": p.marker} for k, p in self.procs.items()},
-            **self.addresses(),
+            # No addresses once down: its ports are forgotten (see down()).
+            **(self.addresses() if self.zk_port or self.broker_port else {}),
         }
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
@@ -231,6 +232,10 @@ class LocalStack:
                     failed.append(str(e))
                     continue
                 stopped.append(name)
+        if not self.procs:
+            # Nothing left: the next `up` picks free ports again (the old ones, taken by
+            # someone meanwhile, would make every later `up` fail the same way).
+            self.zk_port = self.broker_port = 0
         if self.state_file.exists():
             self._save()
         if failed:
