@@ -179,13 +179,12 @@ class LocalStack:
             ) from None
         self.zk_port, self.broker_port, self.procs = zk_port, broker_port, procs
 
-    def _save(self) -> None:
+    def _save(self, ports: bool = True) -> None:
         data = {
-            "zk_port": self.zk_port,
-            "broker_port": self.broker_port,
+            "zk_port": self.zk_port if ports else 0,
+            "broker_port": self.broker_port if ports else 0,
             "procs": {k: {"pid": p.pid, "marker": p.marker} for k, p in self.procs.items()},
-            # No addresses once down: its ports are forgotten (see down()).
-            **(self.addresses() if self.zk_port or self.broker_port else {}),
+            **(self.addresses() if ports else {}),
         }
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
@@ -232,12 +231,11 @@ class LocalStack:
                     failed.append(str(e))
                     continue
                 stopped.append(name)
-        if not self.procs:
-            # Nothing left: the next `up` picks free ports again (the old ones, taken by
-            # someone meanwhile, would make every later `up` fail the same way).
-            self.zk_port = self.broker_port = 0
         if self.state_file.exists():
-            self._save()
+            # Nothing left: the ports are not recorded, so the next `up` (another process)
+            # picks free ones; the old ones, taken by someone meanwhile, would make every
+            # later `up` fail the same way. This object keeps them (its addresses stay).
+            self._save(ports=bool(self.procs))
         if failed:
             raise StackError("; ".join(failed))
         return stopped
