@@ -232,9 +232,10 @@ class LocalStack:
                     continue
                 stopped.append(name)
         if self.state_file.exists():
-            # Nothing left: the ports are not recorded, so the next `up` (another process)
-            # picks free ones; the old ones, taken by someone meanwhile, would make every
-            # later `up` fail the same way. This object keeps them (its addresses stay).
+            # Once nothing is left running, the ports are not recorded: the next `up`
+            # (another process) picks free ones, where the old ones, taken by someone
+            # meanwhile, would make every later `up` fail the same way. This object keeps
+            # them (its addresses stay).
             self._save(ports=bool(self.procs))
         if failed:
             raise StackError("; ".join(failed))
