@@ -39,6 +39,7 @@ from zkconsumer import _zkpaths as zp
 from zkconsumer._offsets import ZkOffsetStore
 from zkconsumer._types import TopicPartition
 from zkconsumer.spark import (
+    INITIAL_OFFSET,
     OffsetRange,
     ZkConsumerSourceError,
     parse_options,
@@ -464,6 +465,8 @@ def test_parse_options_keeps_legacy_keys_and_forces_per_batch_commits() -> None:
     assert config.auto_commit_enable is False
     assert opts.max_offsets_per_trigger == 100
     assert opts.starting == {"a": {0: 5, 1: -2}}
+    # The fetch backend is each executor's choice (what it has installed), not the driver's.
+    assert "fetch.backend" not in dict(opts.props)
     for bad, message in [
         ({"topics": "a", "startingoffsets": '{"a": {"x": 1}}'}, "partition 'x' of topic 'a'"),
         ({"topics": "a", "startingoffsets": '{"a": {"0": -3}}'}, "must be an integer >= 0"),
@@ -529,8 +532,11 @@ def test_a_batch_planned_during_a_rebalance_keeps_every_position(
     _produce(stack, topic, 2, 5)
     with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
         start = reader.initialOffset()
-        assert start == {topic: {"0": 0, "1": 0}}
-        end = reader.latestOffset(start, ReadAllAvailable())
+        assert start == INITIAL_OFFSET
+        placed = reader.latestOffset(start, ReadAllAvailable())
+        assert placed == {topic: {"0": 0, "1": 0}}
+        assert reader.partitions(start, placed) == []  # the first batch only positions
+        end = reader.latestOffset(placed, ReadAllAvailable())
         assert end == {topic: {"0": 5, "1": 5}}
         reader._member.membership.stop_connections()  # what a rebalance's step 2 says
         assert reader.latestOffset(end, ReadAllAvailable()) == end
@@ -541,9 +547,9 @@ def test_a_position_beyond_the_log_end_is_lost_data(
     stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
     fail_on_data_loss: bool,
 ) -> None:
-    """The log end is below the position (truncated, or the topic recreated): an error
-    (failOnDataLoss), or the partition goes on from the log end; never a silent wait that
-    skips what is written up to the old position."""
+    """The log end is below the position (a mistyped starting offset, a truncated log, a
+    recreated topic): an error (failOnDataLoss), or the partition goes on from the log end;
+    never a silent wait that skips what is written up to the old position."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     import zkconsumer.spark as source
@@ -554,18 +560,18 @@ def test_a_position_beyond_the_log_end_is_lost_data(
     with _driver(stack, names.group, topic, startingOffsets=json.dumps({topic: {"0": 40}}),
                  failOnDataLoss=str(fail_on_data_loss).lower()) as reader:
         start = reader.initialOffset()
-        assert start == {topic: {"0": 40}}
         if fail_on_data_loss:
-            with pytest.raises(ZkConsumerError, match=rf"{topic}:0: our position 40 is "
+            with pytest.raises(ZkConsumerError, match=rf"{topic}:0: the starting offset 40 is "
                                                       r"beyond the log end 5"):
                 reader.latestOffset(start, ReadAllAvailable())
         else:
             end = reader.latestOffset(start, ReadAllAvailable())
             assert end == {topic: {"0": 5}}
-        # Either way, the position beyond the log end (a mistyped startingOffsets, say) is
-        # never recorded as the group's offset: the next owner would start from it.
+        # Either way, the position beyond the log end is never recorded as the group's
+        # offset: the next owner would start from it.
         with started_zk(stack.zookeeper) as zk:
-            assert zk.exists(zp.offset_path(names.group, topic, 0)) is None
+            assert offset_znodes(zk, names.group, topic, 1) == ({} if fail_on_data_loss
+                                                                 else {0: 5})
         if fail_on_data_loss:
             return
         assert reader.partitions(start, end) == []
@@ -575,47 +581,135 @@ def test_a_position_beyond_the_log_end_is_lost_data(
         (rng,) = reader.partitions(end, later)
         assert (rng.start, rng.end) == (5, 8)
 
+    # A position of a running query beyond the log end (the topic recreated, say).
+    with _driver(stack, names("resumed"), topic,
+                 failOnDataLoss=str(fail_on_data_loss).lower()) as reader:
+        reader.initialOffset()
+        resumed = {topic: {"0": 40}}
+        if fail_on_data_loss:
+            with pytest.raises(ZkConsumerError, match=rf"{topic}:0: our position 40 is "
+                                                      r"beyond the log end 8"):
+                reader.latestOffset(resumed, ReadAllAvailable())
+        else:
+            end = reader.latestOffset(resumed, ReadAllAvailable())
+            assert end == {topic: {"0": 8}} and reader.partitions(resumed, end) == []
+        with started_zk(stack.zookeeper) as zk:
+            assert offset_znodes(zk, names("resumed"), topic, 1) == {}
 
-def test_a_first_batch_whose_start_moved_past_its_end_fails_the_query(
+
+def test_the_first_batch_replayed_after_a_restart_reads_what_it_was_planned_to(
     stack: StackInfo, names: Any, topic_factory: Any
 ) -> None:
-    """Spark replays the first batch after a restart from initialOffset() asked again: a
-    start beyond the batch's logged end would skip its rows silently."""
+    """Spark replays the first batch after a restart from initialOffset() asked again, in a
+    new process: "latest" resolved again there would skip what was written meanwhile. The
+    first batch only positions, so its replay is the same whoever answers."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
     topic = topic_factory(names.topic, 1)
-    with _driver(stack, names.group, topic) as reader:
-        with pytest.raises(ZkConsumerError, match=rf"{topic}:0: this batch was planned to end "
-                                                  r"at 40, but its start is now 50"):
-            reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}})
-    with _driver(stack, names.group, topic, failOnDataLoss="false") as reader:
-        assert reader.partitions({topic: {"0": 50}}, {topic: {"0": 40}}) == []
+    _produce(stack, topic, 1, 5)
+    with _driver(stack, names.group, topic, startingOffsets="latest") as reader:
+        planned = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+        assert planned == {topic: {"0": 5}}
+    # The query died before the first batch was done; meanwhile 3 more are written.
+    _produce(stack, topic, 1, 3)
+    with _driver(stack, names.group, topic, startingOffsets="latest") as reader:
+        assert reader.partitions(reader.initialOffset(), planned) == []
+        end = reader.latestOffset(planned, ReadAllAvailable())
+        (rng,) = reader.partitions(planned, end)
+        assert (rng.start, rng.end) == (5, 8)
 
 
-def test_the_starting_offsets_wait_for_a_rebalance_under_way(
+def test_a_rewind_with_starting_offsets_survives_a_rebalance(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """startingOffsets positions a new query's partitions and writes them to the group, so a
+    rebalance before the first rows does not take the group's older offsets instead."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 5)
+    with started_zk(stack.zookeeper) as zk:
+        ZkOffsetStore(zk, names.group).commit({TopicPartition(topic, 0): 5})
+        with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+            placed = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+            assert placed == {topic: {"0": 0}}
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 0}
+            member = reader._join()
+            thread = f"{member.consumer_id}-0"
+            member.membership.stop_connections()  # a rebalance that gives the same back
+            member.membership.before_starting_fetchers(member.consumer_id,
+                                                       {topic: {0: thread}})
+            end = reader.latestOffset(placed, ReadAllAvailable())
+            (rng,) = reader.partitions(placed, end)
+            assert (rng.start, rng.end) == (0, 5)
+
+
+def test_the_first_positions_wait_for_a_rebalance_under_way(
     stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """initialOffset() decides the starting offsets of what the member owns, so never in the
-    middle of a rebalance (it owns nothing then): it waits for the rebalance to end, and
-    fails clearly if it does not."""
+    """The starting offsets apply to what the member owns, so never in the middle of a
+    rebalance (it owns nothing then): no batch until it ends. A Trigger.AvailableNow run,
+    which an empty batch would end, waits for it instead, and fails clearly if it lasts."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
     import zkconsumer.spark as source
 
     topic = topic_factory(names.topic, 2)
     _produce(stack, topic, 2, 5)
     with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+        start = reader.initialOffset()
         member = reader._join()
         m = member.membership
         wait_until(lambda: len(m.snapshot()[1]) == 2, 20, "the member owning both partitions")
         thread = f"{member.consumer_id}-0"
         m.stop_connections()  # a rebalance's step 2: the member owns nothing until it ends
-        # Longer than one planning wait (2.2 s with the driver's settings).
-        threading.Timer(3.0, m.before_starting_fetchers,
-                        (member.consumer_id, {topic: {0: thread, 1: thread}})).start()
-        assert reader.initialOffset() == {topic: {"0": 0, "1": 0}}
+        assert reader.latestOffset(start, ReadAllAvailable()) == start  # no batch
+        m.before_starting_fetchers(member.consumer_id, {topic: {0: thread, 1: thread}})
+        assert reader.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 0, "1": 0}}
 
-    monkeypatch.setattr(source, "STARTUP_REBALANCE_WAITS", 1)
-    with _driver(stack, names("other"), topic, startingOffsets="earliest") as reader:
+    with _driver(stack, names("now"), topic, startingOffsets="earliest") as reader:
+        start = reader.initialOffset()
+        reader.prepareForTriggerAvailableNow()
         member = reader._join()
-        wait_until(lambda: len(member.membership.snapshot()[1]) == 2, 20, "both owned")
-        member.membership.stop_connections()  # and the rebalance never ends
-        with pytest.raises(ZkConsumerError, match="is still rebalancing after 2 s; cannot "
-                                                  "choose the starting offsets"):
-            reader.initialOffset()
+        m = member.membership
+        wait_until(lambda: len(m.snapshot()[1]) == 2, 20, "the member owning both partitions")
+        thread = f"{member.consumer_id}-0"
+        m.stop_connections()
+        # Longer than one planning wait (2.2 s with the driver's settings).
+        timer = threading.Timer(3.0, m.before_starting_fetchers,
+                                (member.consumer_id, {topic: {0: thread, 1: thread}}))
+        timer.start()
+        assert reader.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 0, "1": 0}}
+        timer.join()
+
+        monkeypatch.setattr(source, "AVAILABLE_NOW_WAITS", 1)
+        m.stop_connections()  # and this rebalance never ends
+        with pytest.raises(ZkConsumerError, match="is still rebalancing, or ZooKeeper is "
+                                                  "unreachable, after 2 s"):
+            reader.latestOffset(start, ReadAllAvailable())
+
+
+def test_zookeeper_out_of_reach_pauses_the_stream_without_failing_it(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning asks ZooKeeper whether it can be reached: while it cannot, no batch (the
+    ownership is unknown) and no commit, rather than a failed query or a thread blocked in
+    kazoo until the outage ends. The next batch writes the offsets."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 5)
+    with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+        placed = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+        end = reader.latestOffset(placed, ReadAllAvailable())
+        assert end == {topic: {"0": 5}}
+        member = reader._join()
+        monkeypatch.setattr(member, "zk_connected", lambda: False)
+        _produce(stack, topic, 1, 3)
+        assert reader.latestOffset(end, ReadAllAvailable()) == end
+        reader.commit(end)  # Spark's commit of the batch: logged, not raised
+        with started_zk(stack.zookeeper) as zk:
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 0}
+            monkeypatch.undo()
+            assert reader.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 8}}
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 5}

@@ -23,14 +23,20 @@ How it works (the README's Spark section has the user's view and the options tab
   (only for partitions still owned), so the legacy lag tools show the pipeline's progress.
 - **Executors** read one Kafka partition's offset range per Spark task in assign mode, never
   through ZooKeeper, with confluent-kafka when it is installed (about 3.5 times kafka-python's
-  rate in ``tools/bench spark``), else kafka-python (``fetch.backend`` chooses), and hand
-  Spark Arrow record batches.
+  rate in ``tools/bench spark``), else kafka-python (each executor decides, unless
+  ``fetch.backend`` is given), and hand Spark Arrow record batches.
 - **Batch** reads (``spark.read``) take ``startingOffsets``/``endingOffsets``.
 
 Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while
 this member keeps owning it. A partition that is newly owned, i.e. absent from the batch's start
 offsets, is first *positioned* (its end offset is the group's committed offset, or
-``auto.offset.reset``; no rows for it in that batch) and read from the next batch on. After a
+``auto.offset.reset``; no rows for it in that batch) and read from the next batch on. The
+query's first batch is such a batch for every partition it owns: ``initialOffset()`` is the
+constant :data:`INITIAL_OFFSET` (no partition), and the first plan positions the owned
+partitions per ``startingOffsets`` and writes them to the group (so a rewind is the group's
+too, and survives a rebalance). Why: Spark does not log the first batch's start, and replays
+that batch after a restart from ``initialOffset()`` asked again, of a new process that may own
+other partitions by then; a first batch without rows replays the same whoever answers. After a
 rebalance (and after a restart), a partition found in the start offsets is checked against the
 group's committed offset: when another member committed beyond our position meanwhile, the
 partition is dropped for one batch and then positioned again at the group's offset, so what the
@@ -42,12 +48,13 @@ no batch is being planned and the last batch is known to be done (Spark says so 
 planning the next one), after committing where it ended, so the next owner starts exactly
 there; it waits at most ``zookeeper.session.timeout.ms`` (with a longer trigger interval, or a
 slower batch, the next owner reads the last batch's rows again: the legacy consumer's
-at-least-once). A batch planned while a rebalance is still under way is empty.
-Across restarts of one query nothing is lost or read twice (Spark's checkpoint); a batch
-replayed after a crash is replayed as planned, whoever owns its partitions by then. The one
-exception is the first batch: Spark does not log its start, and asks ``initialOffset()``
-again, so a start resolved again beyond the batch's end fails the query (failOnDataLoss)
-rather than skip its rows.
+at-least-once). A batch planned while a rebalance is still under way, or while ZooKeeper is
+unreachable (ownership is then unknown), is empty; a ``Trigger.AvailableNow`` run waits for
+either to end instead, since an empty batch would end it. Commits to ZooKeeper are
+best-effort: the checkpoint holds the positions, and a commit missed in an outage is made by
+the next batch. Across restarts of one query nothing is lost or read twice (Spark's
+checkpoint); a batch replayed after a crash is replayed as planned, whoever owns its
+partitions by then.
 """
 
 from __future__ import annotations
@@ -68,7 +75,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError, SessionExpiredError
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -118,8 +125,9 @@ __all__ = [
 
 log = logging.getLogger("zkconsumer.spark")
 
-#: initialOffset() waits this many planning waits for a rebalance to end.
-STARTUP_REBALANCE_WAITS = 3
+#: A Trigger.AvailableNow run waits this many planning waits for a rebalance (or a ZooKeeper
+#: outage) to end before it fails: an empty batch would end it as if it had read everything.
+AVAILABLE_NOW_WAITS = 3
 #: A log end found below a partition's position is looked up again this often, this far
 #: apart, before it counts as lost data.
 LOG_END_RETRIES = 3
@@ -159,6 +167,9 @@ ARROW_BATCH_ROWS = 65_536
 READ_STALL_S = 60.0
 #: In JSON offset maps, as in Spark's Kafka source.
 EARLIEST, LATEST = -2, -1
+#: What ``initialOffset()`` answers: no partition (the key is no legal topic name, so it is
+#: never an end offset the source plans; it decodes to no positions).
+INITIAL_OFFSET: dict[str, dict[str, int]] = {"(query start)": {}}
 
 OffsetSpec = Literal["earliest", "latest", "committed"] | dict[str, dict[int, int]]
 
@@ -306,9 +317,6 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                     "to ZooKeeper, where the legacy tools read them")
     # Offsets are committed once per micro-batch, never on a timer.
     props["auto.commit.enable"] = "false"
-    if "fetch.backend" not in props and importlib.util.find_spec("confluent_kafka") is not None:
-        # Executors read with librdkafka when it is there: about 3.5x kafka-python's rate.
-        props["fetch.backend"] = "confluent"
     try:
         config = ConsumerConfig(props)
     except ConfigError as e:
@@ -585,7 +593,12 @@ def read_range(rng: OffsetRange) -> Iterator[pa.RecordBatch]:
     """The records of ``rng`` as Arrow record batches (executor side)."""
     if rng.end <= rng.start:
         return iter(())
-    config = ConsumerConfig(dict(rng.props))
+    props = dict(rng.props)
+    if "fetch.backend" not in props and importlib.util.find_spec("confluent_kafka") is not None:
+        # Not given: librdkafka when this executor has it (about 3.5x kafka-python's rate).
+        # Decided here, not in the driver: executors may lack what the driver has.
+        props["fetch.backend"] = "confluent"
+    config = ConsumerConfig(props)
     if config.fetch_backend == "confluent":
         return _read_confluent(rng, config)
     return _read_kafka_python(rng, config)
@@ -891,6 +904,10 @@ def _resolve_spec(
 # -- the group member (streaming driver) -------------------------------------------------------
 
 
+class _ZooKeeperAway(Exception):
+    """Planning needs ZooKeeper, and it cannot be reached now: no batch this trigger."""
+
+
 class _Membership(ConsumerRebalanceListener):
     """The connector's fetch side and rebalance listener: ownership and the hand-over rule.
 
@@ -1059,13 +1076,41 @@ class _GroupMember:
         assert self.lookup is not None, "the group member is closed"
         return self.lookup
 
-    def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        """The group's committed offsets, read now from ZooKeeper."""
-        return self.store.read(sorted(set(tps)))
+    def zk_connected(self) -> bool:
+        # kazoo queues a request made while disconnected until it reconnects: planning
+        # asks first rather than block Spark's thread for the length of an outage.
+        return self.zk is not None and self.zk.connected
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
-        """Write these offsets to /consumers/G/offsets (only the ones that changed)."""
-        return self.store.commit(offsets) if offsets else 0
+    def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets, read now from ZooKeeper; :class:`_ZooKeeperAway`
+        when it cannot be asked."""
+        if not self.zk_connected():
+            raise _ZooKeeperAway("ZooKeeper is unreachable: cannot read the group's offsets")
+        try:
+            return self.store.read(sorted(set(tps)))
+        except (ConnectionLoss, SessionExpiredError) as e:
+            raise _ZooKeeperAway(f"reading the group's offsets failed: {e!r}") from None
+
+    def commit(self, offsets: Mapping[TopicPartition, int], best_effort: bool = False) -> int:
+        """Write these offsets to /consumers/G/offsets (only the ones that changed).
+
+        ``best_effort``: when ZooKeeper is unreachable, log and write nothing (the checkpoint
+        holds the positions; the next batch's commit writes them).
+        """
+        if not offsets:
+            return 0
+        if not best_effort:
+            return self.store.commit(offsets)
+        if not self.zk_connected():
+            log.warning("%s: ZooKeeper is unreachable; the group's offsets are written with "
+                        "the next batch", self.consumer_id)
+            return 0
+        try:
+            return self.store.commit(offsets)
+        except (ConnectionLoss, SessionExpiredError) as e:
+            log.warning("%s: writing the group's offsets failed (%r); they are written with "
+                        "the next batch", self.consumer_id, e)
+            return 0
 
     def subscribed_partitions(self) -> dict[str, list[int]]:
         assert self.zk is not None, "the group member is closed"
@@ -1110,12 +1155,8 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self._member: _GroupMember | None = None
-        self._initial: dict[str, dict[str, int]] | None = None
         #: Trigger.AvailableNow: the log ends when the run began.
         self._target: Positions | None = None
-        #: Partitions the batch planned last moves back to a log end below its start
-        #: (failOnDataLoss=false): :meth:`partitions` expects them.
-        self._moved_back: Positions = {}
         self._closed = False
 
     def __getstate__(self) -> dict[str, Any]:
@@ -1162,38 +1203,10 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     # -- Spark's API ---------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, dict[str, int]]:
-        # Spark calls this more than once for a new query: answer the same every time.
-        if self._initial is None:
-            member = self._join()
-            m = member.membership
-            # The starting offsets apply to what this member owns: never decided in the
-            # middle of a rebalance (it owns nothing then, and partitions it gets later are
-            # positioned by the group's offsets instead).
-            deadline = time.monotonic() + STARTUP_REBALANCE_WAITS * self._wait_s(member)
-            while True:
-                generation, owned, settled = m.begin_planning(self._wait_s(member))
-                if settled:
-                    break
-                m.end_planning(None)
-                if time.monotonic() > deadline:
-                    raise ZkConsumerError(
-                        f"zkconsumer source: {member.consumer_id} is still rebalancing after "
-                        f"{STARTUP_REBALANCE_WAITS * self._wait_s(member):.0f} s; cannot "
-                        "choose the starting offsets"
-                    )
-            try:
-                tps = sorted(owned)
-                spec: OffsetSpec = self.opts.starting or "committed"
-                committed = member.committed(tps)
-                positions = _resolve_spec(spec, tps, "committed", committed, member.offsets(),
-                                          member.config.auto_offset_reset)
-                for tp in tps:
-                    m.verified[tp] = generation
-            finally:
-                m.end_planning(None)
-            self._initial = encode_offsets(positions)
-            log.info("%s starts at %s", member.consumer_id, self._initial)
-        return self._initial
+        # Constant (see the module docstring): Spark asks again when it replays the first
+        # batch after a restart. Joining now reports a bad group or ZooKeeper at start.
+        self._join()
+        return INITIAL_OFFSET
 
     def prepareForTriggerAvailableNow(self) -> None:
         member = self._join()
@@ -1209,33 +1222,58 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
         member = self._join()
         m = member.membership
+        first = start == INITIAL_OFFSET
         begin = decode_offsets(start)
         # Spark plans the next batch only once the one that ended at `start` is complete in
         # the sink: a rebalance waiting to release partitions may go on now.
         m.batch_done(begin)
-        generation, owned, settled = m.begin_planning(self._wait_s(member))
+        generation, owned, settled = self._begin_planning(member)
         end: Positions | None = None
         try:
             if settled:
-                end = self._plan(member, begin, generation, owned, limit)
+                try:
+                    end = self._plan(member, begin, generation, owned, limit, first)
+                except _ZooKeeperAway as e:
+                    log.warning("%s: %s; no new batch this trigger", member.consumer_id, e)
             else:
                 # Ownership is unknown: no batch this time rather than one that drops every
                 # partition from the offsets (they would come back at the group's offsets,
                 # which may be a batch behind).
-                log.info("%s: a rebalance is still under way; no new batch this trigger",
-                         member.consumer_id)
-                end = dict(begin)
+                log.info("%s: a rebalance is still under way or ZooKeeper is unreachable; no "
+                         "new batch this trigger", member.consumer_id)
         finally:
             m.end_planning(end if end is not None and end != begin else None)
+        if end is None:
+            return start
         return encode_offsets(end)
 
+    def _begin_planning(self, member: _GroupMember) -> tuple[int, frozenset[TopicPartition],
+                                                              bool]:
+        """``_Membership.begin_planning``, "settled" only with ZooKeeper reachable too; a
+        Trigger.AvailableNow run waits longer, then fails (an empty batch would end it)."""
+        m = member.membership
+        wait_s = self._wait_s(member)
+        deadline = time.monotonic() + AVAILABLE_NOW_WAITS * wait_s
+        while True:
+            generation, owned, settled = m.begin_planning(wait_s)
+            settled = settled and member.zk_connected()
+            if settled or self._target is None:
+                return generation, owned, settled
+            m.end_planning(None)
+            if time.monotonic() > deadline:
+                raise ZkConsumerError(
+                    f"zkconsumer source: {member.consumer_id} is still rebalancing, or "
+                    f"ZooKeeper is unreachable, after {AVAILABLE_NOW_WAITS * wait_s:.0f} s; "
+                    "the Trigger.AvailableNow run cannot know which partitions to read")
+            if not member.zk_connected():
+                time.sleep(min(1.0, wait_s))  # begin_planning waits only for rebalances
+
     def _plan(self, member: _GroupMember, begin: Positions, generation: int,
-              owned: frozenset[TopicPartition], limit: ReadLimit) -> Positions:
+              owned: frozenset[TopicPartition], limit: ReadLimit, first: bool) -> Positions:
         # While planning, no rebalance releases our partitions (see _Membership); `verified`
         # is only read by a rebalance when no batch is being planned.
         m = member.membership
         lookup = member.offsets()
-        self._moved_back = {}
         # Partitions owned since an earlier rebalance or before a restart: is our position
         # still the group's? Another member may have consumed and committed beyond it.
         unsure = [tp for tp in begin if tp in owned and m.verified.get(tp) != generation]
@@ -1251,39 +1289,53 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             else:
                 m.verified[tp] = generation
 
-        # Newly owned partitions are positioned (no rows for them in this batch).
-        end: Positions = _resolve_spec("committed", newcomers, "committed", committed, lookup,
+        # Newly owned partitions are positioned (no rows for them in this batch); in the
+        # query's first batch, per startingOffsets.
+        spec: OffsetSpec = (self.opts.starting or "committed") if first else "committed"
+        end: Positions = _resolve_spec(spec, newcomers, "committed", committed, lookup,
                                        member.config.auto_offset_reset)
         for tp in newcomers:
             m.verified[tp] = generation
+        if first:
+            log.info("%s starts at %s", member.consumer_id, encode_offsets(end))
+        # Positions to record in the group where they differ from its offsets (startingOffsets,
+        # or auto.offset.reset), so that the next owner starts there too.
+        placed = {tp: off for tp, off in end.items() if committed.get(tp) != off}
 
         reading = sorted(tp for tp in begin if tp in owned and tp not in reseat)
-        available = lookup.latest(reading)
-        behind = [tp for tp in reading if available[tp] < begin[tp]]
+        positions = {**{tp: begin[tp] for tp in reading}, **placed}
+        available = lookup.latest(positions)
+        behind = [tp for tp in positions if available[tp] < positions[tp]]
         for _ in range(LOG_END_RETRIES):
             if not behind:
                 break
             time.sleep(LOG_END_RETRY_S)  # a new leader's high watermark may lag a moment
             available.update(lookup.latest(behind))
-            behind = [tp for tp in behind if available[tp] < begin[tp]]
+            behind = [tp for tp in behind if available[tp] < positions[tp]]
         for tp in behind:
-            # The log was truncated (an unclean leader election) or the topic recreated:
-            # what is written from its end on would be skipped up to our position.
-            message = (f"{tp.topic}:{tp.partition}: our position {begin[tp]} is beyond the "
-                       f"log end {available[tp]} (the log was truncated or the topic "
-                       "recreated)")
+            if tp in placed:
+                message = (f"{tp.topic}:{tp.partition}: the starting offset {placed[tp]} is "
+                           f"beyond the log end {available[tp]}")
+            else:
+                # The log was truncated (an unclean leader election) or the topic recreated:
+                # what is written from its end on would be skipped up to our position.
+                message = (f"{tp.topic}:{tp.partition}: our position {begin[tp]} is beyond the "
+                           f"log end {available[tp]} (the log was truncated or the topic "
+                           "recreated)")
             if self.opts.fail_on_data_loss:
                 raise ZkConsumerError(f"zkconsumer source: {message}; set failOnDataLoss=false "
                                       "to go on from the log end")
             log.warning("%s; going on from the log end", message)
-            self._moved_back[tp] = available[tp]
+            if tp in placed:
+                end[tp] = placed[tp] = available[tp]
 
         # The batch that ended at `start` is complete: record it in the group, for the
-        # partitions that are still ours. After the checks above: a position beyond the log
-        # end (a mistyped startingOffsets, say) is never written to the group.
-        member.commit({tp: off for tp, off in begin.items()
-                       if tp in owned and m.verified.get(tp) == generation
-                       and tp not in behind})
+        # partitions that are still ours, with the new positions. After the checks above: a
+        # position beyond the log end (a mistyped startingOffsets, say) is never written to
+        # the group.
+        done = {tp: off for tp, off in begin.items()
+                if tp in owned and m.verified.get(tp) == generation and tp not in behind}
+        member.commit({**done, **placed}, best_effort=True)
         for tp in reading:
             if tp in behind:
                 continue
@@ -1300,20 +1352,8 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin, finish = decode_offsets(start), decode_offsets(end)
-        for tp, off in sorted(finish.items()):
-            if tp in begin and off < begin[tp] and self._moved_back.get(tp) != off:
-                # Only a start computed again can be beyond the end Spark logged: the first
-                # batch replayed after a restart starts at initialOffset() of this process
-                # (a new "latest", say), so the rows between are never read.
-                message = (f"{tp.topic}:{tp.partition}: this batch was planned to end at "
-                           f"{off}, but its start is now {begin[tp]} (the first batch, "
-                           "replayed after a restart, starts at the starting offsets "
-                           "resolved again)")
-                if self.opts.fail_on_data_loss:
-                    raise ZkConsumerError(f"zkconsumer source: {message}; the rows this "
-                                          f"batch was to read, up to offset {off}, would be "
-                                          "skipped; set failOnDataLoss=false to go on")
-                log.warning("%s; going on from %d", message, begin[tp])
+        # A partition's end below its start was moved back to its log end (failOnDataLoss
+        # false): nothing to read. The first batch (start: INITIAL_OFFSET) only positions.
         ranges = [(tp, begin[tp], off) for tp, off in sorted(finish.items())
                   if tp in begin and off > begin[tp]]
         if not ranges:
@@ -1335,7 +1375,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         member = self._join()
         generation, owned, verified = member.membership.snapshot()
         member.commit({tp: off for tp, off in decode_offsets(end).items()
-                       if tp in owned and verified.get(tp) == generation})
+                       if tp in owned and verified.get(tp) == generation}, best_effort=True)
 
     def stop(self) -> None:
         if self._closed:
