@@ -713,3 +713,32 @@ def test_zookeeper_out_of_reach_pauses_the_stream_without_failing_it(
             monkeypatch.undo()
             assert reader.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 8}}
             assert offset_znodes(zk, names.group, topic, 1) == {0: 5}
+
+
+def test_a_partition_added_after_the_start_is_read_from_its_first_offset(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """auto.offset.reset=largest places the partitions a query owns when it starts; one with
+    no committed offset found later is new (each placed one was written to the group), and is
+    read from its start, as Spark's Kafka source does: else what was written to it is lost."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 2)
+    _produce(stack, topic, 2, 3)
+    with _driver(stack, names.group, topic, **{"auto.offset.reset": "largest"}) as reader:
+        member = reader._join()
+        m = member.membership
+        wait_until(lambda: len(m.snapshot()[1]) == 2, 20, "the member owning both partitions")
+        thread = f"{member.consumer_id}-0"
+        # As if the topic had one partition when the query started.
+        m.stop_connections()
+        m.before_starting_fetchers(member.consumer_id, {topic: {0: thread}})
+        placed = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+        assert placed == {topic: {"0": 3}}
+        m.stop_connections()
+        m.before_starting_fetchers(member.consumer_id, {topic: {0: thread, 1: thread}})
+        both = reader.latestOffset(placed, ReadAllAvailable())
+        assert both == {topic: {"0": 3, "1": 0}}
+        end = reader.latestOffset(both, ReadAllAvailable())
+        assert [(r.partition, r.start, r.end) for r in reader.partitions(both, end)] == [
+            (1, 0, 3)]

@@ -29,8 +29,10 @@ How it works (the README's Spark section has the user's view and the options tab
 
 Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while
 this member keeps owning it. A partition that is newly owned, i.e. absent from the batch's start
-offsets, is first *positioned* (its end offset is the group's committed offset, or
-``auto.offset.reset``; no rows for it in that batch) and read from the next batch on. The
+offsets, is first *positioned* (its end offset is the group's committed offset, or where
+there is none ``auto.offset.reset`` in the query's first batch and the earliest offset after
+it, as Spark's Kafka source does for partitions added later; no rows for it in that batch)
+and read from the next batch on. The
 query's first batch is such a batch for every partition it owns: ``initialOffset()`` is the
 constant :data:`INITIAL_OFFSET` (no partition), and the first plan positions the owned
 partitions per ``startingOffsets`` and writes them to the group (so a rewind is the group's
@@ -1290,10 +1292,19 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 m.verified[tp] = generation
 
         # Newly owned partitions are positioned (no rows for them in this batch); in the
-        # query's first batch, per startingOffsets.
+        # query's first batch, per startingOffsets. After it, one without a committed offset
+        # is read from its start, as Spark's Kafka source reads partitions found after the
+        # start: it is a partition added since (every one this query placed was written to
+        # the group), and auto.offset.reset=largest would skip what was written to it.
         spec: OffsetSpec = (self.opts.starting or "committed") if first else "committed"
-        end: Positions = _resolve_spec(spec, newcomers, "committed", committed, lookup,
-                                       member.config.auto_offset_reset)
+        reset = member.config.auto_offset_reset if first else "smallest"
+        end: Positions = _resolve_spec(spec, newcomers, "committed", committed, lookup, reset)
+        if not first:
+            for tp in newcomers:
+                if committed.get(tp) is None:
+                    log.info("%s:%d has no committed offset: read from its earliest offset "
+                             "(a partition added after the query started)", tp.topic,
+                             tp.partition)
         for tp in newcomers:
             m.verified[tp] = generation
         if first:
