@@ -204,6 +204,27 @@ def private_stack(tmp_path: Path):  # type: ignore[no-untyped-def]
         yield s
 
 
+def test_a_process_is_taken_for_a_component_only_when_it_names_this_stack(
+    private_stack: LocalStack, tmp_path: Path
+) -> None:
+    """The stack knows its components by pid and a marker in their command line. Generic
+    markers ("broker") made a reused pid, another stack's component say, look like ours:
+    `down` would have signalled it."""
+    from zkconsumer._stack import _Proc
+
+    other = tmp_path / "other-stack"
+    stranger = subprocess.Popen([  # what another stack's three components run
+        sys.executable, "-c", "import time; time.sleep(60)",
+        f"-Dzkconsumer.stack={other}", "ZooKeeperServerMain",
+        "broker", "--listener-url", "tcp://127.0.0.1:1",
+        "zkconsumer", "bridge", "--zookeeper", "127.0.0.1:1",
+    ])
+    with reaped(stranger):
+        for name, proc in private_stack.procs.items():
+            assert private_stack.running_proc(proc), name
+            assert not private_stack.running_proc(_Proc(stranger.pid, proc.marker)), name
+
+
 def test_bridge_follows_broker_and_its_own_restarts(private_stack: LocalStack) -> None:
     zk = KazooClient(hosts=private_stack.zookeeper)
     zk.start()

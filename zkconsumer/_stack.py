@@ -376,19 +376,22 @@ class LocalStack:
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 *self.zk_jvm_options, "-cp", classpath,
                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]
-        return _Proc(self._popen("zookeeper", argv), "ZooKeeperServerMain")
+        # Markers name this stack (its directory, its ports): a pid reused by another
+        # process, even another stack's, is never taken for ours and never signalled.
+        return _Proc(self._popen("zookeeper", argv), f"-Dzkconsumer.stack={self.dir} ")
 
     def _spawn_broker(self) -> _Proc:
         binary = broker_binary()
         url = f"tcp://127.0.0.1:{self.broker_port}"
         argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
                 "--storage-engine", "memory://tansu/"]
-        return _Proc(self._popen("broker", argv), "broker")
+        return _Proc(self._popen("broker", argv), f"broker --listener-url {url} ")
 
     def _spawn_bridge(self) -> _Proc:
         argv = [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper", self.zookeeper,
                 "--bootstrap-server", self.bootstrap]
-        return _Proc(self._popen("bridge", argv), "zkconsumer bridge")
+        return _Proc(self._popen("bridge", argv),
+                     f"zkconsumer bridge --zookeeper {self.zookeeper} ")
 
     def _bridge_registered(self) -> bool:
         """True when ZooKeeper lists at least one broker id (what the bridge writes)."""
