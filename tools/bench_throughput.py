@@ -19,6 +19,10 @@ garbage collection; ``--rounds`` rounds (default 3) run in one process. A ratio 
 zkconsumer's rate over the raw client's in the same round; the JSON gives the per-round rates
 and ratios and their medians, and ``goal_met`` uses the median ratios of the 4-stream runs.
 The machine is shared and the rates are noisy, which is why the ratio compares neighbouring runs.
+
+Every client's run has a deadline (``DEADLINE_S``, 600 s): one that has not read every message
+by then (a broker that stopped answering) ends the benchmark with a RuntimeError that says how
+many it had read, instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tools.bench import progress, stack, write_result
+
+#: How long one client's run may take to read every message (all four kinds of client).
+DEADLINE_S = 600.0
 
 
 def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
@@ -49,28 +56,39 @@ def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
     producer.close()
 
 
-def raw_kafka_python(bootstrap: str, topic: str, n: int) -> float:
+def _late(client: str, got: int, n: int, timeout_s: float, why: str = "") -> RuntimeError:
+    return RuntimeError(f"{client}: only {got} of {n} messages read when the {timeout_s:g} s "
+                        f"deadline passed{f' (last error: {why})' if why else ''}")
+
+
+def raw_kafka_python(bootstrap: str, topic: str, n: int,
+                     timeout_s: float = DEADLINE_S) -> float:
     from kafka import KafkaConsumer, TopicPartition
 
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
                       max_partition_fetch_bytes=1048576)
-    c.assign([TopicPartition(topic, p) for p in range(4)])
-    c.seek_to_beginning()
     got = 0
     start = None
-    while got < n:
-        for records in c.poll(timeout_ms=1000).values():
-            if start is None:
-                start = time.perf_counter()
-            for r in records:
-                got += 1
-                _ = r.value
-    elapsed = time.perf_counter() - (start or time.perf_counter())
-    c.close()
+    try:
+        c.assign([TopicPartition(topic, p) for p in range(4)])
+        c.seek_to_beginning()
+        deadline = time.monotonic() + timeout_s
+        while got < n:
+            if time.monotonic() > deadline:  # once a poll (1 s at most), not per message
+                raise _late("raw kafka-python", got, n, timeout_s)
+            for records in c.poll(timeout_ms=1000).values():
+                if start is None:
+                    start = time.perf_counter()
+                for r in records:
+                    got += 1
+                    _ = r.value
+        elapsed = time.perf_counter() - (start or time.perf_counter())
+    finally:
+        c.close()
     return n / elapsed
 
 
-def raw_confluent(bootstrap: str, topic: str, n: int) -> float:
+def raw_confluent(bootstrap: str, topic: str, n: int, timeout_s: float = DEADLINE_S) -> float:
     from confluent_kafka import Consumer, TopicPartition
 
     # Tuned as zkconsumer's confluent backend is (a larger prefetch queue, a short back-off
@@ -80,20 +98,28 @@ def raw_confluent(bootstrap: str, topic: str, n: int) -> float:
                   "enable.auto.commit": False, "enable.auto.offset.store": False,
                   "queued.max.messages.kbytes": 16384, "fetch.queue.backoff.ms": 10,
                   "receive.message.max.bytes": 100_000_000})
-    c.assign([TopicPartition(topic, p, 0) for p in range(4)])
     got = 0
     start = None
-    while got < n:
-        msgs = c.consume(num_messages=10_000, timeout=1.0)
-        for m in msgs:
-            if m.error():
-                continue
-            if start is None:
-                start = time.perf_counter()
-            got += 1
-            _ = m.value()
-    elapsed = time.perf_counter() - (start or time.perf_counter())
-    c.close()
+    error = None
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(4)])
+        deadline = time.monotonic() + timeout_s
+        while got < n:
+            if time.monotonic() > deadline:  # once a consume (1 s at most), not per message
+                raise _late("raw confluent-kafka", got, n, timeout_s,
+                            "" if error is None else str(error))
+            msgs = c.consume(num_messages=10_000, timeout=1.0)
+            for m in msgs:
+                if m.error():
+                    error = m.error()
+                    continue
+                if start is None:
+                    start = time.perf_counter()
+                got += 1
+                _ = m.value()
+        elapsed = time.perf_counter() - (start or time.perf_counter())
+    finally:
+        c.close()
     return n / elapsed
 
 
@@ -131,10 +157,10 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
         threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in made]
         for t in threads:
             t.start()
-        finished = done.wait(600)
+        finished = done.wait(DEADLINE_S)
         end = time.perf_counter()
     if not finished:
-        raise RuntimeError(f"zkconsumer ({backend}): {got[0]} of {n} messages in 600 s")
+        raise _late(f"zkconsumer ({backend})", got[0], n, DEADLINE_S)
     return n / (end - min(first))
 
 
@@ -153,10 +179,10 @@ def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: s
     start = None
     try:
         fetch.add({TopicPartition(topic, p): 0 for p in range(4)})
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + DEADLINE_S
         while got < n:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"poll only ({backend}): {got} of {n} messages in 600 s")
+                raise _late(f"poll only ({backend})", got, n, DEADLINE_S)
             for _, records in fetch.poll(1000).batches:
                 if start is None:
                     start = time.perf_counter()

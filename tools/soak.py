@@ -25,12 +25,22 @@ cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
 - every member that is asked to leave (SIGTERM) shuts down within 60 s (otherwise its thread
   stacks are in the summary).
 
-The summary is printed as JSON and written to ``--output``: messages, deliveries, duplicates,
+The invariants are checked over the messages the broker acknowledged. A send that fails (not
+acknowledged: an error or a timeout) is counted, ``send_failures`` in the summary, and fails
+the run: the faults are the members', not the broker's, so a failed send means the load was not
+what the run claims, and its message may still have reached the log, where the members read
+it though nothing expects it (the counts then disagree for a reason that is not the
+consumer's).
+
+The summary is printed as JSON and written to ``--output``: messages (acknowledged),
+``send_failures`` (and ``send_errors``, the first few reasons), deliveries, duplicates,
 rebalances (summed over every member process), faults done, ``longest_pause_s`` (longest time
 the whole group delivered nothing) and ``longest_partition_pause_s`` (longest time one
 partition did, e.g. while a killed member's session had not yet expired), the invariants and
-the problems found. The exit status is 1 when an invariant fails. Uses its own local stack,
-or ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP when both are set.
+the problems found. The exit status is 1 when an invariant fails or a send failed. The
+members' logs (their stderr) are deleted after a run that passed; after one that failed (or
+crashed) they are kept, and their directory is printed and given as ``member_logs``. Uses its
+own local stack, or ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP when both are set.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -55,6 +66,7 @@ from tests.faults.harness import (  # noqa: E402
     TP,
     FaultRun,
     ProcessMember,
+    Workload,
     committed_offsets,
     expire_session,
     log_ends,
@@ -72,6 +84,76 @@ FAULT_WEIGHTS = {"kill": 30, "kill2": 10, "expire": 25, "join": 15, "blip": 20}
 
 def progress(msg: str) -> None:
     print(f"[soak] {msg}", file=sys.stderr, flush=True)
+
+
+class SoakWorkload(Workload):
+    """The harness's workload, keeping the first few reasons of failed sends (the harness
+    counts them only) so that the summary can say why."""
+
+    #: How many distinct reasons are kept.
+    KEEP = 5
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(bootstrap, topic, partitions)
+        self.errors: list[str] = []
+
+    def note_error(self, reason: str) -> None:
+        with self._lock:
+            if len(self.errors) < self.KEEP and reason not in self.errors:
+                self.errors.append(reason)
+
+    def _send(self, n: int) -> list[Any]:
+        try:
+            return super()._send(n)
+        except Exception as e:  # the harness counts the batch as failed
+            self.note_error(repr(e))
+            raise
+
+    def _failed(self, exc: BaseException) -> None:  # a send's errback
+        super()._failed(exc)
+        self.note_error(repr(exc))
+
+    def failures(self) -> tuple[int, list[str]]:
+        with self._lock:
+            return self.failed, list(self.errors)
+
+
+def send_problems(failed: int, acknowledged: int, errors: list[str]) -> list[str]:
+    """What failed sends mean for the run, as problems of the summary (none when none failed).
+
+    The soak faults the members, never the broker: a send that was not acknowledged means
+    the load was not what the run claims, and its message may still be in the log, read by the
+    members but expected by nothing. So the run does not pass, even if every invariant held
+    over the acknowledged messages."""
+    if failed <= 0:
+        return []
+    why = f" ({'; '.join(errors)})" if errors else ""
+    return [f"{failed} send(s) failed{why}: the invariants were checked over the "
+            f"{acknowledged} acknowledged messages only, and a failed send may still have "
+            f"reached the log; the run does not pass"]
+
+
+def verdict(data: dict[str, Any]) -> tuple[int, str]:
+    """The exit status and the last line for a summary: 0 when it is ``ok``; otherwise 1, and
+    whether an invariant failed or the run failed otherwise (failed sends, a drain that did
+    not finish) with its first problems."""
+    if data["ok"]:
+        return 0, "ok"
+    broken = [k for k, v in data["invariants"].items() if not v]
+    head = (f"INVARIANT FAILED ({', '.join(broken)})" if broken else
+            f"SENDS FAILED ({data['send_failures']})" if data["send_failures"] else
+            "SOAK FAILED")
+    return 1, f"{head}: " + "; ".join(data["problems"][:5])
+
+
+def dispose_logs(log_dir: Path, keep: bool) -> bool:
+    """Delete the members' log directory, unless ``keep`` and it holds a log: then print where
+    it is. True when it was kept."""
+    if keep and log_dir.is_dir() and any(log_dir.iterdir()):
+        progress(f"the members' logs (stderr) are kept in {log_dir}")
+        return True
+    shutil.rmtree(log_dir, ignore_errors=True)
+    return False
 
 
 class Soak:
@@ -171,6 +253,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
     topic = make_topic(bootstrap, zk, f"soak-{suffix}", args.partitions)
     run = FaultRun("soak", zookeeper, bootstrap, f"soak-{suffix}", topic, args.partitions,
                    log_dir)
+    workload = run.workload = SoakWorkload(bootstrap, topic, args.partitions)
     s = Soak(run, args.members, rng, args.backend)
     checks: dict[str, bool] = {}
     problems: list[str] = []
@@ -185,17 +268,36 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         load_from_ns = now_ns()
         kinds = {k: w for k, w in FAULT_WEIGHTS.items() if k in args.faults}
         first: list[str] = [k for k in ("expire", "kill") if k in kinds]
+        failed_seen = 0
+
+        def note_failed_sends() -> None:
+            nonlocal failed_seen
+            failed, errors = workload.failures()
+            if failed > failed_seen:
+                progress(f"{failed} send(s) failed so far"
+                         + (f", e.g. {errors[0]}" if errors else ""))
+                failed_seen = failed
+
         while kinds:
             pause = rng.uniform(3.0, 6.0)
             if time.monotonic() + pause >= deadline:
                 break
             time.sleep(pause)
             s.step(first, kinds)
+            note_failed_sends()
         time.sleep(max(0.0, deadline - time.monotonic()))
-        run.workload.stop()
+        try:
+            workload.stop()  # waits for every acknowledgement (or failure)
+        except Exception as e:  # noqa: BLE001 - reported: sends neither acked nor failed
+            workload.note_error(f"the final flush failed: {e!r}")
+            problems.append(f"the producer's final flush failed ({e!r}): some sends were "
+                            f"neither acknowledged nor failed")
         produced_until = time.monotonic()
         load_until_ns = now_ns()
-        progress(f"{len(run.workload.expected())} messages produced; draining")
+        note_failed_sends()
+        send_failures, send_errors = workload.failures()
+        progress(f"{len(workload.expected())} messages produced (acknowledged), "
+                 f"{send_failures} send(s) failed; draining")
         try:
             run.wait_consumed(180)
         except AssertionError as e:
@@ -228,6 +330,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         for p in s.hung:
             problems.append(f"{p.name} did not exit within 60 s of SIGTERM; its stderr ends "
                             f"with:\n{p.hang}")
+        problems[:0] = send_problems(send_failures, report.expected, send_errors)
         problems += report.problems()
         if final != ends:
             behind = {f"{tp.topic}:{tp.partition}": (final.get(tp), off)
@@ -244,6 +347,8 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
             "fault_kinds": args.faults,
             "faults": dict(sorted(s.faults.items())),
             "messages": report.expected,
+            "send_failures": send_failures,
+            "send_errors": send_errors,
             "deliveries": report.delivered,
             "duplicates": report.duplicates,
             "missing": len(report.missing),
@@ -254,7 +359,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
             "drain_after_load_s": round(drained_s, 2),
             "sampler_rounds": report.sampler_rounds,
             "invariants": checks,
-            "ok": all(checks.values()) and not problems,
+            "ok": all(checks.values()) and not problems and not send_failures,
             "problems": problems[:30],
             "timeline": s.timeline,
         }
@@ -285,23 +390,29 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--seconds, --members, --partitions and --rate must be positive")
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
-    with tempfile.TemporaryDirectory(prefix="zkc-soak-logs-") as logs, stack() as (zk, bs):
-        result = soak(zk, bs, args, Path(logs))
-    data = {
-        "benchmark": "soak",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
-        **result,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(data, indent=2) + "\n")
-    print(json.dumps(data, indent=2))
-    if not data["ok"]:
-        progress("INVARIANT FAILED: " + "; ".join(data["problems"][:5]))
-        return 1
-    progress(f"ok; summary in {args.output}")
-    return 0
+    logs = Path(tempfile.mkdtemp(prefix="zkc-soak-logs-"))
+    passed = False  # a crash (or Ctrl-C, SIGTERM) keeps the logs too
+    try:
+        with stack() as (zk, bs):
+            result = soak(zk, bs, args, logs)
+        passed = bool(result["ok"])
+        data = {
+            "benchmark": "soak",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "platform": platform.platform()},
+            **result,
+        }
+        if not passed and any(logs.iterdir()):
+            data["member_logs"] = str(logs)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(data, indent=2) + "\n")
+        print(json.dumps(data, indent=2))
+    finally:
+        dispose_logs(logs, keep=not passed)
+    status, line = verdict(data)
+    progress(f"{line}; summary in {args.output}")
+    return status
 
 
 if __name__ == "__main__":

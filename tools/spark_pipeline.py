@@ -1,7 +1,11 @@
 """An example Spark pipeline on the zkconsumer source, start to finish, in one command.
 
-    python tools/spark_pipeline.py                      # its own local stack, in a temp dir
-    python tools/spark_pipeline.py --zookeeper zk:2181 [--bootstrap broker:9092]
+    tools/spark_pipeline                      # its own local stack, in a temp dir
+    tools/spark_pipeline --zookeeper zk:2181 [--bootstrap broker:9092]
+
+``tools/spark_pipeline`` sets up the venv first, as ``tools/demo`` does (``tools/_bootstrap.sh``),
+and runs this file from the repository's root (a relative ``--output`` is under it); in an
+environment that has zkconsumer[spark] already, ``python tools/spark_pipeline.py`` is the same.
 
 1. without ``--zookeeper``, start the local stack (ZooKeeper, broker, bridge) in a temp dir;
 2. create the topic and produce sample JSON orders ``{"user", "amount", "ts"}`` keyed by user,
@@ -248,7 +252,7 @@ def _print_offsets(zookeeper: str, group: str, topic: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="tools/spark_pipeline.py", description=__doc__.split(
+    ap = argparse.ArgumentParser(prog="tools/spark_pipeline", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zookeeper", help="host:port[/chroot]; default: start a local stack")
     ap.add_argument("--bootstrap", help="broker host:port (default: from ZooKeeper)")
