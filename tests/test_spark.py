@@ -684,9 +684,52 @@ def test_the_first_positions_wait_for_a_rebalance_under_way(
 
         monkeypatch.setattr(source, "AVAILABLE_NOW_WAITS", 1)
         m.stop_connections()  # and this rebalance never ends
-        with pytest.raises(ZkConsumerError, match="is still rebalancing, or ZooKeeper is "
-                                                  "unreachable, after 2 s"):
+        with pytest.raises(ZkConsumerError, match="a rebalance is still under way after 2 s; "
+                                                  "the Trigger.AvailableNow run cannot know"):
             reader.latestOffset(start, ReadAllAvailable())
+        m.before_starting_fetchers(member.consumer_id, {topic: {0: thread, 1: thread}})
+        monkeypatch.setattr(member, "zk_connected", lambda: False)  # nor does this outage
+        with pytest.raises(ZkConsumerError, match="ZooKeeper is unreachable after 2 s; "
+                                                  "the Trigger.AvailableNow run cannot know"):
+            reader.latestOffset(start, ReadAllAvailable())
+
+
+def test_new_positions_are_written_before_their_batch_runs(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Positions that differ from the group's (a rewind) are written strictly: when the write
+    fails, no batch (a rebalance or restart would take the group's older offsets). Where a
+    batch ended is written best-effort: the next batch writes it. A batch of positions only
+    is not one a rebalance waits for."""
+    from kazoo.exceptions import ConnectionLoss
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 5)
+    with started_zk(stack.zookeeper) as zk:
+        ZkOffsetStore(zk, names.group).commit({TopicPartition(topic, 0): 5})
+        with _driver(stack, names.group, topic, startingOffsets="earliest") as reader:
+            member = reader._join()
+
+            def lost(offsets: Any) -> int:
+                raise ConnectionLoss()
+
+            monkeypatch.setattr(member.store, "commit", lost)
+            start = reader.initialOffset()
+            assert reader.latestOffset(start, ReadAllAvailable()) == start  # no batch
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 5}
+            monkeypatch.undo()
+            placed = reader.latestOffset(start, ReadAllAvailable())
+            assert placed == {topic: {"0": 0}}
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 0}
+            assert member.membership.in_flight is None  # no rows: nothing to wait for
+            end = reader.latestOffset(placed, ReadAllAvailable())
+            assert end == {topic: {"0": 5}}
+            assert member.membership.in_flight == {TopicPartition(topic, 0): 5}
+            _produce(stack, topic, 1, 2)
+            monkeypatch.setattr(member.store, "commit", lost)
+            assert reader.latestOffset(end, ReadAllAvailable()) == {topic: {"0": 7}}
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 0}
 
 
 def test_zookeeper_out_of_reach_pauses_the_stream_without_failing_it(

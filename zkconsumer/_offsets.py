@@ -65,8 +65,12 @@ class ZkOffsetStore:
     def __init__(
         self, zk: KazooClient, group: str, metrics: Any = None,
         send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
+        *, timeout_s: float | None = None,
     ) -> None:
         self._metrics = metrics  # a ConsumerMetrics (ZooKeeperCommitsPerSec), or None
+        # How long one answer is awaited (kazoo's KazooTimeoutError past it); None: for ever.
+        # kazoo holds a request made while disconnected until it reconnects.
+        self._timeout = timeout_s
         # Held while a commit's transaction is sent (not while its answer is awaited): the
         # connector's check that the session that owns the partitions still lives.
         self._send_guard = send_guard
@@ -88,7 +92,7 @@ class ZkOffsetStore:
         ]
         for tp, path, result in pending:
             try:
-                data, _ = result.get()
+                data, _ = result.get(timeout=self._timeout)
             except NoNodeError:
                 out[tp] = None
                 with self._lock:
@@ -153,7 +157,7 @@ class ZkOffsetStore:
                 tx.set_data(path, zp.encode_offset(off))
             with self._send_guard():
                 sent = tx.commit_async()
-            results = sent.get()
+            results = sent.get(timeout=self._timeout)
             failed = [r for r in results if isinstance(r, Exception)]
             if not failed:
                 break
@@ -174,7 +178,7 @@ class ZkOffsetStore:
             ]
         for created in pending:
             try:
-                created.get()
+                created.get(timeout=self._timeout)
             except NodeExistsError:
                 pass
 

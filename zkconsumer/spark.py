@@ -52,9 +52,11 @@ there; it waits at most ``zookeeper.session.timeout.ms`` (with a longer trigger 
 slower batch, the next owner reads the last batch's rows again: the legacy consumer's
 at-least-once). A batch planned while a rebalance is still under way, or while ZooKeeper is
 unreachable (ownership is then unknown), is empty; a ``Trigger.AvailableNow`` run waits for
-either to end instead, since an empty batch would end it. Commits to ZooKeeper are
-best-effort: the checkpoint holds the positions, and a commit missed in an outage is made by
-the next batch. Across restarts of one query nothing is lost or read twice (Spark's
+either to end instead, since an empty batch would end it. Commits of where a batch ended
+are best-effort: the checkpoint holds the positions, and a commit missed in an outage is made
+by the next batch; new positions that differ from the group's are written before their batch
+is planned (no batch while they cannot be). Every ZooKeeper answer is awaited at most a
+session timeout, so an outage never blocks Spark's thread for its length. Across restarts of one query nothing is lost or read twice (Spark's
 checkpoint); a batch replayed after a crash is replayed as planned, whoever owns its
 partitions by then.
 """
@@ -78,6 +80,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError, SessionExpiredError
+from kazoo.handlers.threading import KazooTimeoutError
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -910,6 +913,11 @@ class _ZooKeeperAway(Exception):
     """Planning needs ZooKeeper, and it cannot be reached now: no batch this trigger."""
 
 
+#: What a ZooKeeper request raises when ZooKeeper cannot be reached (a timeout: no answer
+#: within the store's wait).
+_ZK_AWAY = (ConnectionLoss, SessionExpiredError, KazooTimeoutError)
+
+
 class _Membership(ConsumerRebalanceListener):
     """The connector's fetch side and rebalance listener: ownership and the hand-over rule.
 
@@ -1053,7 +1061,9 @@ class _GroupMember:
         self.connector: ZookeeperConsumerConnector | None = None
         self.lookup: _OffsetLookup | None = None
         try:
-            self.store = ZkOffsetStore(self.zk, self.config.group_id)
+            self.store = ZkOffsetStore(
+                self.zk, self.config.group_id,
+                timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
             self.bootstrap = _bootstrap(self.zk, opts, self.config)
             self.lookup = _OffsetLookup(self.config, self.bootstrap)
             self.membership = _Membership(self.config.zookeeper_session_timeout_ms / 1000.0)
@@ -1079,8 +1089,9 @@ class _GroupMember:
         return self.lookup
 
     def zk_connected(self) -> bool:
-        # kazoo queues a request made while disconnected until it reconnects: planning
-        # asks first rather than block Spark's thread for the length of an outage.
+        # kazoo holds a request made while disconnected until it reconnects: planning asks
+        # first, and every answer is awaited at most a session timeout (the store's), rather
+        # than block Spark's thread for the length of an outage.
         return self.zk is not None and self.zk.connected
 
     def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
@@ -1090,28 +1101,30 @@ class _GroupMember:
             raise _ZooKeeperAway("ZooKeeper is unreachable: cannot read the group's offsets")
         try:
             return self.store.read(sorted(set(tps)))
-        except (ConnectionLoss, SessionExpiredError) as e:
+        except _ZK_AWAY as e:
             raise _ZooKeeperAway(f"reading the group's offsets failed: {e!r}") from None
 
     def commit(self, offsets: Mapping[TopicPartition, int], best_effort: bool = False) -> int:
         """Write these offsets to /consumers/G/offsets (only the ones that changed).
 
-        ``best_effort``: when ZooKeeper is unreachable, log and write nothing (the checkpoint
-        holds the positions; the next batch's commit writes them).
+        When ZooKeeper is unreachable, or the write fails for that reason: with
+        ``best_effort``, log and go on (the checkpoint holds the positions; the next batch's
+        commit writes them); else :class:`_ZooKeeperAway`.
         """
         if not offsets:
             return 0
-        if not best_effort:
-            return self.store.commit(offsets)
-        if not self.zk_connected():
-            log.warning("%s: ZooKeeper is unreachable; the group's offsets are written with "
-                        "the next batch", self.consumer_id)
-            return 0
         try:
-            return self.store.commit(offsets)
-        except (ConnectionLoss, SessionExpiredError) as e:
-            log.warning("%s: writing the group's offsets failed (%r); they are written with "
-                        "the next batch", self.consumer_id, e)
+            if not self.zk_connected():
+                raise _ZooKeeperAway("ZooKeeper is unreachable")
+            try:
+                return self.store.commit(offsets)
+            except _ZK_AWAY as e:
+                raise _ZooKeeperAway(f"writing the group's offsets failed: {e!r}") from None
+        except _ZooKeeperAway as e:
+            if not best_effort:
+                raise
+            log.warning("%s: %s; the group's offsets are written with the next batch",
+                        self.consumer_id, e)
             return 0
 
     def subscribed_partitions(self) -> dict[str, list[int]]:
@@ -1212,6 +1225,14 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def prepareForTriggerAvailableNow(self) -> None:
         member = self._join()
+        deadline = time.monotonic() + AVAILABLE_NOW_WAITS * self._wait_s(member)
+        while not member.zk_connected():  # reading the subscription would wait for ever
+            if time.monotonic() > deadline:
+                raise ZkConsumerError(
+                    f"zkconsumer source: ZooKeeper is unreachable after "
+                    f"{AVAILABLE_NOW_WAITS * self._wait_s(member):.0f} s; the "
+                    "Trigger.AvailableNow run cannot read the subscribed partitions")
+            time.sleep(0.5)
         subscribed = member.subscribed_partitions()
         self._target = member.offsets().latest(
             TopicPartition(t, p) for t, parts in subscribed.items() for p in parts)
@@ -1229,46 +1250,42 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # Spark plans the next batch only once the one that ended at `start` is complete in
         # the sink: a rebalance waiting to release partitions may go on now.
         m.batch_done(begin)
-        generation, owned, settled = self._begin_planning(member)
-        end: Positions | None = None
-        try:
-            if settled:
-                try:
-                    end = self._plan(member, begin, generation, owned, limit, first)
-                except _ZooKeeperAway as e:
-                    log.warning("%s: %s; no new batch this trigger", member.consumer_id, e)
-            else:
-                # Ownership is unknown: no batch this time rather than one that drops every
-                # partition from the offsets (they would come back at the group's offsets,
-                # which may be a batch behind).
-                log.info("%s: a rebalance is still under way or ZooKeeper is unreachable; no "
-                         "new batch this trigger", member.consumer_id)
-        finally:
-            m.end_planning(end if end is not None and end != begin else None)
-        if end is None:
-            return start
-        return encode_offsets(end)
-
-    def _begin_planning(self, member: _GroupMember) -> tuple[int, frozenset[TopicPartition],
-                                                              bool]:
-        """``_Membership.begin_planning``, "settled" only with ZooKeeper reachable too; a
-        Trigger.AvailableNow run waits longer, then fails (an empty batch would end it)."""
-        m = member.membership
         wait_s = self._wait_s(member)
         deadline = time.monotonic() + AVAILABLE_NOW_WAITS * wait_s
         while True:
             generation, owned, settled = m.begin_planning(wait_s)
-            settled = settled and member.zk_connected()
-            if settled or self._target is None:
-                return generation, owned, settled
-            m.end_planning(None)
+            rebalancing = not settled  # begin_planning waited for it already
+            end: Positions | None = None
+            why = "a rebalance is still under way"
+            try:
+                if settled and not member.zk_connected():
+                    settled, why = False, "ZooKeeper is unreachable"
+                if settled:
+                    try:
+                        end = self._plan(member, begin, generation, owned, limit, first)
+                    except _ZooKeeperAway as e:
+                        why = str(e)
+            finally:
+                # A batch without rows (positions only) is not waited for by a rebalance.
+                rows = end is not None and any(off > begin.get(tp, off)
+                                               for tp, off in end.items())
+                m.end_planning(end if rows else None)
+            if end is not None:
+                return encode_offsets(end)
+            # Ownership is unknown: no batch this time rather than one that drops every
+            # partition from the offsets (they would come back at the group's offsets, which
+            # may be a batch behind). But an empty batch ends a Trigger.AvailableNow run as if
+            # it had read everything: that one waits, and then fails.
+            if self._target is None:
+                log.info("%s: %s; no new batch this trigger", member.consumer_id, why)
+                return start
             if time.monotonic() > deadline:
                 raise ZkConsumerError(
-                    f"zkconsumer source: {member.consumer_id} is still rebalancing, or "
-                    f"ZooKeeper is unreachable, after {AVAILABLE_NOW_WAITS * wait_s:.0f} s; "
-                    "the Trigger.AvailableNow run cannot know which partitions to read")
-            if not member.zk_connected():
-                time.sleep(min(1.0, wait_s))  # begin_planning waits only for rebalances
+                    f"zkconsumer source: {member.consumer_id}: {why} after "
+                    f"{AVAILABLE_NOW_WAITS * wait_s:.0f} s; the Trigger.AvailableNow run "
+                    "cannot know which partitions to read")
+            if not rebalancing:
+                time.sleep(min(1.0, wait_s))
 
     def _plan(self, member: _GroupMember, begin: Positions, generation: int,
               owned: frozenset[TopicPartition], limit: ReadLimit, first: bool) -> Positions:
@@ -1344,9 +1361,12 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # partitions that are still ours, with the new positions. After the checks above: a
         # position beyond the log end (a mistyped startingOffsets, say) is never written to
         # the group.
+        # The new positions must be written (else a rebalance or a restart takes the group's
+        # offsets instead, undoing a rewind): no batch when they cannot be. The rest can
+        # wait for the next batch.
         done = {tp: off for tp, off in begin.items()
                 if tp in owned and m.verified.get(tp) == generation and tp not in behind}
-        member.commit({**done, **placed}, best_effort=True)
+        member.commit({**done, **placed}, best_effort=not placed)
         for tp in reading:
             if tp in behind:
                 continue
