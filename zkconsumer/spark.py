@@ -56,9 +56,9 @@ either to end instead, since an empty batch would end it. Commits of where a bat
 are best-effort: the checkpoint holds the positions, and a commit missed in an outage is made
 by the next batch; new positions that differ from the group's are written before their batch
 is planned (no batch while they cannot be). Every ZooKeeper answer is awaited at most a
-session timeout, so an outage never blocks Spark's thread for its length. Across restarts of one query nothing is lost or read twice (Spark's
-checkpoint); a batch replayed after a crash is replayed as planned, whoever owns its
-partitions by then.
+session timeout, so an outage never blocks Spark's thread for its length. Across restarts
+of one query nothing is lost or read twice (Spark's checkpoint); a batch replayed after a
+crash is replayed as planned, whoever owns its partitions by then.
 """
 
 from __future__ import annotations
