@@ -5,11 +5,16 @@ from __future__ import annotations
 import queue
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import NullFetcher, StackInfo, wait_until
+from zkconsumer import ConsumerConfig, Whitelist, ZookeeperConsumerConnector
 from zkconsumer._metrics import FETCH_RATE_WINDOW_S, LEGACY_NAMES, ConsumerMetrics
 
 
@@ -147,3 +152,100 @@ def test_served_for_prometheus_per_connector_without_the_global_registry() -> No
         scrape(port_a)
     assert a.port is None
     a.close()  # idempotent
+
+
+def owned_series(m: ConsumerMetrics) -> dict[str, float]:
+    """OwnedPartitionsCount as Prometheus reads it: topic -> value (checks client_id)."""
+    out = {}
+    for family in text_string_to_metric_families(m.render().decode()):
+        for s in family.samples:
+            if s.name == "zkconsumer_owned_partitions_count":
+                assert s.labels["client_id"] == m.client_id
+                out[s.labels["topic"]] = s.value
+    return out
+
+
+def test_owned_partitions_count_is_0_for_a_subscribed_topic_owning_nothing() -> None:
+    """A subscribed topic none of whose partitions is owned had no series ("no data")."""
+    m = ConsumerMetrics("app")
+    m.set_subscribed_topics(["t", "u"])
+    m.set_owned_partitions([("t", 0), ("t", 2)])
+    assert m.snapshot()["OwnedPartitionsCount"] == {"t": 2, "u": 0}
+    assert owned_series(m) == {"t": 2, "u": 0}
+    # A rebalance took everything: both still there, at 0.
+    m.set_owned_partitions(())
+    assert m.snapshot()["OwnedPartitionsCount"] == {"t": 0, "u": 0}
+    assert owned_series(m) == {"t": 0, "u": 0}
+    # A wildcard's matched topics change (u deleted, v created): the series follow.
+    m.set_subscribed_topics(["t", "v"])
+    m.set_owned_partitions([("v", 1)])
+    assert m.snapshot()["OwnedPartitionsCount"] == {"t": 0, "v": 1}
+    assert owned_series(m) == {"t": 0, "v": 1}
+    # Owned without being named as subscribed: counted all the same.
+    m.set_owned_partitions([("w", 0)])
+    assert owned_series(m) == {"t": 0, "v": 0, "w": 1}
+    # A bare count has no per-topic values: no zeros beside it.
+    m.set_owned_partitions(3)
+    assert m.snapshot()["OwnedPartitionsCount"] == owned_series(m) == {"": 3}
+    # Shut down (closed): subscribed to nothing, no series left at 0.
+    m.set_owned_partitions(())
+    m.close()
+    assert m.snapshot()["OwnedPartitionsCount"] == owned_series(m) == {}
+
+
+# --------------------------------------------------------------------------------------
+# OwnedPartitionsCount of real connectors
+
+@contextmanager
+def members(stack: StackInfo, group: str, *ids: str) -> Iterator[list[ZookeeperConsumerConnector]]:
+    with ExitStack() as stack_:
+        out = []
+        for cid in ids:
+            c = ZookeeperConsumerConnector(ConsumerConfig({
+                "zookeeper.connect": stack.zookeeper, "group.id": group, "consumer.id": cid,
+                "auto.commit.enable": False, "rebalance.backoff.ms": 200,
+            }), fetcher_factory=NullFetcher)
+            stack_.callback(c.shutdown)
+            out.append(c)
+        yield out
+
+
+def test_a_member_owning_no_partition_of_its_static_topic_reports_0(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    with members(stack, names.group, "a", "b") as (a, b):
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        # Range, threads sorted as strings: the one partition is a's.
+        wait_until(lambda: len(a.owned_partitions()) == 1 and not b.owned_partitions()
+                   and a.metrics.snapshot()["RebalanceRateAndTime"]["count"] >= 2,
+                   30, "the group settled with b owning nothing")
+        assert a.metrics.snapshot()["OwnedPartitionsCount"] == {topic: 1}
+        assert b.metrics.snapshot()["OwnedPartitionsCount"] == {topic: 0}
+        assert owned_series(b.metrics) == {topic: 0}
+        a.shutdown()
+        wait_until(lambda: len(b.owned_partitions()) == 1, 30, "b took the partition over")
+        wait_until(lambda: owned_series(b.metrics) == {topic: 1}, 10, "b's gauge at 1")
+        b.shutdown()
+        assert b.metrics.snapshot()["OwnedPartitionsCount"] == owned_series(b.metrics) == {}
+
+
+def test_a_wildcard_member_reports_0_for_each_existing_topic_its_filter_matches(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    """The topics that get a 0 series are those the filter matched at the last rebalance
+    (existing ones), never the regex itself nor topics it does not match."""
+    t1, t2 = topic_factory(names("w1"), 1), topic_factory(names("w2"), 1)
+    other = topic_factory(names("x"), 1)
+    regex = f"w[0-9]-{names.suffix}"
+    with members(stack, names.group, "a", "b") as (a, b):
+        a.create_message_streams_by_filter(Whitelist(regex))
+        b.create_message_streams_by_filter(Whitelist(regex))
+        wait_until(lambda: len(a.owned_partitions()) == 2 and not b.owned_partitions()
+                   and a.metrics.snapshot()["RebalanceRateAndTime"]["count"] >= 2,
+                   30, "the group settled with b owning nothing")
+        assert a.metrics.snapshot()["OwnedPartitionsCount"] == {t1: 1, t2: 1}
+        assert b.metrics.snapshot()["OwnedPartitionsCount"] == {t1: 0, t2: 0}
+        assert owned_series(b.metrics) == {t1: 0, t2: 0}
+        assert other not in owned_series(a.metrics)

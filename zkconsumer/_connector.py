@@ -364,6 +364,7 @@ class ZookeeperConsumerConnector:
         self._registration = zp.ConsumerRegistration(
             dict(topic_count_map), "static", int(time.time() * 1000)
         )
+        self.metrics.set_subscribed_topics(topic_count_map)
         self._register_and_rebalance()
         return result
 
@@ -910,6 +911,12 @@ class ZookeeperConsumerConnector:
         forced = self._force_requested
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
+        if self._topic_filter is not None:
+            # What the filter matches now: each has an OwnedPartitionsCount, 0 if none owned.
+            self.metrics.set_subscribed_topics(
+                t for t, ids in view.consumers_for_topic.items()
+                if any(zp.thread_consumer_id(i) == self.consumer_id for i in ids)
+            )
         if not view.brokers:
             # Stop here, as the original did: keep the current assignment and fetchers (the
             # brokers may well be up, only their registration gone); the watch on

@@ -32,6 +32,13 @@ written, as the legacy meters did. MinFetchRate is the lowest fetch-request rate
 per second over the last :data:`FETCH_RATE_WINDOW_S`) among the live fetcher threads, 0
 while there is none.
 
+OwnedPartitionsCount has a series for every topic the connector subscribes to
+(:meth:`ConsumerMetrics.set_subscribed_topics`), 0 while it owns none of its partitions, so a
+dashboard shows 0 rather than no data. For a wildcard subscription those are the existing
+topics the filter matched at the last rebalance, never the regex. (The legacy gauge had a
+series only for topics with an owned partition; ``sum without (topic)`` gives its all-topics
+value.) After :meth:`ConsumerMetrics.close` (the connector shut down) none is left at 0.
+
 ConsumerLag is the owned partition's log end (the last fetch's high watermark) minus its
 consumed offset as it is when read (so it falls as the application catches up), the same
 :func:`zkconsumer._admin.partition_lag` that ``zkconsumer groups describe`` applies to the
@@ -115,9 +122,9 @@ class ConsumerMetrics:
     """The metrics of one connector; every method is thread-safe and cheap.
 
     ``_lock`` guards every counter, gauge and dict below (message and byte counts, commit
-    counts, rebalance durations, owned partitions, lags, queue sizes and watched queues,
-    fetch request times) and ``_server``. Queue sizes of watched queues are read at scrape
-    time, outside the lock (``qsize`` takes the queue's own lock).
+    counts, rebalance durations, owned partitions and subscribed topics, lags, queue sizes
+    and watched queues, fetch request times) and ``_server``. Queue sizes of watched queues
+    are read at scrape time, outside the lock (``qsize`` takes the queue's own lock).
     """
 
     def __init__(self, client_id: str, *, clock: Any = time.monotonic) -> None:
@@ -132,6 +139,10 @@ class ConsumerMetrics:
         self._rebalance_last = 0.0
         self._rebalance_buckets = [0] * (len(REBALANCE_BUCKETS) + 1)  # last: +Inf
         self._owned: dict[str, int] = {}
+        self._owned_total_only = False  # set_owned_partitions was given a count, no topics
+        # Topics subscribed to (set_subscribed_topics): each has an OwnedPartitionsCount
+        # value, 0 while none of its partitions is owned.
+        self._subscribed: frozenset[str] = frozenset()
         # (topic, partition) -> (what has the consumed offset, the log end last fetched):
         # the lag is worked out when read, so it falls as the application consumes.
         self._lag: dict[tuple[str, int], tuple[_Position, int]] = {}
@@ -175,12 +186,16 @@ class ConsumerMetrics:
     def set_owned_partitions(self, owned: int | Iterable[tuple[str, int]]) -> None:
         """What this connector owns now: topic-partitions (or just a count, topic ``""``).
 
-        Given the partitions, the lags of partitions no longer owned are dropped.
+        Given the partitions, the lags of partitions no longer owned are dropped. A subscribed
+        topic (:meth:`set_subscribed_topics`) with no partition here reads 0; given a count,
+        there are no per-topic values, so none reads 0.
         """
         with self._lock:
             if isinstance(owned, int):
                 self._owned = {"": owned}
+                self._owned_total_only = True
                 return
+            self._owned_total_only = False
             counts: dict[str, int] = {}
             keep: set[tuple[str, int]] = set()
             for topic, partition in owned:
@@ -188,6 +203,25 @@ class ConsumerMetrics:
                 keep.add((topic, partition))
             self._owned = counts
             self._lag = {k: v for k, v in self._lag.items() if k in keep}
+
+    def set_subscribed_topics(self, topics: Iterable[str]) -> None:
+        """The topics this connector subscribes to now (replacing those given before).
+
+        Each has an OwnedPartitionsCount value, 0 while no partition of it is owned (see the
+        module docstring for which topics a connector gives: a static subscription's, or the
+        existing topics a wildcard filter matched at the last rebalance).
+        """
+        names = frozenset(topics)
+        with self._lock:
+            self._subscribed = names
+
+    def _owned_counts(self) -> dict[str, int]:
+        # Called with _lock held: topic -> partitions owned, subscribed topics included (0).
+        if self._owned_total_only:
+            return dict(self._owned)
+        counts = dict.fromkeys(self._subscribed, 0)
+        counts.update(self._owned)
+        return dict(sorted(counts.items()))
 
     def set_queue_size(self, topic: str, thread_id: str, size: int) -> None:
         """The number of chunks queued for the stream of ``thread_id`` (FetchQueueSize)."""
@@ -282,9 +316,11 @@ class ConsumerMetrics:
         ``MessagesPerSec``/``BytesPerSec`` are totals per topic, ``AllTopicsMessagesPerSec``
         / ``AllTopicsBytesPerSec`` (the legacy all-topics names) their sums;
         the commit entries are totals; ``RebalanceRateAndTime`` is ``{"count", "total_s",
-        "last_s"}``; ``ConsumerLag`` maps ``topic -> {partition: lag}``; ``FetchQueueSize``
-        maps ``topic -> {thread_id: chunks}``. Bytes are counted from the first call on (or
-        since the metrics were served).
+        "last_s"}``; ``OwnedPartitionsCount`` maps ``topic -> partitions owned``, with 0 for
+        each subscribed topic owning none, as served; ``ConsumerLag`` maps
+        ``topic -> {partition: lag}``; ``FetchQueueSize`` maps
+        ``topic -> {thread_id: chunks}``. Bytes are counted from the first call on (or since
+        the metrics were served).
         """
         self._bytes_read = True
         with self._lock:
@@ -306,7 +342,7 @@ class ConsumerMetrics:
                     "total_s": self._rebalance_sum,
                     "last_s": self._rebalance_last,
                 },
-                "OwnedPartitionsCount": dict(self._owned),
+                "OwnedPartitionsCount": self._owned_counts(),
                 "ConsumerLag": lag,
                 "MaxLag": max(lags.values(), default=0),
                 "MinFetchRate": self._min_fetch_rate(),
@@ -326,7 +362,7 @@ class ConsumerMetrics:
             commits = dict(self._commits)
             reb_count, reb_sum = self._rebalance_count, self._rebalance_sum
             reb_buckets = list(self._rebalance_buckets)
-            owned = dict(self._owned)
+            owned = self._owned_counts()
             lags = self._lags()
             min_rate = self._min_fetch_rate()
             watched = dict(self._queues)
@@ -423,10 +459,15 @@ class ConsumerMetrics:
             return None if self._server is None else int(self._server.server_address[1])
 
     def close(self) -> None:
-        """Stop serving (idempotent); the recorded values stay readable."""
+        """Stop serving (idempotent); the recorded values stay readable.
+
+        The connector closes its metrics when it shuts down, when it subscribes to nothing:
+        the subscribed topics are forgotten, so none reads 0 owned partitions any more.
+        """
         with self._lock:
             server, thread = self._server, self._server_thread
             self._server = self._server_thread = None
+            self._subscribed = frozenset()
         if server is not None:
             server.shutdown()
             server.server_close()
