@@ -36,7 +36,7 @@ from tests.support import (
     started_zk,
     wait_until,
 )
-from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
+from zkconsumer import ConsumerConfig, TopicPartition, ZookeeperConsumerConnector
 from zkconsumer import _zkpaths as zp
 from zkconsumer._connector import kazoo_security_kwargs
 from zkconsumer._metrics import ConsumerMetrics
@@ -169,16 +169,19 @@ def test_describe_matches_a_running_group(
 
         rows = run_json(capsys, "groups", "describe", *zkc, "--group", g)
         idle = {"group": g, "topic": None, "partition": None, "offset": None,
-                "log_end_offset": None, "lag": None}
+                "log_end_offset": None, "lag": None, "offset_source": None,
+                "zookeeper_offset": None, "kafka_offset": None}
+        # Kafka was asked and holds no offset of the group: every offset is ZooKeeper's.
+        zk_only = {"offset_source": "zookeeper", "kafka_offset": None}
         assert rows == [
             {"group": g, "topic": topic, "partition": 0, "offset": 5, "log_end_offset": 8,
-             "lag": 3, "owner": f"{g}_a-0"},
+             "lag": 3, "owner": f"{g}_a-0", **zk_only, "zookeeper_offset": 5},
             {"group": g, "topic": topic, "partition": 1, "offset": 3, "log_end_offset": 3,
-             "lag": 0, "owner": f"{g}_b-0"},
+             "lag": 0, "owner": f"{g}_b-0", **zk_only, "zookeeper_offset": 3},
             {"group": g, "topic": topic, "partition": 2, "offset": 0, "log_end_offset": 0,
-             "lag": 0, "owner": f"{g}_b-1"},
+             "lag": 0, "owner": f"{g}_b-1", **zk_only, "zookeeper_offset": 0},
             {"group": g, "topic": topic, "partition": 3, "offset": 2, "log_end_offset": 2,
-             "lag": 0, "owner": f"{g}_b-2"},
+             "lag": 0, "owner": f"{g}_b-2", **zk_only, "zookeeper_offset": 2},
             {**idle, "owner": f"{g}_b-3"},
             {**idle, "owner": f"{g}_b-4"},
         ]
@@ -506,12 +509,16 @@ def test_reset_offsets(
         f"zkconsumer offsets: cannot reach any broker ({dead}: Connection refused)")
     assert tree(zk, zp.group_dir(g)) == before
 
-    # describe without a broker: the offsets and owners, log ends unknown, a warning.
+    # describe without a broker: the offsets and owners, log ends and Kafka's offsets
+    # unknown, warnings.
     rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g, "--json",
                        "--bootstrap-server", dead)
     assert rc == 0
     assert err == ("zkconsumer groups describe: warning: log end offsets unknown: cannot reach "
                    f"any broker ({dead}: Connection refused)\n"
+                   "zkconsumer groups describe: warning: committed offsets in Kafka unknown, so "
+                   "the offsets shown are ZooKeeper's only (a group committing to Kafka may be "
+                   f"further on): cannot reach any broker ({dead}: Connection refused)\n"
                    "zkconsumer groups describe: warning: total lag unknown: lag unknown where "
                    "a partition has no committed offset or no known log end\n")
     assert [(r["partition"], r["offset"], r["log_end_offset"], r["lag"])
@@ -1085,6 +1092,147 @@ def test_describe_says_when_the_total_lag_is_unknown_or_partial(
     rc, out, err = run(capsys, *argv)
     assert (rc, err) == (0, "")
     assert out.splitlines()[0] == f"Group {g}: 0 registered members, total lag 6"
+
+
+def kafka_commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit offsets for ``group`` in Kafka, as a member with offsets.storage=kafka does."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+    from kafka.errors import NoError
+    from kafka.structs import OffsetAndMetadata
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        result = admin.alter_group_offsets(
+            group, {KTP(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+    finally:
+        admin.close()
+    assert all(e is NoError for e in result.values()), result
+
+
+def test_describe_shows_the_offsets_a_member_committing_to_kafka_resumes_from(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only ZooKeeper's offsets were shown: for a group with offsets.storage=kafka, stale or
+    none, and so a wrong lag."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"a")] * 4 + [(1, None, b"b")] * 3)
+    seed(zk, g, {(topic, 0): 1})  # left in ZooKeeper from before the group moved to Kafka
+    zkc = ["--zookeeper", stack.zookeeper]
+    cfg = config(stack, g, consumer_id="a", offsets_storage="kafka", dual_commit_enabled=False)
+    with connector(cfg) as a:
+        [stream] = a.create_message_streams({topic: 1})[topic]
+        # Kafka has no offset for it: it starts at the log start (smallest), not at 1.
+        assert sorted((m.partition, m.offset) for m in take(stream, 7)) == [
+            (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2)]
+        a.commit_offsets()
+
+        rows = run_json(capsys, "groups", "describe", *zkc, "--group", g)
+        assert rows == [
+            {"group": g, "topic": topic, "partition": 0, "offset": 4, "log_end_offset": 4,
+             "lag": 0, "owner": f"{g}_a-0", "offset_source": "kafka", "zookeeper_offset": 1,
+             "kafka_offset": 4},
+            {"group": g, "topic": topic, "partition": 1, "offset": 3, "log_end_offset": 3,
+             "lag": 0, "owner": f"{g}_a-0", "offset_source": "kafka", "zookeeper_offset": None,
+             "kafka_offset": 3},
+        ]
+
+        rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g)
+        assert rc == 0
+        lines = [line.rstrip() for line in out.splitlines()]
+        assert lines[0] == f"Group {g}: 1 registered member, total lag 0"
+        # The columns scripts read stay where they were; where each offset came from is last.
+        assert lines[1].split() == ["TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG",
+                                    "OWNER", "OFFSET-SOURCE"]
+        assert lines[3].split() == [topic, "0", "4", "4", "0", f"{g}_a-0", "kafka"]
+        assert lines[4].split() == [topic, "1", "3", "3", "0", f"{g}_a-0", "kafka"]
+        assert [line.split() for line in lines if line.startswith("TOTAL")] == [["TOTAL", "0"]]
+        assert err == (
+            f"zkconsumer groups describe: warning: ZooKeeper and Kafka hold different offsets "
+            f"for 1 partition ({topic}:0 zookeeper 1 kafka 4): the larger is shown, where a "
+            "member with dual commit resumes; a member with offsets.storage=zookeeper resumes "
+            "from ZooKeeper's, one with offsets.storage=kafka and dual.commit.enabled=false "
+            "from Kafka's (--json has both)\n")
+        # The member list says nothing about offsets.
+        rc, _, err = run(capsys, "groups", "describe", *zkc, "--group", g, "--members")
+        assert (rc, err) == (0, "")
+
+
+def test_describe_shows_the_larger_of_both_stores_as_a_dual_commit_member_reads_them(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from zkconsumer._offsets import DualOffsetStore, make_offset_store
+
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(4) for _ in range(6)])
+    seed(zk, g, {(topic, 0): 2, (topic, 1): 5, (topic, 2): 3})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 4, (topic, 1): 1, (topic, 2): 3,
+                                      (topic, 3): 6})
+    zkc = ["--zookeeper", stack.zookeeper]
+    rows = run_json(capsys, "groups", "describe", *zkc, "--group", g)
+    assert [(r["partition"], r["offset"], r["offset_source"], r["zookeeper_offset"],
+             r["kafka_offset"], r["lag"]) for r in rows] == [
+        (0, 4, "kafka", 2, 4, 2), (1, 5, "zookeeper", 5, 1, 1), (2, 3, "both", 3, 3, 3),
+        (3, 6, "kafka", None, 6, 0)]
+    # Exactly what a member with dual commit reads before it fetches.
+    store = make_offset_store(config(stack, g, offsets_storage="kafka"), zk,
+                              lambda: [stack.bootstrap])
+    try:
+        assert isinstance(store, DualOffsetStore)
+        tps = [TopicPartition(topic, p) for p in range(4)]
+        assert store.read(tps) == {tp: r["offset"] for tp, r in zip(tps, rows, strict=True)}
+    finally:
+        store.close()
+
+    rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g)
+    assert rc == 0
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0] == f"Group {g}: 0 registered members, total lag 6"
+    assert [line.split() for line in lines[3:7]] == [
+        [topic, "0", "4", "6", "2", "-", "kafka"], [topic, "1", "5", "6", "1", "-", "zookeeper"],
+        [topic, "2", "3", "6", "3", "-", "both"], [topic, "3", "6", "6", "0", "-", "kafka"]]
+    assert err.startswith(
+        f"zkconsumer groups describe: warning: ZooKeeper and Kafka hold different offsets for "
+        f"2 partitions ({topic}:0 zookeeper 2 kafka 4, {topic}:1 zookeeper 5 kafka 1): "), err
+    assert err.count("\n") == 1, err
+
+
+def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """The brokers answer (log ends known) but the group's offsets in Kafka cannot be read:
+    an ACL refusing the group, say."""
+    from kafka.errors import GroupAuthorizationFailedError
+
+    from zkconsumer._admin import describe_group
+
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    seed(zk, g, {(topic, 0): 1})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 3})
+
+    def refused(servers: str, group: str) -> dict[Any, int]:
+        assert (servers, group) == (stack.bootstrap, g)
+        raise GroupAuthorizationFailedError(f"group {group}")
+
+    desc = describe_group(zk, g, stack.bootstrap, kafka_offsets=refused)
+    assert desc.kafka_offsets_error == (
+        "committed offsets in Kafka unknown, so the offsets shown are ZooKeeper's only (a "
+        "group committing to Kafka may be further on): [Error 30] "
+        f"GroupAuthorizationFailedError: group {g}")
+    assert desc.log_end_error is None
+    [row] = desc.partitions
+    assert (row.offset, row.log_end_offset, row.lag, row.offset_source, row.zookeeper_offset,
+            row.kafka_offset) == (1, 3, 2, "zookeeper", 1, None)
+    assert not desc.offsets_in_kafka and desc.offsets_note() is None
+    # Asked, Kafka's offset is the one a member resumes from.
+    [row] = describe_group(zk, g, stack.bootstrap).partitions
+    assert (row.offset, row.lag, row.offset_source) == (3, 0, "kafka")
 
 
 def test_one_members_unreadable_regex_does_not_stop_describe_or_verify(

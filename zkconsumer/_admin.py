@@ -100,6 +100,7 @@ __all__ = [
     "partition_lag",
     "read_members",
     "reset_offsets",
+    "resume_offset",
     "security_config",
     "security_settings",
     "verify_rebalance",
@@ -197,14 +198,23 @@ class GroupSummary(_JsonRow):
     members: int
 
 
+#: Where a row's ``offset`` came from (:attr:`PartitionStatus.offset_source`).
+OffsetSource = Literal["zookeeper", "kafka", "both"]
+
+
 @dataclass(frozen=True)
 class PartitionStatus(_JsonRow):
     """One row of ``groups describe``.
 
-    ``offset`` is the committed next offset (None: nothing committed), ``log_end_offset``
-    the partition's log end (None: unknown), ``lag`` :func:`partition_lag` of the two,
-    ``owner`` the owning thread id (None: unowned). A registered thread that owns no
-    partition is a row with ``topic`` and ``partition`` None and ``owner`` set.
+    ``offset`` is the committed next offset a member resumes from (None: nothing
+    committed): the larger of ``zookeeper_offset`` and ``kafka_offset``, as a member with
+    dual commit reads it (:func:`resume_offset`); ``offset_source`` says which store holds it
+    ("both" when they hold the same). ``kafka_offset`` is None when Kafka has none, or when
+    Kafka could not be asked (:attr:`GroupDescription.kafka_offsets_error` then says why).
+    ``log_end_offset`` is the partition's log end (None: unknown), ``lag`` :func:`partition_lag`
+    of ``offset`` and the log end, ``owner`` the owning thread id (None: unowned). A
+    registered thread that owns no partition is a row with ``topic`` and ``partition`` None
+    and ``owner`` set.
     """
 
     group: str
@@ -214,6 +224,9 @@ class PartitionStatus(_JsonRow):
     log_end_offset: int | None
     lag: int | None
     owner: str | None
+    offset_source: OffsetSource | None = None
+    zookeeper_offset: int | None = None
+    kafka_offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +253,33 @@ class GroupDescription:
     """Why log end offsets are unknown (the brokers could not be reached), else None."""
     warnings: list[str] = field(default_factory=list)
     """What else the description could not tell (a member's unreadable subscription)."""
+    kafka_offsets_error: str | None = None
+    """Why the group's committed offsets in Kafka are unknown (the brokers could not be
+    reached, OffsetFetch failed), so that the offsets are ZooKeeper's alone; else None."""
+
+    @property
+    def offsets_in_kafka(self) -> bool:
+        """Whether an offset shown is (also) Kafka's: the group commits to Kafka."""
+        return any(p.offset_source in ("kafka", "both") for p in self.partitions)
+
+    def offsets_note(self, limit: int = 3) -> str | None:
+        """What to know when ZooKeeper and Kafka hold different offsets for a partition (the
+        one shown is the larger, which only a member with dual commit is sure to resume
+        from), else None."""
+        differ = [p for p in self.partitions if p.offset_source in ("kafka", "zookeeper")
+                  and p.zookeeper_offset is not None and p.kafka_offset is not None]
+        if not differ:
+            return None
+        shown = ", ".join(f"{p.topic}:{p.partition} zookeeper {p.zookeeper_offset} kafka "
+                          f"{p.kafka_offset}" for p in differ[:limit])
+        if len(differ) > limit:
+            shown += ", ..."
+        n = len(differ)
+        return (f"ZooKeeper and Kafka hold different offsets for {n} partition"
+                f"{'s' if n != 1 else ''} ({shown}): the larger is shown, where a member with "
+                "dual commit resumes; a member with offsets.storage=zookeeper resumes from "
+                "ZooKeeper's, one with offsets.storage=kafka and dual.commit.enabled=false "
+                "from Kafka's (--json has both)")
 
     @property
     def total_lag(self) -> int:
@@ -401,6 +441,29 @@ def partition_lag(offset: int | None, log_end_offset: int | None) -> int | None:
     if offset is None or log_end_offset is None or offset < 0 or log_end_offset < 0:
         return None
     return max(0, log_end_offset - offset)
+
+
+def resume_offset(
+    zookeeper: int | None, kafka: int | None
+) -> tuple[int | None, OffsetSource | None]:
+    """The committed offset a member resumes from, given each store's, and where it is.
+
+    The larger of the two, as the consumer reads them with dual commit
+    (:class:`zkconsumer._offsets.DualOffsetStore`); with one store only, what it holds. A
+    negative offset ("none" in the legacy stores) counts as none.
+
+    >>> resume_offset(3, None), resume_offset(3, 5), resume_offset(4, 4), resume_offset(None, -1)
+    ((3, 'zookeeper'), (5, 'kafka'), (4, 'both'), (None, None))
+    """
+    z = zookeeper if zookeeper is not None and zookeeper >= 0 else None
+    k = kafka if kafka is not None and kafka >= 0 else None
+    if z is None and k is None:
+        return None, None
+    if k is None or (z is not None and z > k):
+        return z, "zookeeper"
+    if z is None or k > z:
+        return k, "kafka"
+    return z, "both"
 
 
 # --------------------------------------------------------------------------------------
@@ -838,6 +901,52 @@ def _log_end_offsets(
     return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
 
 
+class _BrokersUnreachableError(AdminError):
+    """A kafka-python client could not bootstrap from the brokers."""
+
+
+#: Longest wait for a tool's kafka-python admin client to reach the brokers.
+BOOTSTRAP_TIMEOUT_MS = 10_000
+
+
+def _kafka_group_offsets(
+    bootstrap: str, group: str, kafka: Mapping[str, Any] | None = None
+) -> dict[TopicPartition, int]:
+    """The group's committed offsets in Kafka (every partition it has one for): one
+    OffsetFetch to the group's coordinator, found by FindCoordinator, as the legacy
+    ConsumerOffsetChecker asked the group's offset manager. The group is not joined.
+
+    :class:`_BrokersUnreachableError` when no broker answers within
+    :data:`BOOTSTRAP_TIMEOUT_MS`; a refused or failed request raises kafka-python's error.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    from ._migrate import read_kafka_offsets  # late: _migrate imports this module
+
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap.split(","), request_timeout_ms=15_000,
+            bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
+            **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
+        )
+    except (KafkaError, OSError) as e:
+        raise _BrokersUnreachableError(
+            f"cannot connect to the brokers at {bootstrap} within "
+            f"{BOOTSTRAP_TIMEOUT_MS / 1000:g} s ({type(e).__name__})"
+        ) from e
+    try:
+        return read_kafka_offsets(admin, group)
+    finally:
+        admin.close()
+
+
+def _reason(e: BaseException) -> str:
+    """``e`` for a message: its text, or its type when it has none (kafka-python's often)."""
+    text = str(e).strip()
+    return text or type(e).__name__
+
+
 class _BrokerOffsets:
     """Earliest offsets and offsets for times through one kafka-python consumer."""
 
@@ -891,20 +1000,30 @@ def describe_group(
     *,
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
+    kafka_offsets: Callable[[str, str], Mapping[TopicPartition, int]] | None = None,
     kafka: Mapping[str, Any] | None = None,
 ) -> GroupDescription:
     """Per partition: committed offset, log end, lag, owner; idle threads; members.
 
+    The committed offset is the one a member resumes from: the group's offsets are read from
+    ZooKeeper and, when the brokers can be reached, from Kafka (OffsetFetch for the group,
+    where ``offsets.storage=kafka`` keeps them), and each partition shows the larger
+    (:func:`resume_offset`), with both stores' values and where it came from. The legacy
+    ConsumerOffsetChecker also asked Kafka first; it then took ZooKeeper's only where Kafka
+    had none, which shows a stale Kafka offset for a group rolled back to ZooKeeper storage.
+    When Kafka cannot be asked the offsets are ZooKeeper's and ``kafka_offsets_error`` says
+    why; when the brokers cannot be reached at all, ``log_end_error`` says so too.
+
     The topics shown are those the members subscribe to (wildcards matched against
     ``/brokers/topics``, internal topics excluded as the consumer does), plus every topic
-    with a committed offset or an owner znode; each with all its partitions. When the
-    brokers cannot be reached the log ends are None and ``log_end_error`` says why.
-    ``kafka``: the brokers' security settings as kafka-python arguments
-    (:func:`command_config`).
+    with a committed offset (in either store) or an owner znode; each with all its
+    partitions. ``kafka``: the brokers' security settings as kafka-python arguments
+    (:func:`command_config`). ``log_end_offsets`` (servers, partitions) and
+    ``kafka_offsets`` (servers, group) replace the broker reads.
     """
     _require_group(zk, group)
     members = read_members(zk, group)
-    offsets = _read_offsets(zk, group)
+    zk_offsets = _read_offsets(zk, group)
     owners = _read_owners(zk, group)
     readable, unreadable = _readable_members(members)
     warnings = [
@@ -917,8 +1036,36 @@ def describe_group(
     ) else []
     subscribed = consumers_for_topic(readable, all_topics, True)
 
-    topics = sorted(set(subscribed) | {tp.topic for tp in offsets} | {tp.topic for tp in owners})
-    tps: set[TopicPartition] = set(offsets) | set(owners)
+    # The brokers: reachable at all (with no broker reachable, or registered, the offsets
+    # and owners in ZooKeeper are still worth showing)?
+    servers: str | None = None
+    unreachable: str | None = None
+    try:
+        servers = find_bootstrap(zk, bootstrap, kafka)
+        check_brokers(servers)
+    except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+        unreachable = _reason(e)
+    kafka_found: Mapping[TopicPartition, int] = {}
+    kafka_error: str | None = None
+    if servers is not None and unreachable is None:
+        fetch = kafka_offsets or partial(_kafka_group_offsets, kafka=kafka)
+        try:
+            kafka_found = fetch(servers, group)
+        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+            kafka_error = _reason(e)
+            if isinstance(e, _BrokersUnreachableError):
+                unreachable = kafka_error  # a log end read would wait as long for nothing
+            log.debug("committed offsets in Kafka failed", exc_info=True)
+    else:
+        kafka_error = unreachable
+    if kafka_error is not None:
+        kafka_error = (f"committed offsets in Kafka unknown, so the offsets shown are "
+                       f"ZooKeeper's only (a group committing to Kafka may be further on): "
+                       f"{kafka_error}")
+
+    topics = sorted(set(subscribed) | {tp.topic for tp in zk_offsets}
+                    | {tp.topic for tp in kafka_found} | {tp.topic for tp in owners})
+    tps: set[TopicPartition] = set(zk_offsets) | set(kafka_found) | set(owners)
     known: list[TopicPartition] = []  # partitions the broker registry knows
     for topic in topics:
         partitions = topic_partitions(zk, topic)
@@ -931,13 +1078,11 @@ def describe_group(
 
     ends: Mapping[TopicPartition, int] = {}
     error: str | None = None
-    if known:
+    if known and (servers is None or unreachable is not None):
+        error = f"log end offsets unknown: {unreachable}"
+    elif known and servers is not None:
         reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
         try:
-            # Inside: with no broker reachable (or registered), the offsets and owners in
-            # ZooKeeper are still worth showing.
-            servers = find_bootstrap(zk, bootstrap, kafka)
-            check_brokers(servers)
             ends = reader(servers, known)
         except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
             error = f"log end offsets unknown: {e}"
@@ -945,10 +1090,12 @@ def describe_group(
 
     rows = []
     for tp in sorted(tps):
-        offset = offsets.get(tp)
+        z, k = zk_offsets.get(tp), kafka_found.get(tp)
+        offset, source = resume_offset(z, k)
         end = ends.get(tp)
         rows.append(PartitionStatus(
-            group, tp.topic, tp.partition, offset, end, partition_lag(offset, end), owners.get(tp)
+            group, tp.topic, tp.partition, offset, end, partition_lag(offset, end),
+            owners.get(tp), source, z, k,
         ))
 
     owning = set(owners.values())
@@ -959,7 +1106,7 @@ def describe_group(
         idle.extend(t for t in threads if t not in owning)
         owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
         infos.append(MemberInfo(group, cid, reg.pattern, dict(reg.subscription), threads, owned))
-    return GroupDescription(group, rows, sorted(idle), infos, error, warnings)
+    return GroupDescription(group, rows, sorted(idle), infos, error, warnings, kafka_error)
 
 
 def _consumer_of(thread_id: str) -> str | None:

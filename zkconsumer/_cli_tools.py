@@ -234,8 +234,14 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
                                  kafka=_admin.command_config(args.command_config))
     if desc.log_end_error is not None:
         print(f"zkconsumer groups describe: warning: {desc.log_end_error}", file=sys.stderr)
+    if desc.kafka_offsets_error is not None and not args.members:
+        print(f"zkconsumer groups describe: warning: {desc.kafka_offsets_error}",
+              file=sys.stderr)
     for warning in desc.warnings:
         print(f"zkconsumer groups describe: warning: {warning}", file=sys.stderr)
+    note = None if args.members else desc.offsets_note()
+    if note is not None:
+        print(f"zkconsumer groups describe: warning: {note}", file=sys.stderr)
     if desc.unknown_lags and not args.members:
         # Said in both modes: a JSON reader summing the lags must not take null for 0.
         print(f"zkconsumer groups describe: warning: total lag {desc.total_lag_text()}: lag "
@@ -252,17 +258,22 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
         n = len(desc.members)
         console.print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
                       f"total lag {desc.total_lag_text()}")
-        table = _table([("TOPIC", "left"), ("PARTITION", "right"), ("OFFSET", "right"),
-                        ("LOG-END-OFFSET", "right"), ("LAG", "right"), ("OWNER", "left")])
+        # Where each offset came from, last (the columns before it stay where they were),
+        # once Kafka holds any: without one, every offset is ZooKeeper's.
+        sources = desc.offsets_in_kafka
+        columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OFFSET", "right"),
+                   ("LOG-END-OFFSET", "right"), ("LAG", "right"), ("OWNER", "left")]
+        table = _table(columns + [("OFFSET-SOURCE", "left")] if sources else columns)
         for r in desc.partitions:
-            table.add_row(_cell(r.topic), _cell(r.partition), _cell(r.offset),
-                          _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner))
+            cells = [_cell(r.topic), _cell(r.partition), _cell(r.offset),
+                     _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner)]
+            table.add_row(*cells, *([_cell(r.offset_source)] if sources else []))
         if desc.partitions:
             table.add_section()
             total = desc.total_lag_text() if not desc.unknown_lags else (
                 "unknown" if desc.unknown_lags == len(desc.partitions)
                 else f">={desc.total_lag}")
-            table.add_row("TOTAL", "", "", "", total, "")
+            table.add_row("TOTAL", "", "", "", total, "", *([""] if sources else []))
             console.print(table)
         else:
             console.print("no partitions: nothing subscribed, committed or owned")
@@ -746,7 +757,10 @@ def register(sub: Any) -> None:
         "describe", help="offsets, log end offsets, lag and owners of a group",
         description="Per partition: committed offset, log end offset, lag and owning "
         "thread; the total lag; threads owning nothing; the members and their "
-        "subscriptions (--members for the member list alone).")
+        "subscriptions (--members for the member list alone). The committed offset is the "
+        "one a member resumes from: the larger of ZooKeeper's and the group's offset in "
+        "Kafka (offsets.storage=kafka, dual commit), with an OFFSET-SOURCE column once Kafka "
+        "holds any; a warning says when Kafka could not be asked.")
     _add_common(p, bootstrap=True)
     p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--members", action="store_true",
