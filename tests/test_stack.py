@@ -225,6 +225,31 @@ def test_a_process_is_taken_for_a_component_only_when_it_names_this_stack(
             assert not private_stack.running_proc(_Proc(stranger.pid, proc.marker)), name
 
 
+def test_up_is_not_fooled_by_another_process_listening_on_a_port(tmp_path: Path) -> None:
+    """A component is ready when *its* process listens: another listener on the port (a
+    component of a stack whose state was lost) answered while ours failed to bind, and `up`
+    reported a running stack."""
+    import socket
+
+    from zkconsumer._errors import StackError
+    from zkconsumer._stack import listens
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        assert listens(os.getpid(), port)
+        with reaped(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])) as p:
+            assert not listens(p.pid, port)
+        stack = LocalStack(tmp_path / "stack")
+        stack.broker_port = port
+        try:
+            with pytest.raises(StackError, match=r"^broker (exited at start|did not answer)"):
+                stack.up(timeout=20)
+        finally:
+            stack.down()
+
+
 def test_bridge_follows_broker_and_its_own_restarts(private_stack: LocalStack) -> None:
     zk = KazooClient(hosts=private_stack.zookeeper)
     zk.start()

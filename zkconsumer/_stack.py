@@ -11,9 +11,10 @@
 Processes run in their own sessions, so they outlive the command that started them; their
 pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
 command line still matches, never a stranger that reused a pid; it tries every component and
-then raises :class:`StackError` naming those that would not stop. A failed ``up`` stops only
-what it started itself. Components can be stopped and started one at a time on the same ports
-(the fault tests use this).
+then raises :class:`StackError` naming those that would not stop. A component is ready once
+its own process listens on its port (another listener there does not count). A failed ``up``
+stops only what it started itself. Components can be stopped and started one at a time on
+the same ports (the fault tests use this).
 """
 
 from __future__ import annotations
@@ -76,6 +77,44 @@ def port_open(hostport: str, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a TCP socket listening on ``port`` (Linux ``/proc``).
+
+    True when this cannot be told (no ``/proc/net/tcp``): the check is then the port alone.
+    """
+    inodes: set[str] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            # local address "HEX_IP:HEX_PORT", state 0A = LISTEN, inode
+            if len(fields) > 9 and fields[3] == "0A" and int(
+                    fields[1].rpartition(":")[2], 16) == port:
+                inodes.add(fields[9])
+    if not readable:
+        return True
+    if not inodes:
+        return False
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
 
 
 def broker_binary() -> str:
@@ -263,10 +302,13 @@ class LocalStack:
     def answering(self, name: str) -> bool:
         if not self.running(name):
             return False
+        # The listener must be our process's: another one on the port (a component of a
+        # stack whose state was lost) would answer while ours fails to bind and exits.
         if name == "zookeeper":
-            return zk_four_letter(self.zookeeper) == "imok"
+            return (zk_four_letter(self.zookeeper) == "imok"
+                    and listens(self.procs[name].pid, self.zk_port))
         if name == "broker":
-            return port_open(self.bootstrap)
+            return port_open(self.bootstrap) and listens(self.procs[name].pid, self.broker_port)
         return self._bridge_registered()
 
     def start(self, name: str, timeout: float = 60.0) -> None:
