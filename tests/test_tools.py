@@ -1303,8 +1303,9 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     lines = tmp_path / "offsets.txt"
     lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n")
     chroot = f"/no-such-chroot-{names.suffix}"
+    # (No broker is registered under the chroot: named, Kafka is asked all the same.)
     line = fails(capsys, "offsets", "import", "--zookeeper", stack.zookeeper + chroot,
-                 "--input", str(lines))
+                 "--input", str(lines), "--bootstrap-server", stack.bootstrap)
     assert line == (f"zkconsumer offsets: offsets import: ZooKeeper refused to create "
                     f"/consumers: the chroot {chroot} of the connect string does not exist "
                     "(NoNodeError); nothing written")
@@ -1445,3 +1446,247 @@ def test_a_broken_pipe_to_a_server_is_still_an_error(
     monkeypatch.setattr(_admin, "list_groups", broken)
     assert fails(capsys, "groups", "list", "--zookeeper", stack.zookeeper) == (
         "zkconsumer groups: [Errno 32] Broken pipe")
+
+
+# --------------------------------------------------------------------------------------
+# offsets reset / import / export and a group whose offsets are (also) in Kafka
+
+
+def kafka_read(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets in Kafka."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        found = admin.list_group_offsets({group: None}).get(group, {})
+    finally:
+        admin.close()
+    return {(k.topic, k.partition): v.offset for k, v in found.items() if v.offset >= 0}
+
+
+def test_reset_and_import_write_kafka_too_for_a_group_with_offsets_there(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    """They wrote ZooKeeper alone: a group with offsets.storage=kafka resumes from Kafka (a
+    dual commit member from the larger of the two), so a reset back to earliest did nothing."""
+    from zkconsumer._offsets import DualOffsetStore, make_offset_store
+
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in (0, 1) for _ in range(5)])
+    seed(zk, g, {(topic, 0): 3, (topic, 1): 4})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 5, (topic, 1): 5})
+    zkc = ["--zookeeper", stack.zookeeper]
+    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic]
+
+    def row(p: int, old: int | None, old_kafka: int | None, new: int) -> dict[str, Any]:
+        return {"group": g, "topic": topic, "partition": p, "old_offset": old, "offset": new,
+                "old_kafka_offset": old_kafka}
+
+    # A dry run shows what each store would get, and writes nothing.
+    before = tree(zk, zp.group_dir(g))
+    rc, out, err = run(capsys, *reset, "--to", "earliest", "--dry-run")
+    assert (rc, err) == (0, "")
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0] == (f"would reset group {g}, topic {topic} to earliest in ZooKeeper and "
+                        "Kafka (dry run: nothing written)")
+    assert lines[1].split() == ["TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET",
+                                "OLD-KAFKA-OFFSET"]
+    assert [line.split() for line in lines[3:]] == [[topic, "0", "3", "0", "5"],
+                                                    [topic, "1", "4", "0", "5"]]
+    assert run_json(capsys, *reset, "--to", "earliest", "--dry-run") == [
+        row(0, 3, 5, 0), row(1, 4, 5, 0)]
+    assert tree(zk, zp.group_dir(g)) == before
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 5, (topic, 1): 5}
+
+    assert run_json(capsys, *reset, "--to", "earliest") == [row(0, 3, 5, 0), row(1, 4, 5, 0)]
+    assert offset_znodes(zk, g, topic, 2) == {0: 0, 1: 0}
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0, (topic, 1): 0}
+    # What a member with dual commit resumes from (the larger of the two stores).
+    store = make_offset_store(config(stack, g, offsets_storage="kafka"), zk,
+                              lambda: [stack.bootstrap])
+    try:
+        assert isinstance(store, DualOffsetStore)
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        assert store.read(tps) == dict.fromkeys(tps, 0)
+    finally:
+        store.close()
+
+    # import: the same, except the offsets of a partition Kafka does not have.
+    gone = names("gone")
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text(f"{zp.offset_path(g, topic, 0)}:2\n{zp.offset_path(g, topic, 1)}:0\n"
+                       f"{zp.offset_path(g, gone, 0)}:7\n")
+    imp = ["offsets", "import", *zkc, "--input", str(offsets)]
+    in_kafka = f"; and in Kafka, where group {g} has offsets: "
+    rc, out, err = run(capsys, *imp, "--dry-run")
+    assert (rc, err) == (0, "")
+    assert out == ("dry run: would import 3 offsets of 1 group in one transaction (create 1, "
+                   f"update 1, unchanged 1){in_kafka}create 0, update 1, unchanged 1, left out "
+                   "1 (no such partition in /brokers/topics); nothing written\n")
+    assert offset_znodes(zk, g, topic, 2) == {0: 0, 1: 0}
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0, (topic, 1): 0}
+    rc, out, err = run(capsys, *imp)
+    assert (rc, err) == (0, "")
+    assert out == ("imported 3 offsets of 1 group in one transaction (created 1, updated 1, "
+                   f"unchanged 1){in_kafka}created 0, updated 1, unchanged 1, left out 1 (no "
+                   "such partition in /brokers/topics)\n")
+    assert offset_znodes(zk, g, topic, 2) == {0: 2, 1: 0}
+    assert zk.get(zp.offset_path(g, gone, 0))[0] == b"7"
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 2, (topic, 1): 0}
+
+    # --zookeeper-only: ZooKeeper alone, as before (and the JSON rows as they were).
+    assert run_json(capsys, *reset, "--to", "latest", "--zookeeper-only") == [
+        {"group": g, "topic": topic, "partition": p, "old_offset": old, "offset": 5}
+        for p, old in ((0, 2), (1, 0))]
+    assert offset_znodes(zk, g, topic, 2) == {0: 5, 1: 5}
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 2, (topic, 1): 0}
+
+
+def modern_member(stack: StackInfo, group: str, topic: str) -> Any:
+    """A kafka-python consumer that has joined ``group`` (the modern protocol)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap, group_id=group,
+                             client_id="modern", enable_auto_commit=False,
+                             auto_offset_reset="earliest", session_timeout_ms=6000,
+                             heartbeat_interval_ms=500, max_poll_interval_ms=6000)
+    consumer.subscribe([topic])
+    try:
+        wait_until(lambda: consumer.poll(timeout_ms=100) is not None and consumer.assignment(),
+                   timeout=60, what="the modern member's assignment", every=0)
+    except BaseException:
+        consumer.close()
+        raise
+    return consumer
+
+
+def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka takes a group's offsets from outside only while it has no member: refused
+    before anything is written (--force is about ZooKeeper's members), and said clearly
+    when a member joins between the check and the commit."""
+    from zkconsumer import _admin
+
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 4)
+    seed(zk, g, {(topic, 0): 3})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 3})
+    zkc = ["--zookeeper", stack.zookeeper]
+    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest"]
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text(f"{zp.offset_path(g, topic, 0)}:1\n")
+    imp = ["offsets", "import", *zkc, "--input", str(offsets)]
+    modern = modern_member(stack, g, topic)
+    try:
+        before = tree(zk, zp.group_dir(g))
+        for argv, action in ((reset, "reset offsets"), (imp, "import offsets")):
+            for extra in ([], ["--force"], ["--dry-run"]):
+                line = fails(capsys, *argv, *extra)
+                assert line.startswith(f"zkconsumer offsets: refusing to {action}: group "
+                                       f"'{g}' has 1 active member in Kafka (modern-"), line
+                assert line.endswith("), and Kafka takes offsets for it only while it has "
+                                     "none; stop it first"), line
+        assert tree(zk, zp.group_dir(g)) == before
+        assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+
+        # A member joining after the check: ZooKeeper is written, Kafka refuses; said so.
+        monkeypatch.setattr(_admin._KafkaGroups, "members", lambda self, group: [])
+        assert fails(capsys, *reset) == (
+            "zkconsumer offsets: offsets reset: ZooKeeper's offsets written, Kafka's not all: "
+            f"a modern consumer joined group '{g}' meanwhile and Kafka refused its offsets; "
+            "stop it and run this again")
+        assert offset_znodes(zk, g, topic, 1) == {0: 0}
+        assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+        monkeypatch.undo()
+    finally:
+        modern.close()
+    # Stopped (it leaves the group): run again, it finishes the job.
+    wait_until(lambda: run(capsys, *reset)[0] == 0, 30, "the reset once the member left")
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0}
+
+
+def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether the group has offsets in Kafka unknown: refused, unless --zookeeper-only."""
+    from kafka.errors import GroupAuthorizationFailedError
+
+    from zkconsumer import _admin
+
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    seed(zk, g, {(topic, 0): 1})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 3})
+    zkc = ["--zookeeper", stack.zookeeper]
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text(f"{zp.offset_path(g, topic, 0)}:2\n")
+    imp = ["offsets", "import", *zkc, "--input", str(offsets)]
+    dead = f"127.0.0.1:{free_port()}"
+    refused = (f"zkconsumer offsets: refusing to {{}}: cannot ask Kafka whether group '{g}' "
+               "has offsets there (members with offsets.storage=kafka resume from those): {}; "
+               "--zookeeper-only writes ZooKeeper's alone")
+    before = tree(zk, zp.group_dir(g))
+    unreachable = f"cannot reach any broker ({dead}: Connection refused)"
+    for extra in ([], ["--dry-run"]):
+        assert fails(capsys, *imp, "--bootstrap-server", dead, *extra) == refused.format(
+            "import offsets", unreachable)
+
+    # The brokers answer, but not about the group (an ACL, say).
+    def denied(self: Any, group: str) -> Any:
+        raise GroupAuthorizationFailedError(f"group {group}")
+
+    monkeypatch.setattr(_admin._KafkaGroups, "offsets", denied)
+    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest"]
+    assert fails(capsys, *reset) == refused.format(
+        "reset offsets", f"[Error 30] GroupAuthorizationFailedError: group {g}")
+    assert tree(zk, zp.group_dir(g)) == before
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+
+    # --zookeeper-only: ZooKeeper alone, Kafka not asked.
+    rc, out, err = run(capsys, *reset, "--zookeeper-only")
+    assert (rc, err) == (0, "")
+    assert out.splitlines()[0] == f"reset group {g}, topic {topic} to earliest"
+    rc, out, err = run(capsys, *imp, "--bootstrap-server", dead, "--zookeeper-only")
+    assert (rc, err) == (0, "")
+    assert out == ("imported 1 offsets of 1 group in one transaction (created 0, updated 1, "
+                   "unchanged 0)\n")
+    assert offset_znodes(zk, g, topic, 1) == {0: 2}
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+
+
+def test_export_warns_when_kafka_holds_other_offsets_than_the_lines(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The line format has no place for Kafka's offsets: an export of a group committing to
+    Kafka silently held offsets its members do not resume from."""
+    topic = topic_factory(names.topic, 3)
+    g1, g2, g3 = names("kafka"), names("same"), names("zk")
+    seed(zk, g1, {(topic, 0): 1, (topic, 1): 2})
+    kafka_commit(stack.bootstrap, g1, {(topic, 0): 4, (topic, 1): 2, (topic, 2): 3})
+    seed(zk, g2, {(topic, 0): 5})
+    kafka_commit(stack.bootstrap, g2, {(topic, 0): 5})
+    seed(zk, g3, {(topic, 0): 0})
+    export = ["offsets", "export", "--zookeeper", stack.zookeeper, "--group", g1, "--group",
+              g2, "--group", g3]
+    lines = "".join(f"{zp.offset_path(g, topic, p)}:{o}\n"
+                    for g, p, o in ((g1, 0, 1), (g1, 1, 2), (g2, 0, 5), (g3, 0, 0)))
+    warning = (f"zkconsumer offsets export: warning: group {g1}: Kafka holds other offsets than "
+               f"ZooKeeper for 2 partitions ({topic}:0 zookeeper 1 kafka 4, {topic}:2 "
+               "zookeeper - kafka 3); the lines hold ZooKeeper's only\n")
+    assert run(capsys, *export) == (0, lines, warning)
+    rc, out, err = run(capsys, *export, "--json")
+    assert (rc, err) == (0, warning) and len(json.loads(out)) == 4
+    assert run(capsys, *export, "--zookeeper-only") == (0, lines, "")
+    dead = f"127.0.0.1:{free_port()}"
+    assert run(capsys, *export, "--bootstrap-server", dead) == (
+        0, lines, "zkconsumer offsets export: warning: cannot compare with the offsets in "
+        f"Kafka (the lines hold ZooKeeper's): cannot reach any broker ({dead}: Connection "
+        "refused)\n")

@@ -18,6 +18,11 @@ Rules every function follows:
   deletes and re-creates ``/consumers/G/ids`` (or creates and deletes it when it does not
   exist), which ZooKeeper refuses (``NotEmpty`` / ``NodeExists``) if a member registered
   after the check; then nothing of the transaction is applied.
+* Offsets written for a group are also committed in Kafka when the group has committed
+  offsets there (members with ``offsets.storage=kafka`` resume from those): Kafka is asked
+  first (one OffsetFetch per group), refusals come before any write (active members in
+  Kafka; Kafka not reachable, unless ``--zookeeper-only``), and Kafka is written after
+  ZooKeeper; a refusal then says that ZooKeeper was written.
 * Failures the user can fix raise :class:`AdminError` (a ``ZkConsumerError``) with a
   one-line message naming the group, topic, file line or address; a znode ACL refusing
   this client (NoAuth) is :class:`AclRefusedError`, naming the path.
@@ -40,7 +45,7 @@ import re
 import socket
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, TypeVar, cast
@@ -71,6 +76,9 @@ __all__ = [
     "GroupDescription",
     "GroupSummary",
     "ImportResult",
+    "KafkaGroupActiveError",
+    "KafkaImport",
+    "KafkaUnknownError",
     "MemberInfo",
     "OffsetEntry",
     "OffsetFileError",
@@ -78,9 +86,11 @@ __all__ = [
     "PartitionStatus",
     "ResetRow",
     "ResetTarget",
+    "StoreDifference",
     "UnknownGroupError",
     "UnknownTopicError",
     "VerifyResult",
+    "ZOOKEEPER_ONLY_FLAG",
     "ZooKeeperUnreachableError",
     "check_brokers",
     "command_config",
@@ -93,6 +103,7 @@ __all__ = [
     "format_offset_lines",
     "group_exists",
     "import_offsets",
+    "kafka_differences",
     "list_groups",
     "name_problem",
     "parse_offset_lines",
@@ -338,6 +349,9 @@ class ImportResult:
     updated: int
     unchanged: int
     transactions: int
+    kafka: list[KafkaImport] = field(default_factory=list)
+    """The groups with offsets in Kafka, whose offsets were (or would be) committed there
+    too; the counts above are ZooKeeper's."""
 
     @property
     def groups(self) -> list[str]:
@@ -371,9 +385,12 @@ class ResetTarget:
 class ResetRow(_JsonRow):
     """One partition of ``offsets reset``: the committed offset before and after.
 
-    ``clamped``: "log start" or "log end" when a requested offset was outside the
-    partition's log and ``offset`` is that bound instead (not in the JSON form, which the
-    CLI keeps as it was; it prints a note).
+    ``old_offset`` is ZooKeeper's. ``kafka``: the group has offsets in Kafka, so ``offset``
+    is written there too; ``old_kafka_offset`` is Kafka's before (None: none). The JSON
+    form has ``old_kafka_offset`` only then: for a group without offsets in Kafka it is
+    what it was. ``clamped``: "log start" or "log end" when a requested offset was outside
+    the partition's log and ``offset`` is that bound instead (not in the JSON form, which
+    the CLI keeps as it was; it prints a note).
     """
 
     group: str
@@ -382,10 +399,14 @@ class ResetRow(_JsonRow):
     old_offset: int | None
     offset: int
     clamped: str | None = field(default=None, compare=False)
+    old_kafka_offset: int | None = None
+    kafka: bool = False
 
     def to_json(self) -> dict[str, Any]:
         row = super().to_json()
-        del row["clamped"]
+        del row["clamped"], row["kafka"]
+        if not self.kafka:
+            del row["old_kafka_offset"]
         return row
 
 
@@ -989,6 +1010,256 @@ class _BrokerOffsets:
 
 
 # --------------------------------------------------------------------------------------
+# The group's offsets in Kafka, for the commands that write or export offsets
+# --------------------------------------------------------------------------------------
+
+#: The flag of ``offsets reset|import|export`` that leaves Kafka alone.
+ZOOKEEPER_ONLY_FLAG = "--zookeeper-only"
+
+
+class KafkaUnknownError(AdminError):
+    """Kafka could not be asked about a group before offsets were written to ZooKeeper:
+    members with ``offsets.storage=kafka`` resume from Kafka's offsets, so a write to
+    ZooKeeper alone may change nothing for them."""
+
+
+class KafkaGroupActiveError(GroupActiveError):
+    """The group has active members in Kafka (a modern consumer group that is not empty):
+    Kafka refuses offsets committed for it from outside."""
+
+
+class _KafkaGroups:
+    """One admin client asking Kafka about groups and committing their offsets, through
+    :mod:`zkconsumer._migrate`'s helpers (kafka-python's public API: OffsetFetch,
+    DescribeGroups, OffsetCommit outside any generation). The group is never joined."""
+
+    def __init__(self, servers: str, kafka: Mapping[str, Any] | None = None) -> None:
+        from ._migrate import MigrationError, modern_admin  # late: _migrate imports this
+
+        try:
+            self._admin = modern_admin(servers, BOOTSTRAP_TIMEOUT_MS, kafka)
+        except MigrationError as e:
+            raise _BrokersUnreachableError(str(e)) from e
+
+    def offsets(self, group: str) -> dict[TopicPartition, int]:
+        """The group's committed offsets in Kafka (one OffsetFetch)."""
+        from ._migrate import read_kafka_offsets
+
+        return read_kafka_offsets(self._admin, group)
+
+    def members(self, group: str) -> list[str]:
+        """The member ids of the group's active members in Kafka (DescribeGroups)."""
+        from ._migrate import _modern_group
+
+        return [m.member_id for m in _modern_group(self._admin, group)[1]]
+
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for ``group`` (raises as ``write_kafka_offsets`` does)."""
+        from ._migrate import write_kafka_offsets
+
+        write_kafka_offsets(self._admin, group, offsets)
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+@dataclass
+class _KafkaPlan:
+    """What Kafka holds for the groups a command writes: ``offsets`` has the groups with
+    committed offsets there (their offsets), which get the new offsets too; ``client`` is
+    None when Kafka was not asked (``--zookeeper-only``)."""
+
+    client: _KafkaGroups | None = None
+    offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+
+    def __enter__(self) -> _KafkaPlan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.client is not None:
+            self.client.close()
+
+
+def _groups_text(groups: Sequence[str]) -> str:
+    """"group 'a'", or "groups 'a', 'b' and 3 more"."""
+    shown = ", ".join(repr(g) for g in groups[:3])
+    more = f" and {len(groups) - 3} more" if len(groups) > 3 else ""
+    return f"group{'s' if len(groups) != 1 else ''} {shown}{more}"
+
+
+def _kafka_unknown(action: str, groups: Sequence[str], reason: str) -> KafkaUnknownError:
+    have = "has" if len(groups) == 1 else "have"
+    return KafkaUnknownError(
+        f"refusing to {action}: cannot ask Kafka whether {_groups_text(groups)} {have} "
+        f"offsets there (members with offsets.storage=kafka resume from those): {reason}; "
+        f"{ZOOKEEPER_ONLY_FLAG} writes ZooKeeper's alone"
+    )
+
+
+def _ask_kafka(
+    zk: KazooClient, groups: Sequence[str], bootstrap: str | None,
+    kafka: Mapping[str, Any] | None, action: str,
+) -> _KafkaPlan:
+    """Which of ``groups`` have committed offsets in Kafka (one OffsetFetch each, as
+    ``groups describe`` asks); the caller writes theirs to Kafka too. Refuses
+    (:class:`KafkaGroupActiveError`) when such a group has active members in Kafka, and
+    (:class:`KafkaUnknownError`) when Kafka cannot be asked. The caller closes the plan."""
+    try:
+        servers = find_bootstrap(zk, bootstrap, kafka)
+        check_brokers(servers)
+        client = _KafkaGroups(servers, kafka)
+    except AdminError as e:
+        raise _kafka_unknown(action, groups, str(e)) from e
+    plan = _KafkaPlan(client)
+    try:
+        for group in groups:
+            try:
+                found = client.offsets(group)
+            except Exception as e:  # noqa: BLE001 - refused, with the reason
+                log.debug("committed offsets in Kafka failed", exc_info=True)
+                raise _kafka_unknown(action, [group], _reason(e)) from e
+            if found:
+                plan.offsets[group] = found
+        for group in plan.offsets:
+            try:
+                members = client.members(group)
+            except Exception as e:  # noqa: BLE001 - refused, with the reason
+                log.debug("DescribeGroups failed", exc_info=True)
+                raise KafkaUnknownError(
+                    f"refusing to {action}: cannot ask Kafka whether group {group!r}, which "
+                    f"has offsets there, has active members: {_reason(e)}"
+                ) from e
+            if members:
+                n = len(members)
+                shown = ", ".join(members[:3]) + (f" and {n - 3} more" if n > 3 else "")
+                raise KafkaGroupActiveError(
+                    f"refusing to {action}: group {group!r} has {n} active member"
+                    f"{'s' if n != 1 else ''} in Kafka ({shown}), and Kafka takes offsets "
+                    f"for it only while it has none; stop {'it' if n == 1 else 'them'} first"
+                )
+    except BaseException:
+        plan.__exit__()
+        raise
+    return plan
+
+
+@dataclass(frozen=True)
+class KafkaImport:
+    """The offsets of one group ``offsets import`` also commits (or would) in Kafka, where
+    the group has offsets: counts as :class:`ImportResult`'s; ``skipped``: offsets of
+    partitions the broker registry does not have (a deleted topic), which Kafka refuses."""
+
+    group: str
+    created: int
+    updated: int
+    unchanged: int
+    skipped: int = 0
+
+
+def _kafka_writes(
+    plan: _KafkaPlan, entries: Iterable[OffsetEntry],
+    exists: Callable[[TopicPartition], bool] = lambda tp: True,
+) -> tuple[dict[str, dict[TopicPartition, int]], list[KafkaImport]]:
+    """The offsets of ``entries`` to commit in Kafka (those of groups with offsets there
+    that differ from Kafka's), and what that does per group."""
+    writes: dict[str, dict[TopicPartition, int]] = {}
+    counts: dict[str, list[int]] = {}
+    for e in entries:
+        current = plan.offsets.get(e.group)
+        if current is None:
+            continue
+        tp = TopicPartition(e.topic, e.partition)
+        n = counts.setdefault(e.group, [0, 0, 0, 0])
+        if not exists(tp):
+            n[3] += 1
+            continue
+        old = current.get(tp)
+        if old == e.offset:
+            n[2] += 1
+            continue
+        n[0 if old is None else 1] += 1
+        writes.setdefault(e.group, {})[tp] = e.offset
+    return writes, [KafkaImport(g, *n) for g, n in sorted(counts.items())]
+
+
+def _commit_kafka(plan: _KafkaPlan, writes: Mapping[str, Mapping[TopicPartition, int]],
+                  what: str) -> None:
+    """Commit ``writes`` (group -> offsets) in Kafka, after ZooKeeper's were written."""
+    from ._migrate import GroupActiveError as JoinedError
+
+    if plan.client is None:
+        return
+    done: list[str] = []
+    for group, offsets in sorted(writes.items()):
+        if not offsets:
+            continue
+        try:
+            plan.client.commit(group, offsets)
+        except Exception as e:
+            if isinstance(e, JoinedError):
+                why = (f"a modern consumer joined group {group!r} meanwhile and Kafka refused "
+                       "its offsets; stop it and run this again")
+            else:
+                why = f"group {group!r}: {_reason(e)}; run this again"
+            also = f" (and Kafka's of {_groups_text(done)})" if done else ""
+            raise AdminError(f"{what}: ZooKeeper's offsets written{also}, Kafka's not all: "
+                             f"{why}") from e
+        done.append(group)
+
+
+@dataclass(frozen=True)
+class StoreDifference:
+    """A partition whose offset in Kafka is not the one in ZooKeeper (None: none there)."""
+
+    group: str
+    topic: str
+    partition: int
+    zookeeper_offset: int | None
+    kafka_offset: int
+
+
+def kafka_differences(
+    zk: KazooClient,
+    entries: Sequence[OffsetEntry],
+    groups: Sequence[str] | None = None,
+    bootstrap: str | None = None,
+    *,
+    kafka: Mapping[str, Any] | None = None,
+) -> tuple[list[StoreDifference], str | None]:
+    """Where the exported ``entries`` (ZooKeeper's offsets of ``groups``, all groups when
+    None) are not what Kafka holds for the group (one OffsetFetch per group): the legacy
+    line format has no place for Kafka's. Also why Kafka could not be asked (None: asked)."""
+    selected = sorted(set(groups)) if groups else sorted(_children(zk, zp.CONSUMERS))
+    if not selected:
+        return [], None
+    ours = {(e.group, TopicPartition(e.topic, e.partition)): e.offset for e in entries}
+    try:
+        servers = find_bootstrap(zk, bootstrap, kafka)
+        check_brokers(servers)
+        client = _KafkaGroups(servers, kafka)
+    except AdminError as e:
+        return [], str(e)
+    out: list[StoreDifference] = []
+    failed: list[str] = []
+    reason = ""
+    try:
+        for group in selected:
+            try:
+                found = client.offsets(group)
+            except Exception as e:  # noqa: BLE001 - said in the warning
+                failed.append(group)
+                reason = reason or _reason(e)
+                continue
+            for tp, offset in sorted(found.items()):
+                z = ours.get((group, tp))
+                if z != offset:
+                    out.append(StoreDifference(group, tp.topic, tp.partition, z, offset))
+    finally:
+        client.close()
+    return out, (f"{_groups_text(failed)}: {reason}" if failed else None)
+
+
+# --------------------------------------------------------------------------------------
 # groups describe
 # --------------------------------------------------------------------------------------
 
@@ -1394,15 +1665,59 @@ def import_offsets(
     force: bool = False,
     progress: Progress | None = None,
     dry_run: bool = False,
+    bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+    zookeeper_only: bool = False,
 ) -> ImportResult:
-    """Write every entry's offset (creating znodes as needed) in one transaction.
+    """Write every entry's offset (creating znodes as needed) in one transaction, and in
+    Kafka too for the groups that have offsets there.
 
     Refuses (GroupActiveError) when a group in ``entries`` has registered members, unless
     ``force``. More than :data:`MAX_TRANSACTION_OPS` operations are split into several
     transactions (``transactions`` in the result says how many). ``dry_run``: the same
     checks and plan, nothing written (it refuses what the real run would refuse).
+
+    Kafka is asked which groups have committed offsets there (one OffsetFetch per group, to
+    ``bootstrap`` or the brokers registered in ZooKeeper; ``kafka``: their security
+    settings): members with ``offsets.storage=kafka`` resume from those, so such a group's
+    offsets are committed in Kafka as well (after ZooKeeper's; ``kafka`` in the result),
+    except those of partitions the broker registry does not have, which Kafka refuses.
+    Refuses (:class:`KafkaGroupActiveError`) when such a group has active members in Kafka,
+    whatever ``force``, and (:class:`KafkaUnknownError`) when Kafka cannot be asked, unless
+    ``zookeeper_only``: ZooKeeper alone, Kafka not asked.
     """
     groups = sorted({e.group for e in entries})
+    if not force:
+        for group in groups:
+            _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+    plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, groups, bootstrap, kafka,
+                                                          "import offsets")
+    with plan:
+        registry: dict[str, list[int] | None] = {}
+
+        def exists(tp: TopicPartition) -> bool:
+            if tp.topic not in registry:
+                registry[tp.topic] = topic_partitions(zk, tp.topic)
+            known = registry[tp.topic]
+            return known is not None and tp.partition in known
+
+        writes, in_kafka = _kafka_writes(plan, entries, exists)
+        result = _import_zookeeper(zk, entries, groups, force, progress, dry_run)
+        if not dry_run:
+            _commit_kafka(plan, writes, "offsets import")
+    return replace(result, kafka=in_kafka)
+
+
+def _import_zookeeper(
+    zk: KazooClient,
+    entries: Sequence[OffsetEntry],
+    groups: Sequence[str],
+    force: bool,
+    progress: Progress | None = None,
+    dry_run: bool = False,
+) -> ImportResult:
+    """The ZooKeeper part of :func:`import_offsets`: checked, planned and written, planned
+    again from a fresh read when ZooKeeper changed meanwhile."""
     written = 0
     for _ in range(3):
         if not force:
@@ -1524,6 +1839,7 @@ def reset_offsets(
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
     kafka: Mapping[str, Any] | None = None,
+    zookeeper_only: bool = False,
 ) -> list[ResetRow]:
     """Set a group's committed offsets of every partition of ``topic`` (UpdateOffsetsInZK).
 
@@ -1533,6 +1849,13 @@ def reset_offsets(
     (``offsets_for_times``), or the log end when there is none. Refuses while the group has
     registered members unless ``force``. One transaction; ``dry_run`` writes nothing.
     ``kafka``: the brokers' security settings (:func:`command_config`).
+
+    When the group has committed offsets in Kafka (one OffsetFetch, as ``groups describe``
+    asks), where members with ``offsets.storage=kafka`` resume from, the new offsets are
+    committed there too, after ZooKeeper's (rows with ``kafka`` set). Refuses then while the
+    group has active members in Kafka, whatever ``force``; refuses when Kafka cannot be
+    asked, unless ``zookeeper_only`` (ZooKeeper alone, Kafka not asked): as
+    :func:`import_offsets`.
     """
     _require_group(zk, group)
     _check_name(topic, "topic")
@@ -1546,6 +1869,31 @@ def reset_offsets(
     tps = [TopicPartition(topic, p) for p in partitions]
     servers = find_bootstrap(zk, bootstrap, kafka)
     check_brokers(servers)
+    plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, [group], servers, kafka,
+                                                          "reset offsets")
+    with plan:
+        return _reset_with(zk, group, topic, target, servers, tps, plan, force=force,
+                           dry_run=dry_run, progress=progress,
+                           log_end_offsets=log_end_offsets, kafka=kafka)
+
+
+def _reset_with(
+    zk: KazooClient,
+    group: str,
+    topic: str,
+    target: ResetTarget,
+    servers: str,
+    tps: Sequence[TopicPartition],
+    plan: _KafkaPlan,
+    *,
+    force: bool,
+    dry_run: bool,
+    progress: Progress | None,
+    log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None,
+    kafka: Mapping[str, Any] | None,
+) -> list[ResetRow]:
+    """:func:`reset_offsets` once the checks passed and Kafka was asked (``plan``)."""
     ends_reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
     new: dict[TopicPartition, int] = {}
     clamped: dict[TopicPartition, str] = {}
@@ -1581,15 +1929,20 @@ def reset_offsets(
                          f"{', '.join(f'{t}:{p}' for t, p in absent)}")
 
     old = {tp: off for tp, off in _read_offsets(zk, group).items() if tp.topic == topic}
+    in_kafka = plan.offsets.get(group)
     rows = []
     for i, tp in enumerate(tps, 1):
-        rows.append(ResetRow(group, topic, tp.partition, old.get(tp), new[tp], clamped.get(tp)))
+        rows.append(ResetRow(group, topic, tp.partition, old.get(tp), new[tp], clamped.get(tp),
+                             None if in_kafka is None else in_kafka.get(tp),
+                             in_kafka is not None))
         if progress is not None:
             progress(i, len(tps))
     if dry_run:
         return rows
     entries = [OffsetEntry(group, r.topic, r.partition, r.offset) for r in rows]
-    import_offsets(zk, entries, force=force)
+    writes, _ = _kafka_writes(plan, entries)
+    _import_zookeeper(zk, entries, [group], force)
+    _commit_kafka(plan, writes, "offsets reset")
     return rows
 
 

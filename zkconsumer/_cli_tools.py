@@ -339,6 +339,8 @@ def _cmd_offsets_export(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int:
     with _progress("exporting offsets") as bar:
         entries = _admin.export_offsets(zk, groups or None, progress=bar)
+    if not args.zookeeper_only:
+        _warn_kafka_differences(zk, args, entries, groups)
     text = _admin.format_offset_lines(entries)
     if args.output not in (None, "-"):
         try:
@@ -354,6 +356,29 @@ def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int
         print(f"exported {len(entries)} offsets of {n_groups} group"
               f"{'s' if n_groups != 1 else ''} to {args.output}")
     return 0
+
+
+def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
+                            entries: list[_admin.OffsetEntry], groups: list[str]) -> None:
+    """Warn about each exported group whose offsets in Kafka are not ZooKeeper's: the lines
+    have no place for them."""
+    differences, error = _admin.kafka_differences(
+        zk, entries, groups or None, args.bootstrap_server,
+        kafka=_admin.command_config(args.command_config))
+    warn = "zkconsumer offsets export: warning:"
+    if error is not None:
+        print(f"{warn} cannot compare with the offsets in Kafka (the lines hold ZooKeeper's): "
+              f"{error}", file=sys.stderr)
+    by_group: dict[str, list[_admin.StoreDifference]] = {}
+    for d in differences:
+        by_group.setdefault(d.group, []).append(d)
+    for group, diffs in by_group.items():
+        n = len(diffs)
+        shown = ", ".join(f"{d.topic}:{d.partition} zookeeper {_cell(d.zookeeper_offset)} "
+                          f"kafka {d.kafka_offset}" for d in diffs[:3])
+        print(f"{warn} group {group}: Kafka holds other offsets than ZooKeeper for {n} "
+              f"partition{'s' if n != 1 else ''} ({shown}{', ...' if n > 3 else ''}); the "
+              "lines hold ZooKeeper's only", file=sys.stderr)
 
 
 def _read_input(path: str) -> list[str]:
@@ -383,8 +408,10 @@ def _cmd_offsets_import(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.OffsetEntry]) -> int:
     # A dry run makes the same checks (a live group is refused) and the same plan.
     with _progress("importing offsets") as bar:
-        result = _admin.import_offsets(zk, entries, force=args.force, progress=bar,
-                                       dry_run=args.dry_run)
+        result = _admin.import_offsets(
+            zk, entries, force=args.force, progress=bar, dry_run=args.dry_run,
+            bootstrap=args.bootstrap_server, kafka=_admin.command_config(args.command_config),
+            zookeeper_only=args.zookeeper_only)
     if args.json:
         _print_json([e.to_json() for e in entries])
         return 0
@@ -393,13 +420,29 @@ def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.Offs
            else f"in {result.transactions} transactions")
     what = (f"{len(entries)} offsets of {len(groups)} group{'s' if len(groups) != 1 else ''} "
             f"{how}")
+    in_kafka = _kafka_import_text(result.kafka, args.dry_run)
     if args.dry_run:
         print(f"dry run: would import {what} (create {result.created}, update "
-              f"{result.updated}, unchanged {result.unchanged}); nothing written")
+              f"{result.updated}, unchanged {result.unchanged}){in_kafka}; nothing written")
         return 0
     print(f"imported {what} (created {result.created}, updated {result.updated}, "
-          f"unchanged {result.unchanged})")
+          f"unchanged {result.unchanged}){in_kafka}")
     return 0
+
+
+def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
+    """"; and in Kafka, where group G has offsets: created 1, ...", or "" (no such group)."""
+    if not kafka:
+        return ""
+    n = len(kafka)
+    names = ", ".join(k.group for k in kafka[:3]) + (f" and {n - 3} more" if n > 3 else "")
+    created, updated = ("create", "update") if dry_run else ("created", "updated")
+    skipped = sum(k.skipped for k in kafka)
+    left_out = f", left out {skipped} (no such partition in /brokers/topics)" if skipped else ""
+    return (f"; and in Kafka, where group{'s' if n != 1 else ''} {names} "
+            f"{'has' if n == 1 else 'have'} offsets: {created} "
+            f"{sum(k.created for k in kafka)}, {updated} {sum(k.updated for k in kafka)}, "
+            f"unchanged {sum(k.unchanged for k in kafka)}{left_out}")
 
 
 def _cmd_offsets_reset(args: argparse.Namespace) -> int:
@@ -416,6 +459,7 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
         rows = _admin.reset_offsets(
             zk, group, topic, target, args.bootstrap_server, force=args.force,
             dry_run=args.dry_run, progress=bar, kafka=_admin.command_config(args.command_config),
+            zookeeper_only=args.zookeeper_only,
         )
     clamped = [r for r in rows if r.clamped is not None]
     if clamped:
@@ -431,12 +475,17 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
         return 0
     console = _console()
     verb = "would reset" if args.dry_run else "reset"
+    # A group with offsets in Kafka gets the new ones there too; OLD-OFFSET stays ZooKeeper's.
+    kafka = any(r.kafka for r in rows)
     console.print(f"{verb} group {group}, topic {topic} to {target}"
+                  + (" in ZooKeeper and Kafka" if kafka else "")
                   + (" (dry run: nothing written)" if args.dry_run else ""))
-    table = _table([("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
-                    ("NEW-OFFSET", "right")])
+    columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
+               ("NEW-OFFSET", "right")]
+    table = _table(columns + [("OLD-KAFKA-OFFSET", "right")] if kafka else columns)
     for r in rows:
-        table.add_row(r.topic, str(r.partition), _cell(r.old_offset), str(r.offset))
+        table.add_row(r.topic, str(r.partition), _cell(r.old_offset), str(r.offset),
+                      *([_cell(r.old_kafka_offset)] if kafka else []))
     console.print(table)
     return 0
 
@@ -783,8 +832,12 @@ def register(sub: Any) -> None:
     p = osub.add_parser(
         "export", help="write offsets as /consumers/G/offsets/T/P:offset lines",
         description="Export committed offsets in the ExportZkOffsets line format. "
-        "Without --output the lines go to stdout; with --json stdout gets a JSON list.")
-    _add_common(p)
+        "Without --output the lines go to stdout; with --json stdout gets a JSON list. "
+        "A warning on stderr names each group whose offsets in Kafka differ from "
+        "ZooKeeper's (the lines hold ZooKeeper's only).")
+    _add_common(p, bootstrap=True)
+    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+                   help="do not compare with the groups' offsets in Kafka")
     p.add_argument("--group", action="append", metavar="G",
                    help="a group to export (repeatable; default: every group)")
     p.add_argument("--output", metavar="FILE", help="the file to write ('-': stdout)")
@@ -794,12 +847,16 @@ def register(sub: Any) -> None:
         description="Import an ExportZkOffsets file. Every line is validated first; "
         "nothing is written unless all are valid. All offsets are written in one "
         "ZooKeeper transaction when they fit. Refused for groups with registered members "
-        "unless --force.")
-    _add_common(p)
+        "unless --force. A group with committed offsets in Kafka (offsets.storage=kafka) "
+        "gets them there too (refused while it has active members in Kafka); refused "
+        f"when Kafka cannot be asked, unless {_admin.ZOOKEEPER_ONLY_FLAG}.")
+    _add_common(p, bootstrap=True)
     p.add_argument("--input", required=True, metavar="FILE", help="the file ('-': stdin)")
     p.add_argument("--force", action="store_true",
                    help="write even when a group has registered members")
     p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+                   help="write ZooKeeper's offsets alone, without asking Kafka")
     p.set_defaults(func=_cmd_offsets_import)
     p = osub.add_parser(
         "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
@@ -807,7 +864,10 @@ def register(sub: Any) -> None:
         "(UpdateOffsetsInZK). --to earliest|latest|OFFSET|DATETIME; OFFSET is clamped to "
         "each partition's log; DATETIME is ISO-8601 (local time without a zone) and "
         "resolves to the first offset at or after it. Refused while the group has "
-        "registered members unless --force.")
+        "registered members unless --force. A group with committed offsets in Kafka "
+        "(offsets.storage=kafka) gets the new offsets there too (refused while it has "
+        "active members in Kafka); refused when Kafka cannot be asked, unless "
+        f"{_admin.ZOOKEEPER_ONLY_FLAG}.")
     _add_common(p, bootstrap=True)
     p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--topic", required=True, metavar="T")
@@ -816,6 +876,8 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="write even while the group has registered members")
     p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
+    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+                   help="write ZooKeeper's offsets alone, without asking Kafka")
     p.set_defaults(func=_cmd_offsets_reset)
 
     # verify-rebalance
