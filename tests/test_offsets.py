@@ -293,7 +293,7 @@ def test_a_commit_that_fails_after_it_was_sent_forgets_the_cached_offset(
         commit_async = tx.commit_async
 
         class Lost:
-            def get(self) -> Any:
+            def get(self, timeout: float | None = None) -> Any:
                 commit_async().get()  # ZooKeeper applied it; the answer never came
                 raise ConnectionLoss()
 
