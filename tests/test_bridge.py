@@ -271,6 +271,31 @@ def test_a_bridge_refused_its_top_level_paths_stops_with_one_line(
         "(ZKCONSUMER_ZOOKEEPER_AUTH) what the bridge needs")
 
 
+def test_an_unreachable_cluster_is_one_warning_not_a_flood(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """kafka-python logs each failed connection attempt as an ERROR: the bridge's stderr was
+    dozens of them in seconds, next to its own one line."""
+    root = f"/bridge-{names.suffix}"
+    zk.create(root)
+    with reaped(subprocess.Popen(
+            [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper",
+             f"{stack.zookeeper}{root}", "--bootstrap-server", "127.0.0.1:1",
+             "--interval", "0.2", "--connect-timeout", "0.5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) as proc:
+        wait_until(lambda: zk.exists(root + zp.BROKER_IDS) is not None, 20,
+                   "the bridge to start its rounds")
+        try:
+            proc.communicate(timeout=4)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    lines = err.strip().splitlines()
+    assert [line for line in lines if " kafka." in line] == [], err
+    unreachable = [line for line in lines if "cluster 127.0.0.1:1 unreachable" in line]
+    assert len(unreachable) == 1, err
+
+
 def test_a_refused_deregistration_still_closes_the_session(
     stack: StackInfo, zk: KazooClient, names: Any
 ) -> None:

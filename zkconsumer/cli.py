@@ -136,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
     )
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    # kafka-python logs every failed connection attempt as an ERROR; the bridge says once
+    # that the cluster is unreachable, and again when it is back (--verbose shows both).
+    quiet_kafka = args.command == "bridge" and not args.verbose
+    logging.getLogger("kafka").setLevel(logging.CRITICAL if quiet_kafka else logging.WARNING)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
         rc = int(args.func(args))
