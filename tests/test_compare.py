@@ -26,6 +26,7 @@ from zkconsumer._compare import (
     render_markdown,
     zk_member_config,
 )
+from zkconsumer._migrate import modern_admin
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -61,7 +62,7 @@ def test_expected_range_matches_both_id_schemes() -> None:
 
 
 def test_short_compare_end_to_end(
-    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, zk: Any
 ) -> None:
     out_dir = tmp_path / "cmp"
     # What a plaintext cluster's command config holds: every client of the run reads it.
@@ -101,6 +102,13 @@ def test_short_compare_end_to_end(
         assert r["changes"][3]["reassignment_s"] >= 2.5
         assert float(row["kill"]) == pytest.approx(r["changes"][3]["reassignment_s"], abs=0.01)
     assert report.count("| yes |") == 4  # both protocols agree after every change
+    # The run's groups are gone with it (they were left behind).
+    assert zk.exists(f"/consumers/{results['zookeeper']['group']}") is None
+    admin = modern_admin(stack.bootstrap)
+    try:
+        assert results["kafka"]["group"] not in {g["group_id"] for g in admin.list_groups()}
+    finally:
+        admin.close()
 
     width, height = png_size(out_dir / "compare.png")
     assert width >= 600 and height >= 400

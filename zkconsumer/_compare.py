@@ -971,7 +971,55 @@ def run_compare(
         say(f"{protocol}: {settings.members} members on {settings.topic} "
             f"({partitions} partitions)")
         results.append(_Run(protocol, settings, partitions, log_dir, say, kafka).run())
+    for r in results:
+        _forget_group(settings, r, kafka, say)
     return CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def _forget_group(settings: CompareSettings, result: ProtocolResult,
+                  kafka: Mapping[str, Any], say: Callable[[str], None]) -> None:
+    """Delete a run's group (its znodes, or the Kafka group), so runs leave nothing behind.
+
+    The killed member's registration lasts until its session times out: waited for, up to
+    twice the session timeout. Best-effort: a group that stays is said, with how to delete it.
+    """
+    from ._admin import AdminError, GroupActiveError, connect, delete_group
+    from ._migrate import modern_admin
+
+    deadline = time.monotonic() + 2 * settings.session_timeout_ms / 1000.0
+    group = result.group
+    error: Exception | None = None
+    while True:
+        try:
+            if result.protocol == "zookeeper":
+                zk = connect(settings.zookeeper)
+                try:
+                    delete_group(zk, group)
+                finally:
+                    zk.stop()
+                    zk.close()
+            else:
+                admin = modern_admin(settings.bootstrap, kafka=kafka)
+                try:
+                    answer = admin.delete_groups([group]).get(group)
+                finally:
+                    admin.close()
+                if answer not in ("OK", None):
+                    raise AdminError(str(answer))
+            return
+        except GroupActiveError as e:  # the killed member's session has not expired yet
+            error = e
+        except Exception as e:  # noqa: BLE001 - best-effort: said below
+            error = e
+            if result.protocol == "zookeeper":
+                break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    how = (f"zkconsumer groups delete --group {group}" if result.protocol == "zookeeper"
+           else "Kafka's kafka-consumer-groups --delete")
+    say(f"{result.protocol}: the run's group {group} is left behind ({error}); delete it "
+        f"with {how}")
 
 
 # --------------------------------------------------------------------------------------
