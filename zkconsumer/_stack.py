@@ -176,6 +176,9 @@ class LocalStack:
         zk_jvm_options: Sequence[str] = (),
     ) -> None:
         self.dir = Path(directory).absolute()
+        if self.dir.exists() and not self.dir.is_dir():
+            raise StackError(f"{self.dir} is not a directory: give the stack a directory of "
+                             "its own")
         self.zk_config = list(zk_config)
         self.zk_jvm_options = list(zk_jvm_options)
         self.state_file = self.dir / "stack.json"

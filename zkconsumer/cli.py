@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from . import __version__
 from ._errors import ZkConsumerError
 
 EXIT_USAGE = 2
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kafka's legacy ZooKeeper consumer, its tools and its local stack.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument("--version", action="version", version=f"zkconsumer {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
