@@ -180,6 +180,13 @@ def produce_each(stack: StackInfo, topic: str, per_partition: int, start: int = 
     ])
 
 
+def fill(stack: StackInfo, topic: str, partitions: int, n: int) -> None:
+    """``n`` messages in each of the first ``partitions`` partitions: offsets up to ``n``
+    are then in the log (the copy refuses offsets past the log end)."""
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(partitions)
+                                     for _ in range(n)])
+
+
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     code = cli.main(list(argv))
     out, err = capsys.readouterr()
@@ -346,6 +353,7 @@ def test_copy_refuses_while_owners_exist(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
 ) -> None:
     group, topic = names.group, topic2
+    fill(stack, topic, 2, 6)
     set_zk(zk, group, topic, {0: 6, 1: 2})
     config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
                              "consumer.id": "alive", "auto.commit.enable": "false"})
@@ -383,6 +391,7 @@ def test_copy_respects_newer_offsets_and_round_trips(
 ) -> None:
     group = names.group
     topic = topic_factory(names.topic, 3)
+    fill(stack, topic, 3, 12)
     set_zk(zk, group, topic, {0: 5, 1: 7, 2: 3})
     set_kafka(stack.bootstrap, group, topic, {0: 5, 1: 4, 2: 6})
     base = ("migrate", "copy", "--group", group, "--bootstrap-server", stack.bootstrap,
@@ -428,6 +437,7 @@ def test_copy_to_zookeeper_over_a_minus_one_offset_znode(
     writes over it (it failed with "changed since the plan (-1)" on every run)."""
     group = names.group
     topic = topic_factory(names.topic, 2)
+    fill(stack, topic, 2, 9)
     set_zk(zk, group, topic, {0: -1, 1: 3})
     set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
     result = copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
@@ -436,12 +446,24 @@ def test_copy_to_zookeeper_over_a_minus_one_offset_znode(
     assert read_zk_offsets(zk, group) == {TP(topic, 0): 9, TP(topic, 1): 4}
 
 
-def test_copy_bad_input_is_one_line(stack: StackInfo, capsys: Any, names: Any) -> None:
+def test_copy_bad_input_is_one_line(
+    stack: StackInfo, zk: KazooClient, capsys: Any, names: Any
+) -> None:
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", names.group, "--from", "kafka", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper)
     assert (code, out) == (2, "") and err.strip() == (
         "zkconsumer migrate: --from and --to are both kafka")
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
+        "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--check-interval", "0.01")
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"zkconsumer migrate: group {names.group!r} not found: no "
+                           f"/consumers/{names.group} in ZooKeeper and no committed offsets "
+                           "or members in Kafka")
+    # A group that exists, with nothing in the source store.
+    zk.ensure_path(zp.ids_dir(names.group))
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
         "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
@@ -545,6 +567,7 @@ def legacy_owner(
 ) -> ZookeeperConsumerConnector:
     """Offsets 1 and 1 in ZooKeeper and a live legacy member "leaving" owning the topic's
     partitions (shut it down to let a copy go on)."""
+    fill(stack, topic, 2, 1)
     set_zk(zk, group, topic, {0: 1, 1: 1})
     config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": group,
                              "consumer.id": "leaving", "auto.commit.enable": "false"})
@@ -608,6 +631,7 @@ def test_copy_into_an_acl_protected_group_names_the_refused_znode(
     try:
         zk.ensure_path("/consumers")  # open, as the cluster's other groups need it
         owner.create(zp.offset_path(group, topic, 0), zp.encode_offset(3), makepath=True)
+        fill(stack, topic, 1, 9)
         set_kafka(stack.bootstrap, group, topic, {0: 9})
         base = ("migrate", "copy", "--group", group, "--bootstrap-server", stack.bootstrap,
                 "--zookeeper", stack.zookeeper, "--check-interval", "0.1", "--from", "kafka",
@@ -675,11 +699,11 @@ def status_cli(capsys: Any, stack: StackInfo, group: str, *more: str) -> tuple[i
 
 
 def copy_cli(
-    capsys: Any, stack: StackInfo, group: str, source: str, dest: str
+    capsys: Any, stack: StackInfo, group: str, source: str, dest: str, *more: str
 ) -> tuple[int, str, str]:
     return run_cli(capsys, "migrate", "copy", "--group", group, "--from", source, "--to",
                    dest, "--bootstrap-server", stack.bootstrap, "--zookeeper",
-                   stack.zookeeper, "--check-interval", "0.1")
+                   stack.zookeeper, "--check-interval", "0.1", *more)
 
 
 def test_deleted_topic_offsets_are_a_warning_and_never_copied(
@@ -754,6 +778,7 @@ def test_copy_names_what_kafka_refused_and_what_it_wrote(
     ghost = names("ghost")  # registered in ZooKeeper only, never on the broker
     zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1]}).encode(), makepath=True)
     try:
+        fill(stack, live, 2, 3)
         set_zk(zk, group, live, {0: 3, 1: 2})
         set_zk(zk, group, ghost, {0: 7})
         with pytest.raises(MigrationError) as caught:
@@ -846,6 +871,7 @@ def test_failed_zookeeper_transaction_names_its_cause(
     from zkconsumer._migrate import MigrationError
 
     group, topic = names.group, topic2
+    fill(stack, topic, 2, 9)
     set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
 
     def copy() -> Any:
@@ -904,6 +930,8 @@ def test_rollback_copy_keeps_the_acl_of_a_protected_group(
         zk.ensure_path("/consumers")
         owner.create(zp.offset_path(group, topic, 0), zp.encode_offset(3), makepath=True)
         owner.ensure_path(zp.ids_dir(group))
+        fill(stack, topic, 2, 12)
+        fill(stack, other, 1, 2)
         set_kafka(stack.bootstrap, group, topic, {0: 9, 1: 4})
         set_kafka(stack.bootstrap, group, other, {0: 2})
         monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
@@ -942,6 +970,7 @@ def test_copy_to_zookeeper_splits_big_writes_and_says_what_was_written(
     group = names.group
     topic = topic_factory(names.topic, 5)
     monkeypatch.setattr(migrate, "MAX_TRANSACTION_OPS", 4)  # the ids guard + 2 offsets
+    fill(stack, topic, 5, 25)
     set_kafka(stack.bootstrap, group, topic, {p: 10 + p for p in range(5)})
 
     def copy() -> Any:
@@ -1039,3 +1068,247 @@ def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> Non
     with pytest.raises(MigrationError, match=r"cannot tell whether topic\(s\) hidden \(error "
                                              r"29\) exist"):
         _broker_topics(Admin(), ["gone", "hidden"])
+
+
+# --------------------------------------------------------------------------------------
+# a user's walk through the README: typos, offsets past the log end, the dry run, --json
+# --------------------------------------------------------------------------------------
+
+
+def test_a_group_or_topic_that_exists_nowhere_is_bad_input_not_unsafe(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, topic_factory: Any,
+    capsys: Any,
+) -> None:
+    """``migrate status --group <typo>`` printed an empty table and "NOT safe to switch ...
+    (wrong group name?)" with exit status 1, the status of "not safe yet": a script waiting
+    for safety waited for ever. ``--topic <typo>`` blamed the group name."""
+    group, topic = names.group, topic2
+    typo = names("typo")
+    fill(stack, topic, 2, 3)
+    set_zk(zk, group, topic, {0: 3, 1: 2})
+    not_found = (f"zkconsumer migrate: group {typo!r} not found: no /consumers/{typo} in "
+                 "ZooKeeper and no committed offsets or members in Kafka")
+    for more in ((), ("--json",)):
+        code, out, err = status_cli(capsys, stack, typo, *more)
+        assert (code, out, err.strip()) == (2, "", not_found)
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", typo, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
+    assert (code, out, err.strip()) == (2, "", not_found)
+
+    # A topic the group has no offset for that exists nowhere: also refused, by its name.
+    nosuch = names("nosuch")
+    for more in ((), ("--topic", topic)):
+        code, out, err = status_cli(capsys, stack, group, "--topic", nosuch, *more)
+        assert (code, out) == (2, "")
+        assert err.strip() == (
+            f"zkconsumer migrate: topic {nosuch!r} not found: group {group!r} has no offset "
+            "for it, and it exists neither in /brokers/topics nor on the brokers")
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", group, "--topic", topic, "--topic", nosuch,
+        "--from", "zookeeper", "--to", "kafka", "--bootstrap-server", stack.bootstrap,
+        "--zookeeper", stack.zookeeper, "--check-interval", "0.01")
+    assert (code, out) == (2, "") and f"topic {nosuch!r} not found" in err
+    assert kafka_offsets(stack.bootstrap, group) == {}  # refused before anything
+    code, out, err = status_cli(capsys, stack, group, "--topic", "bad/name")
+    assert (code, out) == (2, "") and "bad topic name" in err
+
+    # An existing topic the group has nothing for is a real question: its partitions show.
+    other = topic_factory(names("other"), 1)
+    code, out, _ = status_cli(capsys, stack, group, "--topic", other, "--json")
+    data = json.loads(out)
+    assert code == 0, data
+    assert [(p["topic"], p["class"]) for p in data["partitions"]] == [(other, "no_offset")]
+
+    # Not safe yet stays exit status 1.
+    code, out, _ = status_cli(capsys, stack, group, "--topic", topic)
+    assert code == 1 and "NOT safe to switch: Kafka has no offset" in out
+
+    # A group that lives in Kafka only (after the switch) is a real one, not a typo.
+    modern_only = names("modern")
+    set_kafka(stack.bootstrap, modern_only, topic, {0: 3, 1: 2})
+    code, out, err = status_cli(capsys, stack, modern_only)
+    assert code == 0 and "SAFE to switch" in out, (out, err)
+    assert "missing_in_zk" in out
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", modern_only, "--from", "kafka", "--to",
+        "zookeeper", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--dry-run")
+    assert code == 0 and "dry run: would write 2 offset(s) to zookeeper" in out, err
+
+
+def test_copy_refuses_offsets_outside_the_log_as_status_does(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    """``migrate copy`` copied an offset past the log end, which ``migrate status`` calls a
+    blocker (``above_log_end``), without a word."""
+    from zkconsumer._migrate import MigrationError, broker_log_range
+
+    group, topic = names.group, topic2
+    fill(stack, topic, 2, 4)  # log ends 4 and 4
+    set_zk(zk, group, topic, {0: 3, 1: 9})
+    code, out, _ = status_cli(capsys, stack, group, "--json")
+    assert code == 1
+    assert [p["class"] for p in json.loads(out)["partitions"]] == [
+        "missing_in_kafka", "above_log_end"]
+
+    # Refused: one line naming the partition and its log end; nothing written.
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
+    assert (code, out) == (2, ""), out
+    assert err.count("\n") == 1, err
+    assert err.startswith(
+        f"zkconsumer migrate: 1 offset(s) in zookeeper are outside their partition's log "
+        f"({topic}:1 9 > log end 4): "), err
+    assert "--force" in err and err.rstrip().endswith("nothing was written")
+    assert kafka_offsets(stack.bootstrap, group) == {}
+
+    # The dry run shows it in the plan, and says the real copy refuses it.
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run",
+        "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert [(p["partition"], p["action"], p["log_end"], p["out_of_range"])
+            for p in plan["partitions"]] == [(0, "copy", 4, None),
+                                             (1, "out_of_range", 4, "above_log_end")]
+    assert plan["log_range_error"] is None
+    code, out, _ = run_cli(
+        capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
+    assert code == 0
+    assert "dry run: would write 1 offset(s) to kafka" in out
+    assert f"a real copy refuses 1 offset(s) outside their partition's log ({topic}:1 9 > " \
+           "log end 4) and writes nothing" in out
+
+    # --force copies it as it is, with a warning; status still calls it a blocker.
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--force")
+    assert code == 0, err
+    assert "wrote 2 offset(s) to kafka" in out
+    assert err.startswith(f"warning: copied 1 offset(s) from zookeeper outside their "
+                          f"partition's log as they are (--force): {topic}:1 9 > log end 4")
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 9}
+    code, out, _ = status_cli(capsys, stack, group)
+    assert code == 1 and "NOT safe to switch: offsets past the log end" in out
+
+    # The rollback direction is checked the same way.
+    set_kafka(stack.bootstrap, group, topic, {0: 20})
+    code, out, err = copy_cli(capsys, stack, group, "kafka", "zookeeper")
+    assert (code, out) == (2, "") and f"in kafka are outside their partition's log ({topic}" \
+                                      ":0 20 > log end 4)" in err, err
+    assert read_zk_offsets(zk, group) == {TP(topic, 0): 3, TP(topic, 1): 9}
+
+    # Below the log start (injected: the test broker cannot delete records).
+    admin = modern_admin(stack.bootstrap)
+
+    def log_range(tps: Any) -> Any:
+        starts, ends, error = broker_log_range(admin, stack.bootstrap, tps)
+        starts[TP(topic, 0)] = 4
+        return starts, ends, error
+
+    try:
+        set_zk(zk, group, topic, {0: 2, 1: 4})
+        set_kafka(stack.bootstrap, group, topic, {0: 1, 1: 1})
+        with pytest.raises(MigrationError, match=(
+                f"^1 offset\\(s\\) in zookeeper are outside their partition's log \\({topic}:0 "
+                "2 < log start 4\\): ")):
+            copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=1,
+                         admin=admin, log_range=log_range)
+        assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 1, TP(topic, 1): 1}
+    finally:
+        admin.close()
+
+
+def test_copy_refuses_when_the_log_range_cannot_be_read_unless_forced(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+) -> None:
+    """Where ``migrate status`` says "log range unknown" (a blocker), the copy does not
+    write unchecked offsets either, unless forced."""
+    from zkconsumer._migrate import MigrationError
+
+    group, topic = names.group, topic2
+    fill(stack, topic, 2, 3)
+    set_zk(zk, group, topic, {0: 3, 1: 2})
+    admin = modern_admin(stack.bootstrap)
+    try:
+        def copy(**kw: Any) -> Any:  # the log ends come through this address: nobody there
+            return copy_offsets(zk, group, "127.0.0.1:1", "zookeeper", "kafka", checks=1,
+                                admin=admin, timeout_ms=2000,
+                                kafka={"bootstrap_timeout_ms": 1000}, **kw)
+
+        with pytest.raises(MigrationError, match=(
+                "^cannot check that the offsets to copy are in their partitions' log range "
+                "\\(cannot read the log range from the brokers: .*\\): run again once the "
+                "brokers answer, or pass --force to copy without the check; nothing was "
+                "written$")):
+            copy()
+        assert kafka_offsets(stack.bootstrap, group) == {}
+        plan = copy(dry_run=True)
+        assert plan.log_range_error is not None and plan.written == 0
+        forced = copy(force=True)
+        assert forced.written == 2 and forced.log_range_error is not None
+    finally:
+        admin.close()
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
+
+
+def test_dry_run_says_when_nobody_is_alive(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    """The README says the dry run shows who is alive; with nobody alive it listed nothing,
+    which reads the same as a dry run that did not look."""
+    group, topic = names.group, topic2
+    fill(stack, topic, 2, 2)
+    set_zk(zk, group, topic, {0: 2, 1: 1})
+    code, out, err = run_cli(
+        capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
+    assert code == 0, err
+    assert out.rstrip().endswith(
+        "live consumers now: none (no owner znode, no registered legacy consumer, no modern "
+        "member in Kafka)"), out
+
+
+def test_migrate_json_is_one_object_as_the_readme_says(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    """The README said every read command's --json is "a list of objects"; status and copy
+    print one object (a verdict or a result besides the rows). The README now says so and
+    names every field; this keeps the shape and the README together."""
+    import re
+    from pathlib import Path
+
+    group, topic = names.group, topic2
+    fill(stack, topic, 2, 2)
+    set_zk(zk, group, topic, {0: 2, 1: 1})
+    code, out, _ = status_cli(capsys, stack, group, "--json")
+    status = json.loads(out)
+    code, out, _ = run_cli(
+        capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
+        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run",
+        "--json")
+    copy = json.loads(out)
+    assert isinstance(status, dict) and isinstance(copy, dict)
+    assert list(status) == ["group", "safe", "reason", "blockers", "warnings", "zookeeper",
+                            "kafka", "partitions"]
+    assert list(status["zookeeper"]) == ["members", "owners"]
+    assert list(status["kafka"]) == ["state", "members"]
+    assert list(copy) == ["group", "from", "to", "dry_run", "force", "written",
+                          "live_consumers", "idle_checks", "log_range_error", "partitions"]
+    assert list(copy["partitions"][0]) == ["topic", "partition", "source_offset",
+                                           "dest_offset", "action", "log_start", "log_end",
+                                           "out_of_range"]
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    tools = readme.split("\n## Operator tools\n")[1].split("\n## ")[0]
+    assert "`migrate status` and\n`migrate copy`" in tools and "print one object" in tools
+    section = readme.split("\n## Migrating to the modern group protocol\n")[1].split("\n## ")[0]
+    status_doc, copy_doc = (" ".join(part.split()) for part in
+                            section.split("\n### Path 2, stop and copy\n"))
+    documented = set(re.findall(r"`([a-z_]+)`", status_doc))
+    assert "--json` prints one object" in status_doc
+    assert set(status) | set(status["zookeeper"]) | set(status["kafka"]) <= documented
+    assert "class" in documented
+    documented = set(re.findall(r"`([a-z_]+)`", copy_doc))
+    assert "`--json` prints one object" in copy_doc
+    assert set(copy) | set(copy["partitions"][0]) <= documented

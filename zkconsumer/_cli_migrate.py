@@ -1,11 +1,16 @@
 """The ``zkconsumer migrate`` and ``zkconsumer compare`` subcommands.
 
 - ``migrate status``: both offset stores side by side, live consumers of both protocols and
-  a verdict (exit 0 when it is safe to switch to the modern protocol, 1 when not);
+  a verdict (exit 0 when it is safe to switch to the modern protocol, 1 when not, 2 for a
+  group or topic that exists nowhere);
 - ``migrate copy --from zookeeper --to kafka`` (or back): seed one store from the other once
-  no consumer is alive; ``--dry-run`` shows the plan;
+  no consumer is alive, refusing offsets outside their logs unless ``--force``;
+  ``--dry-run`` shows the plan and who is alive (or that nobody is);
 - ``compare``: the same workload through a zkconsumer group and a kafka-python group, with a
   Markdown report and a PNG chart.
+
+``migrate status --json`` and ``migrate copy --json`` print one object (the verdict or the
+result, with the rows under ``partitions``), not the list of rows the other tools print.
 
 The work is in :mod:`zkconsumer._migrate` and :mod:`zkconsumer._compare`; this module parses
 flags and prints. Failures the user can fix raise :class:`zkconsumer.cli.CommandError`: one
@@ -126,7 +131,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 @_guarded
 def _cmd_copy(args: argparse.Namespace) -> int:
     from ._admin import command_config
-    from ._migrate import copy_offsets
+    from ._migrate import copy_offsets, fmt_out_of_range
 
     kafka = command_config(args.command_config)
     if args.source == args.dest:
@@ -144,6 +149,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     finally:
         zk.stop()
         zk.close()
+    _copy_warnings(result, args.source)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
@@ -156,9 +162,20 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     if result.dry_run:
         n = sum(1 for a in result.actions if a.writes)
         print(f"dry run: would write {n} offset(s) to {args.dest}")
+        refused = [a for a in result.actions if a.action == "out_of_range"]
+        if refused:
+            print(f"a real copy refuses {len(refused)} offset(s) outside their partition's "
+                  f"log ({fmt_out_of_range(refused)}) and writes nothing: reset them explicitly "
+                  "first (zkconsumer offsets reset), or pass --force to copy them as they are")
+        if result.log_range_error is not None and not result.force:
+            print("a real copy refuses to go on without the log range (--force copies "
+                  "without the check)")
         if result.live_consumers:
             print(f"live consumers now (a real copy waits for them to go): "
                   f"{'; '.join(result.live_consumers[:5])}")
+        else:
+            print("live consumers now: none (no owner znode, no registered legacy consumer, "
+                  "no modern member in Kafka)")
     else:
         # idle_checks counts every look, also those that still saw consumers.
         print(f"wrote {result.written} offset(s) to {args.dest} (no consumer seen on the "
@@ -176,6 +193,22 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     if skipped:
         print(f"kept {skipped} newer offset(s) in {args.dest} (--force overwrites them)")
     return 0
+
+
+def _copy_warnings(result: Any, source: str) -> None:
+    """On stderr (also with --json): what --force copied out of range, and a log range
+    that could not be checked."""
+    from ._migrate import fmt_out_of_range
+
+    forced = [a for a in result.actions if a.writes and a.out_of_range is not None]
+    if forced:
+        verb = "would copy" if result.dry_run else "copied"
+        print(f"warning: {verb} {len(forced)} offset(s) from {source} outside their "
+              f"partition's log as they are (--force): {fmt_out_of_range(forced)}; whoever "
+              "resumes there resets by its auto offset reset policy", file=sys.stderr)
+    if result.log_range_error is not None:
+        print(f"warning: the log range of the offsets to copy was not checked: "
+              f"{result.log_range_error}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------
@@ -264,7 +297,9 @@ def register(subparsers: Any) -> None:
         "topic_missing, partition_missing: a deleted topic's or partition's stale offset, a "
         "warning only); the "
         "live consumers of both protocols; whether a modern group may take over now. "
-        "Exit status 0 when it is safe to switch, 1 when not.",
+        "Exit status 0 when it is safe to switch, 1 when not, 2 on bad input (a group that "
+        "exists in neither protocol, a --topic the group has no offset for that exists "
+        "nowhere).",
     )
     _common(p)
     p.add_argument("--topic", action="append", metavar="T",
@@ -277,8 +312,10 @@ def register(subparsers: Any) -> None:
         description="Copy the group's offsets between ZooKeeper and Kafka, unchanged (both "
         "hold the next offset to consume). Waits until the group has no owner znode, no "
         "registered legacy consumer and no modern member on --checks checks in a row; "
-        "never overwrites a newer offset unless --force; skips the offsets of topics that "
-        "exist neither in ZooKeeper nor on the brokers (deleted).",
+        "never overwrites a newer offset unless --force; refuses offsets outside their "
+        "partition's log (below its start, past its end: blockers for `migrate status` "
+        "too) unless --force; skips the offsets of topics that exist neither in ZooKeeper "
+        "nor on the brokers (deleted).",
     )
     _common(p)
     p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"])
@@ -286,7 +323,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--topic", action="append", metavar="T",
                    help="only this topic (repeatable)")
     p.add_argument("--force", action="store_true",
-                   help="also overwrite offsets that are newer in the destination")
+                   help="also overwrite offsets that are newer in the destination, and copy "
+                   "offsets outside their partition's log (or whose log range cannot be "
+                   "read) as they are")
     p.add_argument("--dry-run", action="store_true",
                    help="show the plan (and who is alive now); write nothing, wait for nothing")
     p.add_argument("--wait-timeout", type=positive_seconds, default=30.0, metavar="S",

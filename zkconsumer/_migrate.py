@@ -12,7 +12,14 @@ Two operations, as plain functions returning dataclasses (nothing here prints;
   Kafka -> ZooKeeper to roll back). It first waits until the group has no live consumer of
   either protocol, seen on several checks in a row; it never replaces a newer offset unless
   forced; it copies the value as is, because both stores hold the *next* offset to consume
-  (REFERENCE.md section 6: tools that add or subtract one are wrong).
+  (REFERENCE.md section 6: tools that add or subtract one are wrong); it refuses, unless
+  forced, offsets outside their partition's log (what status calls ``below_log_start`` and
+  ``above_log_end``: blockers), so that the two agree.
+
+Both refuse a group that exists in neither protocol (:class:`UnknownGroupError`: no
+``/consumers/G``, no offsets or members in Kafka) and a requested topic the group has no
+offset for that exists nowhere (:class:`UnknownTopicError`): typos, which a verdict of "not
+safe" would hide.
 
 The live alternative needs no tool: run the legacy connectors with ``offsets.storage=kafka``
 and ``dual.commit.enabled=true`` (commits go to both stores, reads take the max), roll,
@@ -56,10 +63,14 @@ __all__ = [
     "MigrationError",
     "MigrationStatus",
     "ModernMember",
+    "OutOfRangeError",
     "PartitionState",
+    "UnknownGroupError",
+    "UnknownTopicError",
     "broker_log_range",
     "classify",
     "copy_offsets",
+    "fmt_out_of_range",
     "migration_status",
     "verdict",
     "modern_admin",
@@ -96,6 +107,18 @@ class MigrationError(ZkConsumerError):
 
 class GroupActiveError(MigrationError):
     """The group still has live consumers of either protocol."""
+
+
+class UnknownGroupError(MigrationError):
+    """The group exists nowhere: no ``/consumers/G`` and no offsets or members in Kafka."""
+
+
+class UnknownTopicError(MigrationError):
+    """A topic asked for that the group has no offsets for and that does not exist."""
+
+
+class OutOfRangeError(MigrationError):
+    """The copy would write offsets outside their partitions' logs (or unverified ones)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -182,12 +205,34 @@ class CopyAction:
     # copy: destination missing or older; overwrite: destination newer, --force;
     # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source;
     # skip_topic_missing: the topic exists nowhere any more (deleted), nothing to resume;
-    # skip_partition_missing: the topic has no such partition any more (recreated smaller).
+    # skip_partition_missing: the topic has no such partition any more (recreated smaller);
+    # out_of_range: it would be copied, but the source offset is outside the partition's
+    # log (``out_of_range`` says where): a real copy refuses the whole copy unless --force.
     action: str
+    #: The partition's log range, read for the partitions the copy would write (None for
+    #: the others, and where the brokers could not tell).
+    log_start: int | None = None
+    log_end: int | None = None
+    #: ``below_log_start`` or ``above_log_end`` (the classes of ``migrate status``) when the
+    #: source offset is outside [log_start, log_end]: whoever resumes there resets by its
+    #: auto offset reset policy. Set with --force too, where such an offset is copied.
+    out_of_range: str | None = None
 
     @property
     def writes(self) -> bool:
         return self.action in ("copy", "overwrite")
+
+    def range_note(self) -> str:
+        """``t:3 12 > log end 10`` (or ``< log start``), for an out-of-range offset."""
+        where = (f"< log start {self.log_start}" if self.out_of_range == "below_log_start"
+                 else f"> log end {self.log_end}")
+        return f"{self.topic}:{self.partition} {self.source_offset} {where}"
+
+
+def fmt_out_of_range(actions: Sequence[CopyAction], limit: int = 4) -> str:
+    """The :meth:`CopyAction.range_note` of the first ``limit`` actions, and how many more."""
+    shown = ", ".join(a.range_note() for a in actions[:limit])
+    return shown + (f", +{len(actions) - limit} more" if len(actions) > limit else "")
 
 
 @dataclass
@@ -204,6 +249,9 @@ class CopyResult:
     #: Live consumers seen by the last check (dry run: reported, not waited for).
     live_consumers: list[str] = field(default_factory=list)
     idle_checks: int = 0
+    #: Why the log range of the partitions to write could not be checked (a dry run, or
+    #: --force, goes on without it; a real copy refuses); None when it was checked.
+    log_range_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -215,6 +263,7 @@ class CopyResult:
             "written": self.written,
             "live_consumers": list(self.live_consumers),
             "idle_checks": self.idle_checks,
+            "log_range_error": self.log_range_error,
             "partitions": [asdict(a) for a in self.actions],
         }
 
@@ -396,9 +445,11 @@ def verdict(
             "fine for the switch (Kafka's offsets are used); a rollback must copy them back"
         )
     if not partitions:
+        # A group that exists nowhere is refused before this (UnknownGroupError): this one
+        # has a /consumers/G (or modern members) but nothing to check.
         blockers.append(
             f"group {group!r} has no committed offsets in ZooKeeper or Kafka and no "
-            "subscribed topic (wrong group name?)"
+            "subscribed topic: nothing to check"
         )
     if blockers:
         return False, blockers[0], blockers, warnings
@@ -429,6 +480,46 @@ def _check_group(group: str) -> None:
         zp.group_dir(group)
     except ValueError as e:
         raise MigrationError(f"bad group name: {e}") from e
+
+
+def _check_topics(topics: Iterable[str]) -> None:
+    for topic in topics:
+        try:
+            zp.topic_path(topic)
+        except ValueError as e:
+            raise MigrationError(f"bad topic name: {e}") from e
+
+
+def _require_group(
+    zk: KazooClient, group: str, kafka_offsets: Mapping[TopicPartition, int],
+    modern_members: Sequence[ModernMember],
+) -> None:
+    """Refuse a group that exists in neither protocol (a typo, most likely): no
+    ``/consumers/G``, and neither committed offsets nor members in Kafka. A group that
+    exists in Kafka only (after the switch) is a real one."""
+    if not kafka_offsets and not modern_members and zk.exists(zp.group_dir(group)) is None:
+        raise UnknownGroupError(
+            f"group {group!r} not found: no {zp.group_dir(group)} in ZooKeeper and no "
+            "committed offsets or members in Kafka"
+        )
+
+
+def _require_topics(
+    group: str, wanted: Iterable[str], known: Collection[str],
+    parts_of: Mapping[str, list[int] | None],
+) -> None:
+    """Refuse the ``wanted`` topics (``--topic``) that the group knows nothing of (no offset
+    in either store, no owner, no subscription: not in ``known``) and that exist neither in
+    ``/brokers/topics`` nor on the brokers (``parts_of`` says None or lacks them)."""
+    unknown = sorted(t for t in set(wanted) if t not in known and parts_of.get(t) is None)
+    if unknown:
+        listed = ", ".join(repr(t) for t in unknown)
+        raise UnknownTopicError(
+            f"topic{'s' if len(unknown) > 1 else ''} {listed} not found: group {group!r} "
+            f"has no offset for {'them' if len(unknown) > 1 else 'it'}, and "
+            f"{'they exist' if len(unknown) > 1 else 'it exists'} neither in /brokers/topics "
+            "nor on the brokers"
+        )
 
 
 def read_zk_offsets(
@@ -691,13 +782,20 @@ def migration_status(
 
     The partitions shown are every partition of each topic the group has an offset for (in
     either store), owns, or subscribes to (static subscriptions of live legacy members);
-    ``topics`` restricts them. Partition lists come from ``/brokers/topics`` and, for topics
+    ``topics`` restricts them to those topics, and shows each of them even when the group
+    has nothing for it. Partition lists come from ``/brokers/topics`` and, for topics
     ZooKeeper does not know, from the broker's metadata. ``log_range`` replaces
     :func:`broker_log_range` (tests use it for a log start above zero, which a broker
     without DeleteRecords, such as Tansu, cannot produce). ``kafka``: the brokers' security
     settings (``zkconsumer._admin.command_config``).
+
+    Raises :class:`UnknownGroupError` for a group that exists in neither protocol (no
+    ``/consumers/G``, no offsets or members in Kafka: a typo; a group that exists in Kafka
+    only is fine), and :class:`UnknownTopicError` for a topic of ``topics`` the group has
+    nothing for and that exists neither in ZooKeeper nor on the brokers.
     """
     _check_group(group)
+    _check_topics(topics or ())
     own_admin = admin is None
     if admin is None:
         admin = modern_admin(bootstrap, kafka=kafka)
@@ -708,6 +806,7 @@ def migration_status(
         members = _read_zk_members(zk, group)
         kafka_all = read_kafka_offsets(admin, group)
         modern_state, modern_members = _modern_group(admin, group)
+        _require_group(zk, group, kafka_all, modern_members)
 
         names: set[str] = {tp.topic for tp in zk_offsets} | {tp.topic for tp in owners}
         names |= {tp.topic for tp in kafka_all}
@@ -716,13 +815,17 @@ def migration_status(
                 names |= set(reg.subscription)
         for m in modern_members:
             names |= {tp.topic for tp in m.partitions}
+        known = set(names)
         if wanted is not None:
-            names &= wanted
+            # Every topic asked for is shown, also one the group has nothing for yet (its
+            # partitions: no_offset); one that exists nowhere either is refused below.
+            names = set(wanted)
             owners = {tp: o for tp, o in owners.items() if tp.topic in wanted}
             kafka_all = {tp: o for tp, o in kafka_all.items() if tp.topic in wanted}
         tps: set[TopicPartition] = set(zk_offsets) | set(kafka_all) | set(owners)
         on_broker: list[TopicPartition] = []
         parts_of = _topic_partitions(zk, admin, names)
+        _require_topics(group, wanted or (), known, parts_of)
         for topic, parts in parts_of.items():
             for p in parts or []:
                 tps.add(TopicPartition(topic, p))
@@ -813,10 +916,27 @@ def plan_copy(
     force: bool,
     missing_topics: Collection[str] = (),
     missing_partitions: Collection[TopicPartition] = (),
+    *,
+    log_starts: Mapping[TopicPartition, int] | None = None,
+    log_ends: Mapping[TopicPartition, int] | None = None,
 ) -> list[CopyAction]:
     """One action per partition; see :class:`CopyAction`. Values are copied unchanged;
     partitions of ``missing_topics`` (deleted topics) and ``missing_partitions`` (no longer
-    in their topics) are never written."""
+    in their topics) are never written.
+
+    With ``log_starts`` and ``log_ends``, a partition to write whose source offset is
+    outside its log (``migrate status``'s ``below_log_start`` and ``above_log_end``, judged
+    on the offset the copy would leave in the destination) becomes ``out_of_range``, or is
+    written all the same with ``force``; either way ``out_of_range`` names its class.
+
+    >>> t = TopicPartition("t", 0)
+    >>> [a.action for a in plan_copy({t: 12}, {}, [t], False, log_starts={t: 0},
+    ...                              log_ends={t: 10})]
+    ['out_of_range']
+    >>> a, = plan_copy({t: 12}, {}, [t], True, log_starts={t: 0}, log_ends={t: 10})
+    >>> a.action, a.out_of_range
+    ('copy', 'above_log_end')
+    """
     actions = []
     for tp in sorted(set(tps)):
         s, d = source.get(tp), dest.get(tp)
@@ -832,7 +952,17 @@ def plan_copy(
             action = "skip_equal"
         else:
             action = "overwrite" if force else "skip_newer"
-        actions.append(CopyAction(tp.topic, tp.partition, s, d, action))
+        a = CopyAction(tp.topic, tp.partition, s, d, action)
+        if a.writes and s is not None:
+            a.log_start = (log_starts or {}).get(tp)
+            a.log_end = (log_ends or {}).get(tp)
+            if a.log_start is not None and a.log_start >= 0 and s < a.log_start:
+                a.out_of_range = "below_log_start"
+            elif a.log_end is not None and a.log_end >= 0 and s > a.log_end:
+                a.out_of_range = "above_log_end"
+            if a.out_of_range is not None and not force:
+                a.action = "out_of_range"
+        actions.append(a)
     return actions
 
 
@@ -1030,6 +1160,45 @@ def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition,
     )
 
 
+def _copy_log_range(
+    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int,
+    kafka: Mapping[str, Any] | None,
+    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None,
+) -> LogRange:
+    """The log range of the partitions the copy would write, as :func:`broker_log_range`.
+
+    Partitions of topics the brokers say do not exist (still in ``/brokers/topics`` only)
+    are not asked (the lookup would wait its whole timeout for them) and not checked: Kafka
+    refuses their offsets on its own, and no consumer can fetch them. Partitions the brokers
+    could not be asked about are left out of the maps, with the reason as the error."""
+    topics = sorted({tp.topic for tp in tps})
+    described: dict[str, set[int]] = {}
+    doubtful: list[str] = []
+    for t in admin.describe_topics(topics):
+        name = str(t.get("topic") or t.get("name"))
+        code = int(t.get("error_code") or 0)
+        if code == _UNKNOWN_TOPIC:
+            continue
+        if code:
+            doubtful.append(f"{name} (error {code})")
+            continue
+        described[name] = {int(p["partition_index"] if "partition_index" in p
+                               else p["partition"]) for p in t.get("partitions", [])}
+    ask = sorted(tp for tp in tps if tp.partition in described.get(tp.topic, ()))
+    if log_range is None:
+        starts, ends, error = broker_log_range(admin, bootstrap, ask, timeout_ms, kafka)
+    else:
+        starts, ends, error = log_range(ask)
+    # A partition the brokers lack (of a topic they have) is not asked either, nor checked.
+    unknown = [tp for tp in ask if tp not in starts or tp not in ends]
+    if doubtful:
+        error = (f"the brokers did not describe {', '.join(doubtful)}"
+                 + (f"; {error}" if error else ""))
+    elif unknown and error is None:
+        error = f"the brokers gave no log range for {_fmt_tps(unknown)}"
+    return starts, ends, error
+
+
 def copy_offsets(
     zk: KazooClient,
     group: str,
@@ -1045,15 +1214,27 @@ def copy_offsets(
     wait_timeout_s: float = 30.0,
     admin: Any = None,
     kafka: Mapping[str, Any] | None = None,
+    timeout_ms: int = 15_000,
+    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None = None,
 ) -> CopyResult:
     """Copy ``group``'s offsets from ``source`` to ``dest`` once no consumer is alive.
 
-    Waits (see :func:`wait_until_idle`) until the group has no owner znode, no registered
-    legacy consumer and no modern member; a dry run looks once and reports what it saw
-    instead. A partition is written when the destination has no offset or an older one;
-    a newer destination offset is kept unless ``force``. Partitions of topics that exist
-    neither in ``/brokers/topics`` nor on the brokers (deleted) are skipped
-    (``skip_topic_missing``). The written values are verified by reading them back.
+    Refuses at once, as ``migrate status`` does, a group that exists in neither protocol
+    (:class:`UnknownGroupError`) and a topic of ``topics`` the group has no offset for that
+    exists nowhere (:class:`UnknownTopicError`). Then waits (see :func:`wait_until_idle`)
+    until the group has no owner znode, no registered legacy consumer and no modern member;
+    a dry run looks once and reports what it saw instead. A partition is written when the
+    destination has no offset or an older one; a newer destination offset is kept unless
+    ``force``. Partitions of topics that exist neither in ``/brokers/topics`` nor on the
+    brokers (deleted) are skipped (``skip_topic_missing``).
+
+    The offsets to write are checked against their partitions' log range (read within
+    ``timeout_ms``; ``log_range`` replaces :func:`broker_log_range`, as in
+    :func:`migration_status`): an offset below the log start or past the log end, which
+    ``migrate status`` calls a blocker, is refused with :class:`OutOfRangeError` and
+    nothing is written, and so is a copy whose log range cannot be read; ``force`` copies
+    them as they are. A dry run reports both instead (``out_of_range`` actions,
+    ``log_range_error``). The written values are verified by reading them back.
     ``kafka``: the brokers' security settings (``zkconsumer._admin.command_config``).
     """
     if source not in STORES or dest not in STORES:
@@ -1061,10 +1242,23 @@ def copy_offsets(
     if source == dest:
         raise MigrationError(f"--from and --to are both {source!r}")
     _check_group(group)
+    _check_topics(topics or ())
     own_admin = admin is None
     if admin is None:
         admin = modern_admin(bootstrap, kafka=kafka)
     try:
+        wanted = set(topics) if topics else None
+        # A typo is refused before waiting for anything, as `migrate status` refuses it.
+        if wanted is not None or zk.exists(zp.group_dir(group)) is None:
+            kafka_before = read_kafka_offsets(admin, group)
+            if not kafka_before:
+                _require_group(zk, group, kafka_before, _modern_group(admin, group)[1])
+            if wanted is not None:
+                known = ({tp.topic for tp in read_zk_offsets(zk, group, wanted)}
+                         | {tp.topic for tp in kafka_before})
+                _require_topics(group, wanted, known,
+                                _topic_partitions(zk, admin, wanted - known))
+
         def probe() -> list[str]:
             return _live_consumers(zk, admin, group)
 
@@ -1075,7 +1269,6 @@ def copy_offsets(
         else:
             probes = wait_until_idle(probe, checks=checks, interval_s=check_interval_s,
                                      timeout_s=wait_timeout_s)
-        wanted = set(topics) if topics else None
         zk_offsets = read_zk_offsets(zk, group, wanted)
         kafka_offsets = read_kafka_offsets(admin, group)
         if wanted is not None:
@@ -1093,6 +1286,28 @@ def copy_offsets(
         gone = {tp for tp in src
                 if (parts := parts_of.get(tp.topic)) is not None and tp.partition not in parts}
         actions = plan_copy(src, dst, src, force, missing, gone)
+        # The offsets to write must point into their logs, as `migrate status` requires.
+        range_error: str | None = None
+        writing = [TopicPartition(a.topic, a.partition) for a in actions if a.writes]
+        if writing:
+            starts, ends, range_error = _copy_log_range(admin, bootstrap, writing, timeout_ms,
+                                                        kafka, log_range)
+            actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
+                                log_ends=ends)
+        refused = [a for a in actions if a.action == "out_of_range"]
+        if refused and not dry_run:
+            raise OutOfRangeError(
+                f"{len(refused)} offset(s) in {source} are outside their partition's log "
+                f"({fmt_out_of_range(refused)}): whoever resumes there resets by its auto "
+                "offset reset policy; reset them explicitly first (zkconsumer offsets reset), "
+                "or pass --force to copy them as they are; nothing was written"
+            )
+        if range_error is not None and not dry_run and not force:
+            raise OutOfRangeError(
+                f"cannot check that the offsets to copy are in their partitions' log range "
+                f"({range_error}): run again once the brokers answer, or pass --force to copy "
+                "without the check; nothing was written"
+            )
         to_write = {TopicPartition(a.topic, a.partition): a.source_offset
                     for a in actions if a.writes and a.source_offset is not None}
         written = 0
@@ -1112,7 +1327,8 @@ def copy_offsets(
                                 sorted(wrong.items())[:4])
                 )
             written = len(to_write)
-        return CopyResult(group, source, dest, dry_run, force, actions, written, live, probes)
+        return CopyResult(group, source, dest, dry_run, force, actions, written, live, probes,
+                          range_error)
     finally:
         if own_admin:
             admin.close()
