@@ -219,8 +219,8 @@ def test_describe_matches_a_running_group(
         # Deleting the group is refused while it has members; nothing is deleted.
         before = tree(zk, zp.group_dir(g))
         line = fails(capsys, "groups", "delete", *zkc, "--group", g)
-        assert line == (f"zkconsumer groups: refusing to delete group '{g}': group '{g}' has "
-                        f"2 registered members ({g}_a, {g}_b)")
+        assert line == (f"zkconsumer groups delete: refusing to delete group '{g}': group "
+                        f"'{g}' has 2 registered members ({g}_a, {g}_b)")
         assert tree(zk, zp.group_dir(g)) == before
 
 
@@ -244,14 +244,14 @@ def test_groups_list_and_delete(
 
     before = tree(zk, zp.group_dir(h))
     line = fails(capsys, "groups", "delete", *zkc, "--group", h)
-    assert line == (f"zkconsumer groups: refusing to delete group '{h}': group '{h}' has 1 "
+    assert line == (f"zkconsumer groups delete: refusing to delete group '{h}': group '{h}' has 1 "
                     f"registered member ({h}_x)")
     line = fails(capsys, "groups", "delete", *zkc, "--group", h, "--topic", t1)
     assert "refusing to delete topic" in line
     assert tree(zk, zp.group_dir(h)) == before
 
     line = fails(capsys, "groups", "delete", *zkc, "--group", g, "--topic", names("nope"))
-    assert line == (f"zkconsumer groups: group '{g}' has no offsets or owners for topic "
+    assert line == (f"zkconsumer groups delete: group '{g}' has no offsets or owners for topic "
                     f"'{names('nope')}'")
 
     rc, out, _ = run(capsys, "groups", "delete", *zkc, "--group", g, "--topic", t1)
@@ -264,11 +264,13 @@ def test_groups_list_and_delete(
     assert zk.exists(zp.group_dir(g)) is None
 
     line = fails(capsys, "groups", "delete", *zkc, "--group", g)
-    assert line == f"zkconsumer groups: group '{g}' not found in ZooKeeper (no /consumers/{g})"
+    assert line == (f"zkconsumer groups delete: group '{g}' not found in ZooKeeper "
+                    f"(no /consumers/{g})")
     line = fails(capsys, "groups", "describe", *zkc, "--group", g)
-    assert line == f"zkconsumer groups: group '{g}' not found in ZooKeeper (no /consumers/{g})"
+    assert line == (f"zkconsumer groups describe: group '{g}' not found in ZooKeeper "
+                    f"(no /consumers/{g})")
     assert fails(capsys, "groups", "describe", *zkc, "--group", "a/b") == (
-        "zkconsumer groups: bad --group: group must not contain '/': 'a/b'")
+        "zkconsumer groups describe: bad --group: group must not contain '/': 'a/b'")
 
 
 # --------------------------------------------------------------------------------------
@@ -322,7 +324,7 @@ def test_export_import_round_trip_and_bad_files(
                    f"/consumers/{g3}/offsets/{ta}/0:6\n")
     before = tree(zk, zp.CONSUMERS + "/" + g1)
     line = fails(capsys, "offsets", "import", *zkc, "--input", str(bad))
-    assert line.startswith(f"zkconsumer offsets: {bad}: 3 malformed lines, nothing written: "
+    assert line.startswith(f"zkconsumer offsets import: {bad}: 3 malformed lines, nothing written: "
                            "line 2: not /consumers/<group>/offsets/<topic>/<partition>:<offset>")
     assert "; line 4: " in line
     assert line.endswith(f"; line 6: /consumers/{g3}/offsets/{ta}/0 set again (line 1 sets 5, "
@@ -335,7 +337,7 @@ def test_export_import_round_trip_and_bad_files(
     change = tmp_path / "change.txt"
     change.write_text(f"/consumers/{g1}/offsets/{ta}/2:41\n/consumers/{g3}/offsets/{ta}/0:1\n")
     line = fails(capsys, "offsets", "import", *zkc, "--input", str(change))
-    assert line == (f"zkconsumer offsets: refusing to import offsets: group '{g1}' has 1 "
+    assert line == (f"zkconsumer offsets import: refusing to import offsets: group '{g1}' has 1 "
                     f"registered member ({g1}_m); pass --force to write anyway")
     assert zk.get(zp.offset_path(g1, ta, 2))[0] == b"40"
     assert zk.exists(zp.group_dir(g3)) is None
@@ -346,13 +348,13 @@ def test_export_import_round_trip_and_bad_files(
 
     # Conflicting flags and unknown groups.
     assert fails(capsys, "offsets", "export", *zkc, "--output", "-", "--json") == (
-        "zkconsumer offsets: --json and --output - both want stdout; write the lines to a "
+        "zkconsumer offsets export: --json and --output - both want stdout; write the lines to a "
         "file with --output FILE")
     assert fails(capsys, "offsets", "export", *zkc, "--group", names("none")) == (
-        f"zkconsumer offsets: group '{names('none')}' not found in ZooKeeper "
+        f"zkconsumer offsets export: group '{names('none')}' not found in ZooKeeper "
         f"(no /consumers/{names('none')})")
     assert fails(capsys, "offsets", "import", *zkc, "--input", str(tmp_path / "missing")) == (
-        f"zkconsumer offsets: cannot read {tmp_path / 'missing'}: No such file or directory")
+        f"zkconsumer offsets import: cannot read {tmp_path / 'missing'}: No such file or directory")
 
 
 # --------------------------------------------------------------------------------------
@@ -397,11 +399,11 @@ def test_offsets_import_into_an_acl_protected_group(
         monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
         # (The guard's ids znode is made again with its own ACL, which such a client sees
         # redacted: refused before ZooKeeper would refuse the delete.)
-        refused = (f"zkconsumer offsets: offsets import (nothing written): cannot re-create "
-                   f"{zp.ids_dir(g)} (the guard against members registering meanwhile) with "
-                   f"the ACL of {zp.ids_dir(g)}: reading it in full needs the ADMIN "
-                   "permission there; set ZKCONSUMER_ZOOKEEPER_AUTH to credentials that have "
-                   "it, or ZKCONSUMER_ZOOKEEPER_ACL to the ACL the znodes should get")
+        refused = (f"zkconsumer offsets import: cannot re-create {zp.ids_dir(g)} (the guard "
+                   f"against members registering meanwhile) with the ACL of {zp.ids_dir(g)}: "
+                   "reading it in full needs the ADMIN permission there; set "
+                   "ZKCONSUMER_ZOOKEEPER_AUTH to credentials that have it, or "
+                   "ZKCONSUMER_ZOOKEEPER_ACL to the ACL the znodes should get; nothing written")
         assert fails(capsys, "offsets", "import", *zkc, "--input", str(lines)) == refused
         monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", f"digest:{user}:wrong-password")
         assert fails(capsys, "offsets", "import", *zkc, "--input", str(lines)) == refused
@@ -410,7 +412,7 @@ def test_offsets_import_into_an_acl_protected_group(
         # A malformed variable is refused by the config key's own check, secrets redacted.
         monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", f"sasl:{user}:{password},sasl:x:y")
         line = fails(capsys, "offsets", "import", *zkc, "--input", str(lines))
-        assert line == ("zkconsumer offsets: ZKCONSUMER_ZOOKEEPER_AUTH: "
+        assert line == ("zkconsumer offsets import: ZKCONSUMER_ZOOKEEPER_AUTH: "
                         "zookeeper.auth='sasl:******,sasl:******' entry 2 is a second sasl "
                         "entry; a connection authenticates one SASL user")
 
@@ -418,7 +420,9 @@ def test_offsets_import_into_an_acl_protected_group(
         monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", auth)
         monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_ACL", acl)
         rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(lines))
-        assert (rc, err) == (0, "")
+        # (The topics are names only: said, imported all the same.)
+        assert rc == 0 and err.startswith("zkconsumer offsets import: warning: 3 offsets of "
+                                          "topics not in /brokers/topics ("), err
         assert out == ("imported 3 offsets of 1 group in one transaction "
                        "(created 2, updated 1, unchanged 0)\n")
         assert password not in out
@@ -478,7 +482,7 @@ def test_reset_offsets(
     before = tree(zk, zp.group_dir(g))
     line = fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
                  "--to", "earliest")
-    assert line == (f"zkconsumer offsets: refusing to reset offsets: group '{g}' has 1 "
+    assert line == (f"zkconsumer offsets reset: refusing to reset offsets: group '{g}' has 1 "
                     f"registered member ({g}_m); stop it first or pass --force")
     assert tree(zk, zp.group_dir(g)) == before
     assert reset("earliest", "--force") == [row(0, 5, 0), row(1, 1, 0)]
@@ -487,26 +491,28 @@ def test_reset_offsets(
     before = tree(zk, zp.group_dir(g))
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", names("none"),
                  "--to", "earliest") == (
-        f"zkconsumer offsets: topic '{names('none')}' not found in ZooKeeper "
+        f"zkconsumer offsets reset: topic '{names('none')}' not found in ZooKeeper "
         f"(no /brokers/topics/{names('none')})")
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
                  "--to", "yesterday") == (
-        "zkconsumer offsets: --to 'yesterday' is not earliest, latest, an offset or an "
+        "zkconsumer offsets reset: --to 'yesterday' is not earliest, latest, an offset or an "
         "ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)")
     # Dates the clock cannot hold, or before Kafka's timestamps (negative ones mean
     # latest/earliest to ListOffsets): one line, no traceback.
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
-                 "--to", "0001-01-01") == "zkconsumer offsets: --to '0001-01-01' is out of range"
+                 "--to", "0001-01-01") == (
+        "zkconsumer offsets reset: --to '0001-01-01' is out of range")
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
                  "--to", "1969-12-31T00:00:00Z") == (
-        "zkconsumer offsets: --to '1969-12-31T00:00:00Z' is before 1970, when Kafka "
+        "zkconsumer offsets reset: --to '1969-12-31T00:00:00Z' is before 1970, when Kafka "
         "timestamps begin")
     assert fails(capsys, "offsets", "reset", *zkc, "--group", names("none"), "--topic", topic,
-                 "--to", "earliest").startswith(f"zkconsumer offsets: group '{names('none')}'")
+                 "--to", "earliest").startswith(
+        f"zkconsumer offsets reset: group '{names('none')}'")
     dead = f"127.0.0.1:{free_port()}"
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
                  "--to", "latest", "--force", "--bootstrap-server", dead) == (
-        f"zkconsumer offsets: cannot reach any broker ({dead}: Connection refused)")
+        f"zkconsumer offsets reset: cannot reach any broker ({dead}: Connection refused)")
     assert tree(zk, zp.group_dir(g)) == before
 
     # describe without a broker: the offsets and owners, log ends and Kafka's offsets
@@ -580,7 +586,7 @@ def test_unreachable_zookeeper_and_bad_flags(capsys: pytest.CaptureFixture[str])
     start = time.monotonic()
     line = fails(capsys, "groups", "list", "--zookeeper", address, "--connect-timeout", "1")
     assert time.monotonic() - start < 5
-    assert line == f"zkconsumer groups: cannot connect to ZooKeeper at {address} within 1 s"
+    assert line == f"zkconsumer groups list: cannot connect to ZooKeeper at {address} within 1 s"
     line = fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
                  "--delete-consumer-offsets")
     assert line == ("zkconsumer console-consumer: --delete-consumer-offsets needs --group "
@@ -628,7 +634,7 @@ def test_a_command_whose_zookeeper_goes_away_fails_in_one_line(
     rc, _, err = result[0]
     assert rc == 2
     assert err.strip().startswith(
-        f"zkconsumer groups: ZooKeeper at {stack.zookeeper} failed: Connection"), err
+        f"zkconsumer groups list: ZooKeeper at {stack.zookeeper} failed: Connection"), err
     assert len(err.strip().splitlines()) == 1, err
 
 
@@ -703,9 +709,13 @@ def test_console_consumer(
     assert _console_groups(zk) == before
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_console_consumer_sigterm_deletes_its_group(
-    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any, signum: int,
+    status: int,
 ) -> None:
+    """SIGTERM ends it as Ctrl-C does (the throwaway group deleted), with the status a shell
+    gives a process it killed: 128 + 15 (it was 130, Ctrl-C's)."""
     topic = topic_factory(names.topic, 1)
     produce(stack.bootstrap, topic, [(0, None, b"first")])
     before = _console_groups(zk)
@@ -717,8 +727,8 @@ def test_console_consumer_sigterm_deletes_its_group(
         assert proc.stdout.readline() == "first\n"
         (group,) = _console_groups(zk) - before
         assert zk.get_children(zp.ids_dir(group)) != []
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 130
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == status
     assert proc.stderr is not None
     assert proc.stderr.read().splitlines()[-1] == "Processed a total of 1 message"
     assert zk.exists(zp.group_dir(group)) is None
@@ -749,7 +759,7 @@ def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: A
                 produce(private.bootstrap, "t", [(0, None, b"second")])
                 assert proc.stdout.readline() == "second\n"
                 proc.send_signal(signal.SIGTERM)
-                assert proc.wait(timeout=60) == 130
+                assert proc.wait(timeout=60) == 143  # 128 + SIGTERM
             assert proc.stderr is not None
             err = proc.stderr.read()
             assert "could not delete" not in err, err
@@ -1303,12 +1313,19 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     lines = tmp_path / "offsets.txt"
     lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n")
     chroot = f"/no-such-chroot-{names.suffix}"
-    # (No broker is registered under the chroot: named, Kafka is asked all the same.)
-    line = fails(capsys, "offsets", "import", "--zookeeper", stack.zookeeper + chroot,
-                 "--input", str(lines), "--bootstrap-server", stack.bootstrap)
-    assert line == (f"zkconsumer offsets: offsets import: ZooKeeper refused to create "
-                    f"/consumers: the chroot {chroot} of the connect string does not exist "
-                    "(NoNodeError); nothing written")
+    # (The command checks the chroot before anything: test_a_mistyped_chroot_...; the write
+    # path names it too, for a caller that did not check.)
+    chrooted = _admin.connect(stack.zookeeper + chroot)
+    try:
+        with pytest.raises(_admin.AdminError) as exc:
+            _admin.import_offsets(chrooted, [_admin.OffsetEntry(g, t, 0, 5)],
+                                  zookeeper_only=True)
+    finally:
+        chrooted.stop()
+        chrooted.close()
+    assert str(exc.value) == (f"ZooKeeper refused to create /consumers: the chroot {chroot} "
+                              "of the connect string does not exist (NoNodeError); nothing "
+                              "written")
     assert len(commits) == 1  # not retried
     assert zk.exists(chroot) is None
 
@@ -1317,7 +1334,7 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     commits.clear()
     line = fails(capsys, "offsets", "import", "--zookeeper", stack.zookeeper,
                  "--input", str(lines))
-    assert line == (f"zkconsumer offsets: offsets import: ZooKeeper refused to create "
+    assert line == (f"zkconsumer offsets import: ZooKeeper refused to create "
                     f"{zp.offset_path(g, t, 0)} (NoChildrenForEphemeralsError); nothing "
                     "written")
     assert len(commits) == 1
@@ -1366,10 +1383,10 @@ def test_reset_to_an_offset_says_when_it_is_clamped_and_refuses_dates(
                       ("1714521600", "2024-05-01T00:00:00+00:00")):
         rc, _, err = reset(to)
         assert rc == 2
-        assert err == (f"zkconsumer offsets: --to {to} is past the log end of every partition "
-                       f"of '{topic}' (at most 3) and reads as the date-time {meant}: for a "
-                       f"time write it in ISO-8601 (--to {meant}); for the log end, --to "
-                       "latest\n")
+        assert err == (f"zkconsumer offsets reset: --to {to} is past the log end of every "
+                       f"partition of '{topic}' (at most 3) and reads as the date-time "
+                       f"{meant}: for a time write it in ISO-8601 (--to {meant}); for the log "
+                       "end, --to latest\n")
     assert tree(zk, zp.group_dir(g)) == before
 
     # Clamped on one partition: done, and said (text and --json alike).
@@ -1420,13 +1437,15 @@ def test_an_import_dry_run_refuses_what_the_real_run_refuses(
     zk.create(zp.offset_path(g, t, 2), b"0")
     before = tree(zk, zp.group_dir(g))
     zkc = ["--zookeeper", stack.zookeeper, "--input", str(lines)]
-    refused = (f"zkconsumer offsets: refusing to import offsets: group '{g}' has 1 registered "
-               f"member ({g}_m); pass --force to write anyway")
+    refused = (f"zkconsumer offsets import: refusing to import offsets: group '{g}' has 1 "
+               f"registered member ({g}_m); pass --force to write anyway")
     assert fails(capsys, "offsets", "import", *zkc, "--dry-run") == refused
     assert fails(capsys, "offsets", "import", *zkc) == refused
     rc, out, _ = run(capsys, "offsets", "import", *zkc, "--dry-run", "--force")
-    assert (rc, out) == (0, "dry run: would import 3 offsets of 1 group in one transaction "
-                            "(create 1, update 1, unchanged 1); nothing written\n")
+    assert rc == 0
+    assert out.splitlines()[0] == ("dry run: would import 3 offsets of 1 group in one "
+                                   "transaction (create 1, update 1, unchanged 1); nothing "
+                                   "written")
     assert tree(zk, zp.group_dir(g)) == before
     rc, out, _ = run(capsys, "offsets", "import", *zkc, "--force")
     assert (rc, out) == (0, "imported 3 offsets of 1 group in one transaction "
@@ -1445,7 +1464,7 @@ def test_a_broken_pipe_to_a_server_is_still_an_error(
 
     monkeypatch.setattr(_admin, "list_groups", broken)
     assert fails(capsys, "groups", "list", "--zookeeper", stack.zookeeper) == (
-        "zkconsumer groups: [Errno 32] Broken pipe")
+        "zkconsumer groups list: [Errno 32] Broken pipe")
 
 
 # --------------------------------------------------------------------------------------
@@ -1520,15 +1539,20 @@ def test_reset_and_import_write_kafka_too_for_a_group_with_offsets_there(
                        f"{zp.offset_path(g, gone, 0)}:7\n")
     imp = ["offsets", "import", *zkc, "--input", str(offsets)]
     in_kafka = f"; and in Kafka, where group {g} has offsets: "
+    gone_warning = ("zkconsumer offsets import: warning: 1 offset of topics not in "
+                    f"/brokers/topics ({zp.offset_path(g, gone, 0)}:7): nothing to consume "
+                    "until the topic is created again; the members then resume there, or reset "
+                    "by auto.offset.reset where past its log end\n")
     rc, out, err = run(capsys, *imp, "--dry-run")
-    assert (rc, err) == (0, "")
-    assert out == ("dry run: would import 3 offsets of 1 group in one transaction (create 1, "
-                   f"update 1, unchanged 1){in_kafka}create 0, update 1, unchanged 1, left out "
-                   "1 (no such partition in /brokers/topics); nothing written\n")
+    assert (rc, err) == (0, gone_warning)
+    assert out.splitlines()[0] == (
+        "dry run: would import 3 offsets of 1 group in one transaction (create 1, update 1, "
+        f"unchanged 1){in_kafka}create 0, update 1, unchanged 1, left out 1 (no such partition "
+        "in /brokers/topics); nothing written")
     assert offset_znodes(zk, g, topic, 2) == {0: 0, 1: 0}
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0, (topic, 1): 0}
     rc, out, err = run(capsys, *imp)
-    assert (rc, err) == (0, "")
+    assert (rc, err) == (0, gone_warning)
     assert out == ("imported 3 offsets of 1 group in one transaction (created 1, updated 1, "
                    f"unchanged 1){in_kafka}created 0, updated 1, unchanged 1, left out 1 (no "
                    "such partition in /brokers/topics)\n")
@@ -1587,7 +1611,8 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
         for argv, action in ((reset, "reset offsets"), (imp, "import offsets")):
             for extra in ([], ["--force"], ["--dry-run"]):
                 line = fails(capsys, *argv, *extra)
-                assert line.startswith(f"zkconsumer offsets: refusing to {action}: group "
+                command = "offsets " + action.split()[0]
+                assert line.startswith(f"zkconsumer {command}: refusing to {action}: group "
                                        f"'{g}' has 1 active member in Kafka (modern-"), line
                 assert line.endswith("), and Kafka takes offsets for it only while it has "
                                      "none; stop it first"), line
@@ -1597,7 +1622,7 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
         # A member joining after the check: ZooKeeper is written, Kafka refuses; said so.
         monkeypatch.setattr(_admin._KafkaGroups, "members", lambda self, group: [])
         assert fails(capsys, *reset) == (
-            "zkconsumer offsets: offsets reset: ZooKeeper's offsets written, Kafka's not all: "
+            "zkconsumer offsets reset: ZooKeeper's offsets written, Kafka's not all: "
             f"a modern consumer joined group '{g}' meanwhile and Kafka refused its offsets; "
             "stop it and run this again")
         assert offset_znodes(zk, g, topic, 1) == {0: 0}
@@ -1629,14 +1654,14 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
     offsets.write_text(f"{zp.offset_path(g, topic, 0)}:2\n")
     imp = ["offsets", "import", *zkc, "--input", str(offsets)]
     dead = f"127.0.0.1:{free_port()}"
-    refused = (f"zkconsumer offsets: refusing to {{}}: cannot ask Kafka whether group '{g}' "
-               "has offsets there (members with offsets.storage=kafka resume from those): {}; "
-               "--zookeeper-only writes ZooKeeper's alone")
+    refused = (f"zkconsumer offsets {{0}}: refusing to {{0}} offsets: cannot ask Kafka whether "
+               f"group '{g}' has offsets there (members with offsets.storage=kafka resume from "
+               "those): {1}; --zookeeper-only writes ZooKeeper's alone")
     before = tree(zk, zp.group_dir(g))
     unreachable = f"cannot reach any broker ({dead}: Connection refused)"
     for extra in ([], ["--dry-run"]):
         assert fails(capsys, *imp, "--bootstrap-server", dead, *extra) == refused.format(
-            "import offsets", unreachable)
+            "import", unreachable)
 
     # The brokers answer, but not about the group (an ACL, say).
     def denied(self: Any, group: str) -> Any:
@@ -1645,17 +1670,19 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
     monkeypatch.setattr(_admin._KafkaGroups, "offsets", denied)
     reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest"]
     assert fails(capsys, *reset) == refused.format(
-        "reset offsets", f"[Error 30] GroupAuthorizationFailedError: group {g}")
+        "reset", f"[Error 30] GroupAuthorizationFailedError: group {g}")
     assert tree(zk, zp.group_dir(g)) == before
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
 
-    # --zookeeper-only: ZooKeeper alone, Kafka not asked.
+    # --zookeeper-only: ZooKeeper alone, Kafka's offsets not asked. (The log ends are, for
+    # a warning only: the brokers being unreachable, that check was not made.)
     rc, out, err = run(capsys, *reset, "--zookeeper-only")
     assert (rc, err) == (0, "")
     assert out.splitlines()[0] == f"reset group {g}, topic {topic} to earliest"
     rc, out, err = run(capsys, *imp, "--bootstrap-server", dead, "--zookeeper-only")
-    assert (rc, err) == (0, "")
-    assert out == ("imported 1 offsets of 1 group in one transaction (created 0, updated 1, "
+    assert (rc, err) == (0, "zkconsumer offsets import: warning: offsets past the log end not "
+                            f"checked: {unreachable}\n")
+    assert out == ("imported 1 offset of 1 group in one transaction (created 0, updated 1, "
                    "unchanged 0)\n")
     assert offset_znodes(zk, g, topic, 1) == {0: 2}
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
@@ -1690,3 +1717,235 @@ def test_export_warns_when_kafka_holds_other_offsets_than_the_lines(
         0, lines, "zkconsumer offsets export: warning: cannot compare with the offsets in "
         f"Kafka (the lines hold ZooKeeper's): cannot reach any broker ({dead}: Connection "
         "refused)\n")
+
+
+# --------------------------------------------------------------------------------------
+# offsets no member can resume from: past the log end, of missing topics or partitions
+
+
+def test_describe_warns_about_offsets_past_the_log_end_or_of_missing_partitions(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An offset past the log end showed lag 0, and one of a topic or partition that does
+    not exist showed dashes, with no word of either."""
+    topic = topic_factory(names.topic, 5)
+    gone = names("gone")
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    g = names.group
+    seed(zk, g, {(topic, 0): 10, (topic, 1): 4, (topic, 2): 2, (topic, 3): 1, (topic, 4): 0,
+                 (topic, 7): 3, (gone, 0): 7})
+    argv = ["groups", "describe", "--zookeeper", stack.zookeeper, "--group", g]
+    warn = "zkconsumer groups describe: warning:"
+    expected = (
+        f"{warn} offsets past the log end on 4 partitions ({topic}:0 offset 10 log end 3, "
+        f"{topic}:1 offset 4 log end 0, {topic}:2 offset 2 log end 0 and 1 more): lag shows "
+        "0, but a member fetching there resets the offset by auto.offset.reset (smallest: to "
+        "the log start; largest: to the log end)\n"
+        f"{warn} offsets of topics not in /brokers/topics on 1 partition ({gone}:0 offset 7): "
+        "nothing to consume; should the topic be created again, the members resume from "
+        "these offsets (reset by auto.offset.reset where past its log end)\n"
+        f"{warn} offsets of partitions their topics do not have on 1 partition ({topic}:7 "
+        "offset 3): nothing to consume; should the partition be created again, the members "
+        "resume from these offsets (reset by auto.offset.reset where past its log end)\n"
+        f"{warn} total lag at least 0 (2 of 7 partitions unknown): lag unknown where a "
+        "partition has no committed offset or no known log end\n")
+    rc, out, err = run(capsys, *argv)
+    assert (rc, err) == (0, expected)
+    # --json says the same on stderr; the rows are as they were (lag 0 past the log end).
+    rc, out, err = run(capsys, *argv, "--json")
+    assert (rc, err) == (0, expected)
+    assert [(r["topic"], r["partition"], r["lag"]) for r in json.loads(out)] == [
+        (gone, 0, None), *((topic, p, 0) for p in range(5)), (topic, 7, None)]
+    # The member list has nothing to do with offsets.
+    assert run(capsys, *argv, "--members")[2] == ""
+    # Offsets within the log: no warning.
+    h = names("fine")
+    seed(zk, h, {(topic, p): 3 if p == 0 else 0 for p in range(5)})
+    rc, _, err = run(capsys, "groups", "describe", "--zookeeper", stack.zookeeper, "--group", h)
+    assert (rc, err) == (0, "")
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The cells of a table printed by the tools (the rule under the header left out)."""
+    return [line.split() for line in text.splitlines()
+            if line.strip() and not set(line.strip()) <= {"─", " "}]
+
+
+def test_offsets_import_warns_about_offsets_no_member_can_resume_from_and_lists_a_dry_run(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Offsets of missing topics or partitions, or past the log end, were imported without a
+    word (they still are: a backup restored may predate a topic's deletion); --dry-run
+    printed counts only, for a command documented to show what it would create and update."""
+    from zkconsumer import _cli_tools
+
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    g, h, gone = names("a"), names("b"), names("gone")
+    seed(zk, g, {(topic, 0): 1, (topic, 1): 0})
+    lines = [f"{zp.offset_path(g, topic, 0)}:2", f"{zp.offset_path(g, topic, 1)}:0",
+             f"{zp.offset_path(h, topic, 0)}:9", f"{zp.offset_path(h, topic, 4)}:1",
+             *(f"{zp.offset_path(h, gone, p)}:5" for p in range(4))]
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text("".join(f"{line}\n" for line in lines))
+    imp = ["offsets", "import", "--zookeeper", stack.zookeeper, "--input", str(offsets)]
+    warn = "zkconsumer offsets import: warning:"
+    warnings = (
+        f"{warn} 4 offsets of topics not in /brokers/topics ({lines[4]}, {lines[5]}, "
+        f"{lines[6]} and 1 more): nothing to consume until the topic is created again; the "
+        "members then resume there, or reset by auto.offset.reset where past its log end\n"
+        f"{warn} 1 offset of partitions their topics do not have ({lines[3]}): nothing to "
+        "consume until the partition is created again; the members then resume there, or "
+        "reset by auto.offset.reset where past its log end\n"
+        f"{warn} 1 offset past the log end ({lines[2]} (log end 3)): a member fetching there "
+        "resets the offset by auto.offset.reset\n")
+    before = tree(zk, zp.CONSUMERS)
+
+    # The dry run: the summary, then every offset it would create or change, old and new.
+    rc, out, err = run(capsys, *imp, "--dry-run")
+    assert (rc, err) == (0, warnings)
+    summary, table = out.split("\n", 1)
+    assert summary == ("dry run: would import 8 offsets of 2 groups in one transaction "
+                       "(create 6, update 1, unchanged 1); nothing written")
+    assert _table_rows(table) == [
+        ["GROUP", "TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET"],
+        [g, topic, "0", "1", "2"],
+        [h, topic, "0", "-", "9"],
+        [h, topic, "4", "-", "1"],
+        *([h, gone, str(p), "-", "5"] for p in range(4)),
+    ]
+    # A long list is cut short, saying how much is left out.
+    monkeypatch.setattr(_cli_tools, "DRY_RUN_LIST_LIMIT", 2)
+    rc, out, _ = run(capsys, *imp, "--dry-run")
+    assert rc == 0 and len(_table_rows(out.split("\n", 1)[1])) == 1 + 2 + 1
+    assert out.splitlines()[-1] == "... and 5 more (--json lists them all)"
+    # --json says it is a dry run, with the old offset and the action of every entry.
+    rc, out, err = run(capsys, *imp, "--dry-run", "--json")
+    assert (rc, err) == (0, warnings)
+    dry = {"dry_run": True}
+    assert json.loads(out) == [
+        {"group": g, "topic": topic, "partition": 0, "offset": 2, "old_offset": 1,
+         "action": "update", **dry},
+        {"group": g, "topic": topic, "partition": 1, "offset": 0, "old_offset": 0,
+         "action": "unchanged", **dry},
+        {"group": h, "topic": topic, "partition": 0, "offset": 9, "old_offset": None,
+         "action": "create", **dry},
+        {"group": h, "topic": topic, "partition": 4, "offset": 1, "old_offset": None,
+         "action": "create", **dry},
+        *({"group": h, "topic": gone, "partition": p, "offset": 5, "old_offset": None,
+           "action": "create", **dry} for p in range(4)),
+    ]
+    assert tree(zk, zp.CONSUMERS) == before
+
+    # The real run imports them all the same, with the same warnings; its --json is as was.
+    rc, out, err = run(capsys, *imp, "--json")
+    assert (rc, err) == (0, warnings)
+    assert json.loads(out) == [
+        dict(zip(("group", "topic", "partition", "offset"),
+                 (*zp.parse_offset_line(line)[:3], int(line.rsplit(":", 1)[1])), strict=True))
+        for line in lines]
+    assert offset_znodes(zk, h, gone, 4) == {p: 5 for p in range(4)}
+    # All in range now: no warning, and a dry run has nothing to list.
+    good = tmp_path / "good.txt"
+    good.write_text(f"{zp.offset_path(g, topic, 0)}:2\n")
+    rc, out, err = run(capsys, "offsets", "import", "--zookeeper", stack.zookeeper, "--input",
+                       str(good), "--dry-run")
+    assert (rc, err) == (0, "")
+    assert out == ("dry run: would import 1 offset of 1 group (create 0, update 0, "
+                   "unchanged 1); nothing written\n")
+
+
+# --------------------------------------------------------------------------------------
+# console-consumer: the --consumer-property keys a flag sets
+
+
+def test_console_consumer_takes_a_flags_property_when_the_flag_is_not_given(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each was refused with "conflicts with the flag that sets it; use the flag", naming no
+    flag, even with the flag not given; Kafka's console consumer takes them then."""
+    address = f"127.0.0.1:{free_port()}"  # refused before connecting
+    base = ["console-consumer", "--zookeeper", address, "--topic", "t"]
+    prefix = "zkconsumer console-consumer: --consumer-property"
+    for extra, line in (
+            (["--from-beginning", "--consumer-property", "auto.offset.reset=largest"],
+             f"{prefix} auto.offset.reset=largest conflicts with --from-beginning, which sets "
+             "auto.offset.reset=smallest (start at the earliest offset when the group has "
+             "none committed); leave one out"),
+            (["--timeout-ms", "100", "--consumer-property", "consumer.timeout.ms=200"],
+             f"{prefix} consumer.timeout.ms=200 conflicts with --timeout-ms 100, which sets "
+             "it (exit when no message arrives for that long); leave one out"),
+            (["--group", "a", "--consumer-property", "group.id=b"],
+             f"{prefix} group.id=b conflicts with --group a, which sets it; leave one out"),
+            (["--consumer-property", "zookeeper.connect=elsewhere:2181"],
+             f"{prefix} zookeeper.connect=elsewhere:2181 conflicts with --zookeeper {address}, "
+             "which sets it (the tool reads and deletes the group there too); leave it out"),
+            (["--consumer-property", "group.id=a/b"],
+             "zkconsumer console-consumer: bad --consumer-property group.id: group must not "
+             "contain '/': 'a/b'"),
+    ):
+        assert fails(capsys, *base, *extra) == line
+
+    # Without the flags: from the beginning, ending when idle, in a group that is kept.
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, f"m{i}".encode()) for i in range(3)])
+    g = names.group
+    rc, out, err = run(capsys, "console-consumer", "--zookeeper", stack.zookeeper, "--topic",
+                       topic, "--consumer-property", "auto.offset.reset=smallest",
+                       "--consumer-property", "consumer.timeout.ms=2000",
+                       "--consumer-property", f"group.id={g}",
+                       "--consumer-property", "auto.commit.interval.ms=100")
+    assert rc == 0, err
+    assert out.splitlines() == ["m0", "m1", "m2"]
+    assert offset_znodes(zk, g, topic, 1) == {0: 3}
+    # A value that is no value of the key is not hidden by the flag's.
+    line = fails(capsys, "console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic,
+                 "--from-beginning", "--consumer-property", "auto.offset.reset=earliest")
+    assert line.startswith("zkconsumer console-consumer: ") and "'smallest'" in line, line
+    # The flag and an agreeing property together are fine.
+    rc, out, err = run(capsys, "console-consumer", "--zookeeper", stack.zookeeper, "--topic",
+                       topic, "--group", g, "--consumer-property", f"group.id={g}",
+                       "--from-beginning", "--delete-consumer-offsets", "--consumer-property",
+                       "auto.offset.reset=smallest", "--max-messages", "3")
+    assert rc == 0, err
+    assert out.splitlines() == ["m0", "m1", "m2"]
+
+
+# --------------------------------------------------------------------------------------
+# a chroot that does not exist
+
+
+def test_a_mistyped_chroot_is_named_by_every_command(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    """Only writes noticed it: a read under a chroot that does not exist found nothing, and
+    said "no consumer groups", exported nothing, or that the group or topic is not there."""
+    chroot = f"/typo-{names.suffix}"
+    zkc = ["--zookeeper", stack.zookeeper + chroot]
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text(f"{zp.offset_path(names.group, names.topic, 0)}:1\n")
+    group = ["--group", names.group]
+    for argv in (["groups", "list"], ["groups", "describe", *group],
+                 ["groups", "delete", *group], ["offsets", "export"],
+                 ["offsets", "import", "--input", str(offsets), "--dry-run"],
+                 ["offsets", "import", "--input", str(offsets)],
+                 ["offsets", "reset", *group, "--topic", names.topic, "--to", "earliest"],
+                 ["verify-rebalance", *group],
+                 ["console-consumer", "--topic", names.topic]):
+        command = " ".join(argv[:2] if argv[0] in ("groups", "offsets") else argv[:1])
+        assert fails(capsys, *argv, *zkc) == (
+            f"zkconsumer {command}: the chroot {chroot} of the connect string does not "
+            "exist; check --zookeeper"), argv
+    assert zk.exists(chroot) is None
+    # A chroot that exists is fine, empty or not.
+    zk.ensure_path(chroot)
+    try:
+        assert run_json(capsys, "groups", "list", *zkc) == []
+        rc, out, err = run(capsys, "offsets", "export", *zkc)
+        assert (rc, out) == (0, "")
+    finally:
+        zk.delete(chroot, recursive=True)

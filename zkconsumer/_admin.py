@@ -75,6 +75,7 @@ __all__ = [
     "GroupActiveError",
     "GroupDescription",
     "GroupSummary",
+    "ImportChange",
     "ImportResult",
     "KafkaGroupActiveError",
     "KafkaImport",
@@ -93,6 +94,7 @@ __all__ = [
     "ZOOKEEPER_ONLY_FLAG",
     "ZooKeeperUnreachableError",
     "check_brokers",
+    "check_chroot",
     "command_config",
     "command_config_properties",
     "connect",
@@ -159,18 +161,24 @@ class AclRefusedError(AdminError):
     """ZooKeeper refused an operation on a znode by its ACL (NoAuth)."""
 
 
-def acl_refused(zk: KazooClient, verb: str, path: str, what: str = "") -> AclRefusedError:
+def acl_refused(
+    zk: KazooClient, verb: str, path: str, what: str = "", told: str = ""
+) -> AclRefusedError:
     """The error for a NoAuth answer to ``verb`` (create, delete, write, read) on ``path``.
 
     kazoo's NoAuthError carries no path; this names it, and the znode whose ACL decides:
-    the parent's for create and delete, the znode's own otherwise.
+    the parent's for create and delete, the znode's own otherwise. ``what``: the operation,
+    said first (the tools leave it out: their prefix names the command); ``told``: what the
+    failed write left behind, said last.
     """
     path = zk.unchroot(path)
     judge = (path.rsplit("/", 1)[0] or "/") if verb in ("create", "delete") else path
     prefix = f"{what}: " if what else ""
+    suffix = f"; {told}" if told else ""
     return AclRefusedError(
         f"{prefix}ZooKeeper refused to {verb} {path}: the ACL of {judge} does not allow this "
         f"client (NoAuth); set {AUTH_ENV} to credentials it grants (e.g. digest:user:password)"
+        f"{suffix}"
     )
 
 
@@ -267,6 +275,11 @@ class GroupDescription:
     kafka_offsets_error: str | None = None
     """Why the group's committed offsets in Kafka are unknown (the brokers could not be
     reached, OffsetFetch failed), so that the offsets are ZooKeeper's alone; else None."""
+    bad_offsets: dict[str, list[PartitionStatus]] = field(default_factory=dict)
+    """Partitions whose committed offset no member can resume from, by class as ``migrate
+    status`` names them (:func:`zkconsumer._migrate.classify`): ``above_log_end``,
+    ``topic_missing`` (not in ``/brokers/topics``), ``partition_missing`` (the topic has
+    fewer partitions). See :meth:`bad_offsets_warnings`."""
 
     @property
     def offsets_in_kafka(self) -> bool:
@@ -291,6 +304,28 @@ class GroupDescription:
                 "dual commit resumes; a member with offsets.storage=zookeeper resumes from "
                 "ZooKeeper's, one with offsets.storage=kafka and dual.commit.enabled=false "
                 "from Kafka's (--json has both)")
+
+    def bad_offsets_warnings(self, limit: int = 3) -> list[str]:
+        """What to know about :attr:`bad_offsets`, one line per class naming up to ``limit``
+        partitions: an offset past the log end shows lag 0, yet a member fetching there
+        resets it; the offsets of a topic or partition that does not exist are stale."""
+        out = []
+        past = self.bad_offsets.get("above_log_end", [])
+        if past:
+            out.append(
+                f"offsets past the log end on {_partitions(past, limit, log_end=True)}: lag "
+                "shows 0, but a member fetching there resets the offset by auto.offset.reset "
+                "(smallest: to the log start; largest: to the log end)")
+        for cls, what, again in (
+                ("topic_missing", "topics not in /brokers/topics", "topic"),
+                ("partition_missing", "partitions their topics do not have", "partition")):
+            rows = self.bad_offsets.get(cls, [])
+            if rows:
+                out.append(
+                    f"offsets of {what} on {_partitions(rows, limit)}: nothing to consume; "
+                    f"should the {again} be created again, the members resume from these "
+                    "offsets (reset by auto.offset.reset where past its log end)")
+        return out
 
     @property
     def total_lag(self) -> int:
@@ -321,6 +356,16 @@ class GroupDescription:
         return [*self.partitions, *idle]
 
 
+def _partitions(rows: Sequence[PartitionStatus], limit: int, log_end: bool = False) -> str:
+    """"2 partitions (t:0 offset 7, t:1 offset 9)", up to ``limit`` named; ``log_end``:
+    with each log end."""
+    shown = ", ".join(
+        f"{r.topic}:{r.partition} offset {r.offset}"
+        + (f" log end {r.log_end_offset}" if log_end else "") for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"{len(rows)} partition{'s' if len(rows) != 1 else ''} ({shown}{more})"
+
+
 @dataclass(frozen=True)
 class OffsetEntry(_JsonRow):
     """One committed offset: ``/consumers/<group>/offsets/<topic>/<partition>:<offset>``."""
@@ -341,6 +386,19 @@ class OffsetEntry(_JsonRow):
 
 
 @dataclass(frozen=True)
+class ImportChange(_JsonRow):
+    """One offset of ``offsets import`` as planned: ZooKeeper's offset before (None: no
+    znode, or one that does not decode) and ``action``: create, update or unchanged."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    old_offset: int | None
+    action: Literal["create", "update", "unchanged"]
+
+
+@dataclass(frozen=True)
 class ImportResult:
     """What ``offsets import`` wrote."""
 
@@ -352,6 +410,16 @@ class ImportResult:
     kafka: list[KafkaImport] = field(default_factory=list)
     """The groups with offsets in Kafka, whose offsets were (or would be) committed there
     too; the counts above are ZooKeeper's."""
+    changes: list[ImportChange] = field(default_factory=list)
+    """Every entry's plan (ZooKeeper's), in the order of ``entries``."""
+    topic_missing: list[OffsetEntry] = field(default_factory=list)
+    """Entries of topics not in ``/brokers/topics`` (imported all the same)."""
+    partition_missing: list[OffsetEntry] = field(default_factory=list)
+    """Entries of partitions their topic does not have (imported all the same)."""
+    above_log_end: list[tuple[OffsetEntry, int]] = field(default_factory=list)
+    """Entries past their partition's log end, with the log end (imported all the same)."""
+    log_end_error: str | None = None
+    """Why the log ends could not be read (``above_log_end`` then unchecked), else None."""
 
     @property
     def groups(self) -> list[str]:
@@ -660,8 +728,8 @@ def connect(
             raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from e
         try:
             with warnings.catch_warnings():
-                # kazoo warns when the chroot does not exist; reads then find nothing, which
-                # is the right answer for the tools (no groups there).
+                # kazoo warns when the chroot does not exist (a typo in the connect string):
+                # the tools say so in one line instead (check_chroot).
                 warnings.simplefilter("ignore", UserWarning)
                 client.start(timeout=timeout_s)
         except (KazooTimeoutError, KazooException, OSError) as e:
@@ -685,6 +753,21 @@ def connect(
         # Still quiet during the login check: kazoo logs a refused login as a warning.
         _kazoo_log.setLevel(previous)
     return client
+
+
+def _no_chroot(chroot: str) -> str:
+    """Why nothing is there to read and nothing can be created: the chroot is missing."""
+    return f"the chroot {chroot} of the connect string does not exist"
+
+
+def check_chroot(zk: KazooClient) -> None:
+    """AdminError when the chroot of ``zk``'s connect string (``host:port/chroot``) does
+    not exist: every read would find nothing there (no groups, topics or brokers) and every
+    write be refused, so a typo in it is named at once rather than answered with
+    "nothing there". The write path names it too (:func:`_commit`), for callers that do not
+    check first."""
+    if zk.chroot and zk.exists("/") is None:
+        raise AdminError(f"{_no_chroot(zk.chroot)}; check --zookeeper")
 
 
 def consumers_for_topic(
@@ -1184,7 +1267,8 @@ def _kafka_writes(
 
 def _commit_kafka(plan: _KafkaPlan, writes: Mapping[str, Mapping[TopicPartition, int]],
                   what: str) -> None:
-    """Commit ``writes`` (group -> offsets) in Kafka, after ZooKeeper's were written."""
+    """Commit ``writes`` (group -> offsets) in Kafka, after ZooKeeper's were written.
+    ``what``: the operation, said first in a failure's message (empty: not said)."""
     from ._migrate import GroupActiveError as JoinedError
 
     if plan.client is None:
@@ -1202,7 +1286,8 @@ def _commit_kafka(plan: _KafkaPlan, writes: Mapping[str, Mapping[TopicPartition,
             else:
                 why = f"group {group!r}: {_reason(e)}; run this again"
             also = f" (and Kafka's of {_groups_text(done)})" if done else ""
-            raise AdminError(f"{what}: ZooKeeper's offsets written{also}, Kafka's not all: "
+            head = f"{what}: " if what else ""
+            raise AdminError(f"{head}ZooKeeper's offsets written{also}, Kafka's not all: "
                              f"{why}") from e
         done.append(group)
 
@@ -1338,8 +1423,9 @@ def describe_group(
                     | {tp.topic for tp in kafka_found} | {tp.topic for tp in owners})
     tps: set[TopicPartition] = set(zk_offsets) | set(kafka_found) | set(owners)
     known: list[TopicPartition] = []  # partitions the broker registry knows
+    registry: dict[str, list[int] | None] = {}
     for topic in topics:
-        partitions = topic_partitions(zk, topic)
+        partitions = registry[topic] = topic_partitions(zk, topic)
         if partitions is None:
             continue
         for p in partitions:
@@ -1359,15 +1445,25 @@ def describe_group(
             error = f"log end offsets unknown: {e}"
             log.debug("log end offsets failed", exc_info=True)
 
+    from ._migrate import classify  # late: _migrate imports this module
+
     rows = []
+    bad: dict[str, list[PartitionStatus]] = {}
     for tp in sorted(tps):
         z, k = zk_offsets.get(tp), kafka_found.get(tp)
         offset, source = resume_offset(z, k)
         end = ends.get(tp)
-        rows.append(PartitionStatus(
+        row = PartitionStatus(
             group, tp.topic, tp.partition, offset, end, partition_lag(offset, end),
             owners.get(tp), source, z, k,
-        ))
+        )
+        rows.append(row)
+        # As `migrate status` classes it (the larger of both stores, as here).
+        partitions = registry.get(tp.topic)
+        state = classify(z, k, None, end, topic_exists=partitions is not None,
+                         partition_exists=tp.partition in (partitions or ()))
+        if offset is not None and state in _BAD_OFFSET_CLASSES:
+            bad.setdefault(state, []).append(row)
 
     owning = set(owners.values())
     infos = []
@@ -1377,7 +1473,12 @@ def describe_group(
         idle.extend(t for t in threads if t not in owning)
         owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
         infos.append(MemberInfo(group, cid, reg.pattern, dict(reg.subscription), threads, owned))
-    return GroupDescription(group, rows, sorted(idle), infos, error, warnings, kafka_error)
+    return GroupDescription(group, rows, sorted(idle), infos, error, warnings, kafka_error,
+                            bad)
+
+
+#: The classes of :func:`zkconsumer._migrate.classify` ``groups describe`` warns about.
+_BAD_OFFSET_CLASSES = ("above_log_end", "topic_missing", "partition_missing")
 
 
 def _consumer_of(thread_id: str) -> str | None:
@@ -1425,8 +1526,9 @@ def _members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int
         acl = full_acl(zk, ids)  # made again as it was, not with the tools' ACL
         if acl is None and not zk.default_acl:
             # kazoo's fallback is world-open: the group's protection would go.
-            raise AdminError(f"{what} ({_written(written)}): " + acl_unreadable(
-                ids, f"re-create {ids} (the guard against members registering meanwhile)"))
+            raise AdminError(_failed(what, acl_unreadable(
+                ids, f"re-create {ids} (the guard against members registering meanwhile)"),
+                _written(written)))
         tx.delete(ids)
         tx.create(ids, b"", acl=acl)
     elif zk.exists(zp.group_dir(group)) is not None:
@@ -1451,7 +1553,9 @@ def _commit(tx: Any, what: str, written: int = 0) -> None:
     at once with the path and the cause: an operation refused by an ACL
     (:class:`AclRefusedError`), a create under a chroot that does not exist, or any other
     refusal (AdminError). ``written``: operations of earlier transactions of the same
-    command, which the message must not deny.
+    command, which the message must not deny. ``what``: the operation, said first in the
+    message (:func:`_failed`); empty for offsets import and reset, whose command the tools'
+    prefix names.
     """
     results = tx.commit()
     told = _written(written)
@@ -1461,21 +1565,27 @@ def _commit(tx: Any, what: str, written: int = 0) -> None:
         op, result = cause
         verb = _TX_VERBS.get(type(op).__name__, "change")
         if isinstance(result, NoAuthError):
-            raise acl_refused(client, verb, op.path, f"{what} ({told})")
+            raise acl_refused(client, verb, op.path, what, told)
         name = type(result).__name__
         path = client.unchroot(op.path)
         if (isinstance(result, NoNodeError) and verb == "create"
                 and path.rsplit("/", 1)[0] == "" and client.chroot):
             # Under the root of a chroot: the chroot itself is missing (a typo in
             # --zookeeper); no retry creates it.
-            raise AdminError(
-                f"{what}: ZooKeeper refused to create {path}: the chroot {client.chroot} of "
-                f"the connect string does not exist ({name}); {told}")
+            raise AdminError(_failed(
+                what, f"ZooKeeper refused to create {path}: {_no_chroot(client.chroot)} "
+                f"({name})", told))
         if name not in _RACES:
-            raise AdminError(f"{what}: ZooKeeper refused to {verb} {path} ({name}); {told}")
-        raise _Changed(f"{what}: {path} changed meanwhile ({name}); {told}", written)
+            raise AdminError(_failed(what, f"ZooKeeper refused to {verb} {path} ({name})", told))
+        raise _Changed(_failed(what, f"{path} changed meanwhile ({name})", told), written)
     if any(isinstance(r, Exception) for r in results):
-        raise _Changed(f"{what}: ZooKeeper changed meanwhile; {told}", written)
+        raise _Changed(_failed(what, "ZooKeeper changed meanwhile", told), written)
+
+
+def _failed(what: str, text: str, told: str) -> str:
+    """A failed write's message: "WHAT: TEXT; TOLD", without "WHAT: " when ``what`` is
+    empty (the tools' offsets commands: their prefix names the command)."""
+    return f"{what}: {text}; {told}" if what else f"{text}; {told}"
 
 
 def _written(n: int) -> str:
@@ -1575,8 +1685,7 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
                     except NoNodeError:
                         pass
                     except NoAuthError:
-                        raise acl_refused(zk, "delete", p,
-                                          f"{action} ({_written(i)})") from None
+                        raise acl_refused(zk, "delete", p, action, _written(i)) from None
                     except NotEmptyError:
                         # A member registered after the check (it refuses if run again).
                         raise AdminError(f"{action}: {zk.unchroot(p)} got a child meanwhile; "
@@ -1668,6 +1777,8 @@ def import_offsets(
     bootstrap: str | None = None,
     kafka: Mapping[str, Any] | None = None,
     zookeeper_only: bool = False,
+    log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None = None,
 ) -> ImportResult:
     """Write every entry's offset (creating znodes as needed) in one transaction, and in
     Kafka too for the groups that have offsets there.
@@ -1685,6 +1796,11 @@ def import_offsets(
     Refuses (:class:`KafkaGroupActiveError`) when such a group has active members in Kafka,
     whatever ``force``, and (:class:`KafkaUnknownError`) when Kafka cannot be asked, unless
     ``zookeeper_only``: ZooKeeper alone, Kafka not asked.
+
+    Offsets of topics or partitions ``/brokers/topics`` does not have, and offsets past
+    their partition's log end (read from the brokers, ``zookeeper_only`` or not;
+    ``log_end_offsets`` (servers, partitions) replaces that read), are imported all the
+    same and listed in the result (:func:`_import_checks`).
     """
     groups = sorted({e.group for e in entries})
     if not force:
@@ -1693,19 +1809,58 @@ def import_offsets(
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, groups, bootstrap, kafka,
                                                           "import offsets")
     with plan:
-        registry: dict[str, list[int] | None] = {}
+        registry = {t: topic_partitions(zk, t) for t in sorted({e.topic for e in entries})}
 
         def exists(tp: TopicPartition) -> bool:
-            if tp.topic not in registry:
-                registry[tp.topic] = topic_partitions(zk, tp.topic)
             known = registry[tp.topic]
             return known is not None and tp.partition in known
 
         writes, in_kafka = _kafka_writes(plan, entries, exists)
+        topic_missing, partition_missing, above, error = _import_checks(
+            zk, entries, registry, bootstrap, kafka, log_end_offsets)
         result = _import_zookeeper(zk, entries, groups, force, progress, dry_run)
         if not dry_run:
-            _commit_kafka(plan, writes, "offsets import")
-    return replace(result, kafka=in_kafka)
+            _commit_kafka(plan, writes, "")
+    return replace(result, kafka=in_kafka, topic_missing=topic_missing,
+                   partition_missing=partition_missing, above_log_end=above,
+                   log_end_error=error)
+
+
+def _import_checks(
+    zk: KazooClient,
+    entries: Sequence[OffsetEntry],
+    registry: Mapping[str, list[int] | None],
+    bootstrap: str | None,
+    kafka: Mapping[str, Any] | None,
+    log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None,
+) -> tuple[list[OffsetEntry], list[OffsetEntry], list[tuple[OffsetEntry, int]], str | None]:
+    """The entries no member can resume from, as :class:`ImportResult` has them: of topics,
+    of partitions the broker registry does not have, past the log end (read from the
+    brokers), and why the log ends could not be read. Never a refusal: an import restores a
+    backup, and its topics may be created again."""
+    topic_missing = [e for e in entries if registry[e.topic] is None]
+    partition_missing = [e for e in entries
+                         if (known := registry[e.topic]) is not None and e.partition not in known]
+    present = [e for e in entries
+               if (known := registry[e.topic]) is not None and e.partition in known]
+    above: list[tuple[OffsetEntry, int]] = []
+    error: str | None = None
+    if present:
+        reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
+        try:
+            servers = find_bootstrap(zk, bootstrap, kafka)
+            check_brokers(servers)
+            ends = reader(servers, sorted({TopicPartition(e.topic, e.partition)
+                                           for e in present}))
+        except Exception as e:  # noqa: BLE001 - said in the warning: not checked
+            log.debug("log end offsets failed", exc_info=True)
+            error = _reason(e)
+        else:
+            above = [(e, end) for e in present
+                     if (end := ends.get(TopicPartition(e.topic, e.partition))) is not None
+                     and e.offset > end]
+    return topic_missing, partition_missing, above, error
 
 
 def _import_zookeeper(
@@ -1728,7 +1883,7 @@ def _import_zookeeper(
         except _Changed as e:
             written += e.written  # planned again: what is written now counts as unchanged
             continue
-    raise AdminError(f"offsets import: ZooKeeper kept changing; {_written(written)}")
+    raise AdminError(f"ZooKeeper kept changing; {_written(written)}")
 
 
 def _import_once(
@@ -1746,17 +1901,29 @@ def _import_once(
                if st.get() is not None}
     ops: list[tuple[str, str, bytes]] = [("create", p, b"") for p in parents if p not in present]
     created = updated = unchanged = 0
+    changes: list[ImportChange] = []
     for e in entries:
         payload = zp.encode_offset(e.offset)
         old = current[e.path]
+        old_offset: int | None = None
         if old is None:
             ops.append(("create", e.path, payload))
             created += 1
-        elif old.strip() == payload:
-            unchanged += 1
+            action: Literal["create", "update", "unchanged"] = "create"
         else:
-            ops.append(("set", e.path, payload))
-            updated += 1
+            try:
+                old_offset = zp.decode_offset(old, e.path)
+            except ZkDataError:
+                pass  # replaced; shown as none
+            if old.strip() == payload:
+                unchanged += 1
+                action = "unchanged"
+            else:
+                ops.append(("set", e.path, payload))
+                updated += 1
+                action = "update"
+        changes.append(ImportChange(e.group, e.topic, e.partition, e.offset, old_offset,
+                                    action))
     guard_groups = [] if force else list(groups)
     chunks = [ops[i:i + MAX_TRANSACTION_OPS] for i in range(0, len(ops), MAX_TRANSACTION_OPS)]
     if dry_run:
@@ -1764,8 +1931,9 @@ def _import_once(
             # The guard's own checks (the ACL it must keep), on a transaction never sent.
             tx = zk.transaction()
             for group in guard_groups:
-                _members_guard(tx, zk, group, "offsets import")
-        return ImportResult(list(entries), created, updated, unchanged, len(chunks))
+                _members_guard(tx, zk, group, "")
+        return ImportResult(list(entries), created, updated, unchanged, len(chunks),
+                            changes=changes)
     if len(chunks) > 1 and not force:
         # Not atomic any more: check again just before writing.
         for group in groups:
@@ -1775,17 +1943,18 @@ def _import_once(
     for chunk in chunks:
         tx = zk.transaction()
         for group in guard_groups:
-            _members_guard(tx, zk, group, "offsets import", done)
+            _members_guard(tx, zk, group, "", done)
         for op, path, payload in chunk:
             if op == "create":
                 tx.create(path, payload)
             else:
                 tx.set_data(path, payload)
-        _commit(tx, "offsets import", done)
+        _commit(tx, "", done)
         done += len(chunk)
         if progress is not None:
             progress(done, len(ops))
-    return ImportResult(list(entries), created, updated, unchanged, len(chunks))
+    return ImportResult(list(entries), created, updated, unchanged, len(chunks),
+                        changes=changes)
 
 
 # --------------------------------------------------------------------------------------
@@ -1942,7 +2111,7 @@ def _reset_with(
     entries = [OffsetEntry(group, r.topic, r.partition, r.offset) for r in rows]
     writes, _ = _kafka_writes(plan, entries)
     _import_zookeeper(zk, entries, [group], force)
-    _commit_kafka(plan, writes, "offsets reset")
+    _commit_kafka(plan, writes, "")
     return rows
 
 

@@ -84,6 +84,7 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
         if not getattr(args, "verbose", False):
             kafka_log.setLevel(logging.CRITICAL)
         try:
+            _admin.check_chroot(zk)  # a typo there reads as "nothing": say so instead
             return fn(args, zk, *extra)
         except NoAuthError as e:
             # Where _admin knows the path it raises AclRefusedError; this is the rest.
@@ -150,6 +151,11 @@ def _table(columns: Sequence[tuple[str, str]]) -> Any:
 
 def _cell(value: object) -> str:
     return "-" if value is None else str(value)
+
+
+def _count(n: int, noun: str) -> str:
+    """"1 offset", "2 offsets"."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _print_json(rows: Sequence[dict[str, Any]]) -> None:
@@ -242,6 +248,8 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
     note = None if args.members else desc.offsets_note()
     if note is not None:
         print(f"zkconsumer groups describe: warning: {note}", file=sys.stderr)
+    for warning in [] if args.members else desc.bad_offsets_warnings():
+        print(f"zkconsumer groups describe: warning: {warning}", file=sys.stderr)
     if desc.unknown_lags and not args.members:
         # Said in both modes: a JSON reader summing the lags must not take null for 0.
         print(f"zkconsumer groups describe: warning: total lag {desc.total_lag_text()}: lag "
@@ -300,9 +308,10 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     result = _admin.delete_group(zk, group, topic)
     if result.group_deleted:
         extra = f" (topic {topic} was its only topic)" if topic is not None else ""
-        print(f"deleted group {group}{extra}: {result.deleted_znodes} znodes")
+        print(f"deleted group {group}{extra}: {_count(result.deleted_znodes, 'znode')}")
     else:
-        print(f"deleted topic {topic} of group {group}: {result.deleted_znodes} znodes")
+        print(f"deleted topic {topic} of group {group}: "
+              f"{_count(result.deleted_znodes, 'znode')}")
     return 0
 
 
@@ -353,8 +362,8 @@ def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int
         sys.stdout.write(text)
     else:
         n_groups = len({e.group for e in entries})
-        print(f"exported {len(entries)} offsets of {n_groups} group"
-              f"{'s' if n_groups != 1 else ''} to {args.output}")
+        print(f"exported {_count(len(entries), 'offset')} of {_count(n_groups, 'group')} "
+              f"to {args.output}")
     return 0
 
 
@@ -412,22 +421,74 @@ def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.Offs
             zk, entries, force=args.force, progress=bar, dry_run=args.dry_run,
             bootstrap=args.bootstrap_server, kafka=_admin.command_config(args.command_config),
             zookeeper_only=args.zookeeper_only)
+    _warn_unusable_offsets(result)
     if args.json:
-        _print_json([e.to_json() for e in entries])
+        if args.dry_run:
+            _print_json([{**c.to_json(), "dry_run": True} for c in result.changes])
+        else:
+            _print_json([e.to_json() for e in entries])
         return 0
     groups = sorted({e.group for e in entries})
-    how = ("in one transaction" if result.transactions == 1
-           else f"in {result.transactions} transactions")
-    what = (f"{len(entries)} offsets of {len(groups)} group{'s' if len(groups) != 1 else ''} "
-            f"{how}")
+    # (No transaction when every offset is unchanged: nothing to write.)
+    how = ("" if not result.transactions else " in one transaction"
+           if result.transactions == 1 else f" in {result.transactions} transactions")
+    what = f"{_count(len(entries), 'offset')} of {_count(len(groups), 'group')}{how}"
     in_kafka = _kafka_import_text(result.kafka, args.dry_run)
     if args.dry_run:
         print(f"dry run: would import {what} (create {result.created}, update "
               f"{result.updated}, unchanged {result.unchanged}){in_kafka}; nothing written")
+        _print_import_plan(result.changes)
         return 0
     print(f"imported {what} (created {result.created}, updated {result.updated}, "
           f"unchanged {result.unchanged}){in_kafka}")
     return 0
+
+
+#: The most offsets ``offsets import --dry-run`` lists (``--json`` has them all).
+DRY_RUN_LIST_LIMIT = 50
+
+
+def _print_import_plan(changes: Sequence[_admin.ImportChange]) -> None:
+    """The offsets a dry run would create or change (ZooKeeper's), old and new."""
+    changed = [c for c in changes if c.action != "unchanged"]
+    if not changed:
+        return
+    table = _table([("GROUP", "left"), ("TOPIC", "left"), ("PARTITION", "right"),
+                    ("OLD-OFFSET", "right"), ("NEW-OFFSET", "right")])
+    for c in changed[:DRY_RUN_LIST_LIMIT]:
+        table.add_row(c.group, c.topic, str(c.partition), _cell(c.old_offset), str(c.offset))
+    console = _console()
+    console.print(table)
+    if len(changed) > DRY_RUN_LIST_LIMIT:
+        console.print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists "
+                      "them all)")
+
+
+def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
+    """Warn about imported offsets no member can resume from now (imported all the same: a
+    backup restored may predate a topic's deletion, and the topic may be created again)."""
+    warn = "zkconsumer offsets import: warning:"
+
+    def named(lines: list[str]) -> str:
+        more = f" and {len(lines) - limit} more" if len(lines) > limit else ""
+        return ", ".join(lines[:limit]) + more
+
+    for entries, where, what in (
+            (result.topic_missing, "topics not in /brokers/topics", "topic"),
+            (result.partition_missing, "partitions their topics do not have", "partition")):
+        if entries:
+            print(f"{warn} {_count(len(entries), 'offset')} of {where} "
+                  f"({named([e.line for e in entries])}): nothing to consume until the {what} "
+                  "is created again; the members then resume there, or reset by "
+                  "auto.offset.reset where past its log end", file=sys.stderr)
+    if result.above_log_end:
+        shown = named([f"{e.line} (log end {end})" for e, end in result.above_log_end])
+        print(f"{warn} {_count(len(result.above_log_end), 'offset')} past the log end "
+              f"({shown}): a member fetching there resets the offset by auto.offset.reset",
+              file=sys.stderr)
+    if result.log_end_error is not None:
+        print(f"{warn} offsets past the log end not checked: {result.log_end_error}",
+              file=sys.stderr)
 
 
 def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
@@ -468,7 +529,7 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
                           for r in clamped[:5])
         more = f" and {len(clamped) - 5} more" if len(clamped) > 5 else ""
         print(f"zkconsumer offsets reset: note: offset {target} is outside the log of "
-              f"{len(clamped)} of {len(rows)} partitions, clamped: {shown}{more}",
+              f"{len(clamped)} of {_count(len(rows), 'partition')}, clamped: {shown}{more}",
               file=sys.stderr)
     if args.json:
         _print_json([r.to_json() for r in rows])
@@ -585,15 +646,24 @@ class _Output:
             sys.stdout.flush()
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt: the console consumer ends as on Ctrl-C."""
+
+
+#: The exit status after SIGTERM, as a shell reports a process it killed (Ctrl-C: 130).
+EXIT_SIGTERM = 128 + signal.SIGTERM
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the console consumer like Ctrl-C: cleanly, with the group deleted."""
+    """SIGTERM ends the console consumer like Ctrl-C: cleanly, with the group deleted; it
+    raises :class:`_Terminated` so that the exit status can tell it from Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+        raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
@@ -610,17 +680,14 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
         raise _command_error(f"--max-messages must be >= 1, got {args.max_messages}")
     if args.timeout_ms is not None and args.timeout_ms < 0:
         raise _command_error(f"--timeout-ms must be >= 0, got {args.timeout_ms}")
+    if args.group is not None:
+        _name(args.group, "group")
+    _flag_properties(args, consumer_props)
     if args.delete_consumer_offsets and args.group is None:
         raise _command_error("--delete-consumer-offsets needs --group (a throwaway group "
                              "has no offsets to delete)")
-    if args.group is not None:
-        _name(args.group, "group")
     if args.topic is not None:
         _name(args.topic, "topic")
-    for key in ("group.id", "zookeeper.connect", "auto.offset.reset", "consumer.timeout.ms"):
-        if key in consumer_props:
-            raise _command_error(f"--consumer-property {key} conflicts with the flag that "
-                                 "sets it; use the flag")
     print_key = props.get("print.key", "false").strip().lower()
     if print_key not in ("true", "false"):
         raise _command_error(f"--property print.key must be true or false, got {print_key!r}")
@@ -632,7 +699,43 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
         topic_filter = Whitelist(args.whitelist)  # ConfigError for a bad regex
     elif args.blacklist is not None:
         topic_filter = Blacklist(args.blacklist)
-    return _console_consumer(args, consumer_props, output, topic_filter)
+    try:
+        return _console_consumer(args, consumer_props, output, topic_filter)
+    except _Terminated:
+        return EXIT_SIGTERM  # after the same clean-up as Ctrl-C
+
+
+def _flag_properties(args: argparse.Namespace, props: dict[str, str]) -> None:
+    """Check the ``--consumer-property`` keys that a flag sets, as Kafka's console consumer
+    does: each is taken when its flag is not given (group.id as --group: a group of the
+    user's, never deleted) and refused when it says otherwise than the flag. --zookeeper is
+    always given: the tool's own client reads, checks and deletes the group there."""
+
+    def conflict(key: str, flag: str, sets: str, fix: str = "leave one out") -> ZkConsumerError:
+        return _command_error(f"--consumer-property {key}={props[key]} conflicts with {flag}, "
+                              f"which sets {sets}; {fix}")
+
+    zookeeper = props.get("zookeeper.connect")
+    if zookeeper is not None and zookeeper.strip() != args.zookeeper.strip():
+        raise conflict("zookeeper.connect", f"--zookeeper {args.zookeeper}",
+                       "it (the tool reads and deletes the group there too)", "leave it out")
+    group = props.get("group.id")
+    if group is not None:
+        if args.group is None:
+            problem = _admin.name_problem(group, "group")
+            if problem is not None:
+                raise _command_error(f"bad --consumer-property group.id: {problem}")
+            args.group = group
+        elif group != args.group:
+            raise conflict("group.id", f"--group {args.group}", "it")
+    if args.from_beginning and props.get("auto.offset.reset") == "largest":
+        raise conflict("auto.offset.reset", "--from-beginning", "auto.offset.reset=smallest "
+                       "(start at the earliest offset when the group has none committed)")
+    timeout = props.get("consumer.timeout.ms", "").strip()
+    if (args.timeout_ms is not None and re.fullmatch(r"-?[0-9]+", timeout)
+            and int(timeout) != args.timeout_ms):  # (not a number: ConsumerConfig says so)
+        raise conflict("consumer.timeout.ms", f"--timeout-ms {args.timeout_ms}", "it (exit "
+                       "when no message arrives for that long)")
 
 
 @_handler
@@ -650,13 +753,13 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
 
     # The whole configuration is checked before anything is deleted: a typo in a
     # --consumer-property must not cost the group its offsets.
+    # A --consumer-property a flag sets agrees with the flag (_flag_properties), or is not
+    # valid at all: kept, so that ConsumerConfig says what is wrong with it.
     settings: dict[str, object] = dict(consumer_props)
-    settings.update({
-        "zookeeper.connect": args.zookeeper,
-        "group.id": group,
-        "auto.offset.reset": "smallest" if args.from_beginning else "largest",
-        "consumer.timeout.ms": args.timeout_ms if args.timeout_ms is not None else -1,
-    })
+    settings.update({"zookeeper.connect": args.zookeeper, "group.id": group})
+    settings.setdefault("auto.offset.reset", "smallest" if args.from_beginning else "largest")
+    settings.setdefault("consumer.timeout.ms",
+                        args.timeout_ms if args.timeout_ms is not None else -1)
     # The same login and ACL as the tool's own client (a --consumer-property wins).
     for key, value in _admin.security_settings().items():
         settings.setdefault(key, value)
@@ -788,20 +891,23 @@ def register(sub: Any) -> None:
                    "line.separator (repeatable)")
     p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
                    help="a consumer configuration key, e.g. fetch.message.max.bytes=2097152 "
-                   "(repeatable)")
+                   "(repeatable); group.id, auto.offset.reset and consumer.timeout.ms are "
+                   "taken when --group, --from-beginning or --timeout-ms is not given, and "
+                   "refused when they say otherwise")
     p.add_argument("--delete-consumer-offsets", action="store_true",
                    help="delete the group's offsets first (needed to reuse a group with "
                    "--from-beginning)")
     p.set_defaults(func=_cmd_console_consumer)
 
-    # groups
+    # groups, offsets: each action sets ``command`` to "groups list" etc., the prefix
+    # cli.main gives an error ("zkconsumer offsets import: ..."), as the warnings have it.
     g = sub.add_parser("groups", help="list, describe or delete consumer groups",
                        description="Consumer groups in ZooKeeper (/consumers).")
     gsub = g.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = gsub.add_parser("list", help="every group with its number of registered members",
                         description="List the groups under /consumers.")
     _add_common(p)
-    p.set_defaults(func=_cmd_groups_list)
+    p.set_defaults(func=_cmd_groups_list, command="groups list")
     p = gsub.add_parser(
         "describe", help="offsets, log end offsets, lag and owners of a group",
         description="Per partition: committed offset, log end offset, lag and owning "
@@ -809,12 +915,14 @@ def register(sub: Any) -> None:
         "subscriptions (--members for the member list alone). The committed offset is the "
         "one a member resumes from: the larger of ZooKeeper's and the group's offset in "
         "Kafka (offsets.storage=kafka, dual commit), with an OFFSET-SOURCE column once Kafka "
-        "holds any; a warning says when Kafka could not be asked.")
+        "holds any; a warning says when Kafka could not be asked. Warnings also name "
+        "offsets no member can resume from: past the log end, or of topics or partitions "
+        "not in /brokers/topics.")
     _add_common(p, bootstrap=True)
     p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--members", action="store_true",
                    help="list the members (consumer id, subscription, threads) only")
-    p.set_defaults(func=_cmd_groups_describe)
+    p.set_defaults(func=_cmd_groups_describe, command="groups describe")
     p = gsub.add_parser(
         "delete", help="delete a group (or one topic of it) with no registered member",
         description="Delete /consumers/G, or only topic T's offsets and owners (the whole "
@@ -822,7 +930,7 @@ def register(sub: Any) -> None:
     _add_common(p, json_flag=False)
     p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
-    p.set_defaults(func=_cmd_groups_delete)
+    p.set_defaults(func=_cmd_groups_delete, command="groups delete")
 
     # offsets
     o = sub.add_parser("offsets", help="export, import or reset committed offsets",
@@ -841,7 +949,7 @@ def register(sub: Any) -> None:
     p.add_argument("--group", action="append", metavar="G",
                    help="a group to export (repeatable; default: every group)")
     p.add_argument("--output", metavar="FILE", help="the file to write ('-': stdout)")
-    p.set_defaults(func=_cmd_offsets_export)
+    p.set_defaults(func=_cmd_offsets_export, command="offsets export")
     p = osub.add_parser(
         "import", help="write offsets from /consumers/G/offsets/T/P:offset lines",
         description="Import an ExportZkOffsets file. Every line is validated first; "
@@ -849,15 +957,20 @@ def register(sub: Any) -> None:
         "ZooKeeper transaction when they fit. Refused for groups with registered members "
         "unless --force. A group with committed offsets in Kafka (offsets.storage=kafka) "
         "gets them there too (refused while it has active members in Kafka); refused "
-        f"when Kafka cannot be asked, unless {_admin.ZOOKEEPER_ONLY_FLAG}.")
+        f"when Kafka cannot be asked, unless {_admin.ZOOKEEPER_ONLY_FLAG}. Offsets of "
+        "topics or partitions not in /brokers/topics, or past the log end, are imported all "
+        "the same, with a warning on stderr.")
     _add_common(p, bootstrap=True)
     p.add_argument("--input", required=True, metavar="FILE", help="the file ('-': stdin)")
     p.add_argument("--force", action="store_true",
                    help="write even when a group has registered members")
-    p.add_argument("--dry-run", action="store_true", help="validate only; write nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="make the same checks and list each offset it would create or "
+                   "change, old and new; write nothing")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
-                   help="write ZooKeeper's offsets alone, without asking Kafka")
-    p.set_defaults(func=_cmd_offsets_import)
+                   help="write ZooKeeper's offsets alone, without asking Kafka for the "
+                   "groups' offsets")
+    p.set_defaults(func=_cmd_offsets_import, command="offsets import")
     p = osub.add_parser(
         "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
         description="Set the committed offsets of every partition of a topic "
@@ -878,7 +991,7 @@ def register(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka")
-    p.set_defaults(func=_cmd_offsets_reset)
+    p.set_defaults(func=_cmd_offsets_reset, command="offsets reset")
 
     # verify-rebalance
     p = sub.add_parser(
