@@ -462,6 +462,14 @@ def test_copy_bad_input_is_one_line(
     assert err.strip() == (f"zkconsumer migrate: group {names.group!r} not found: no "
                            f"/consumers/{names.group} in ZooKeeper and no committed offsets "
                            "or members in Kafka")
+    # A mistyped chroot is named as such, for status and copy alike.
+    for argv in (["status"], ["copy", "--from", "zookeeper", "--to", "kafka"]):
+        code, out, err = run_cli(
+            capsys, "migrate", *argv, "--group", names.group, "--bootstrap-server",
+            stack.bootstrap, "--zookeeper", f"{stack.zookeeper}/no-such-chroot")
+        assert (code, out) == (2, "")
+        assert err.strip() == ("zkconsumer migrate: the chroot /no-such-chroot of the connect "
+                               "string does not exist; check --zookeeper")
     # A group that exists, with nothing in the source store.
     zk.ensure_path(zp.ids_dir(names.group))
     code, out, err = run_cli(

@@ -67,9 +67,16 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
 
 
 def _connect(args: argparse.Namespace) -> Any:
-    from ._admin import connect
+    from ._admin import check_chroot, connect
 
-    return connect(args.zookeeper, args.connect_timeout)
+    zk = connect(args.zookeeper, args.connect_timeout)
+    try:
+        check_chroot(zk)  # a typo there reads as "no such group": say so instead
+    except BaseException:
+        zk.stop()
+        zk.close()
+        raise
+    return zk
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
