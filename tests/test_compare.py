@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import StackInfo
+from zkconsumer import _zkpaths as zp
 from zkconsumer import cli
 from zkconsumer._compare import (
     LABELS,
@@ -215,3 +216,24 @@ def test_the_harness_talks_to_the_brokers_with_the_command_config(
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert f"cannot connect to the brokers at {stack.bootstrap}" in err, err
+
+
+def test_a_group_that_cannot_be_deleted_is_named_with_a_command_that_deletes_it(
+    stack: StackInfo, zk: Any, names: Any
+) -> None:
+    """A group gone already is no news; one still held (a member's session has not expired)
+    is named, with a command that runs as printed."""
+    from zkconsumer._compare import CompareSettings, ProtocolResult, _forget_group
+
+    settings = CompareSettings(stack.bootstrap, stack.zookeeper, names.topic, 2,
+                               session_timeout_ms=500)
+    said: list[str] = []
+    held = ProtocolResult("zookeeper", names.group, 2, 2, [], 0, 0.0, None, 0, 0, 0, 0, 0, 0.0)
+    _forget_group(settings, held, {}, said.append)  # no such group: nothing to say
+    assert said == []
+    zk.create(zp.ids_dir(names.group) + "/live-member", b"{}", ephemeral=True, makepath=True)
+    _forget_group(settings, held, {}, said.append)
+    (line,) = said
+    assert line.endswith(f"delete it with zkconsumer groups delete --zookeeper "
+                         f"{stack.zookeeper} --group {names.group}"), line
+    assert zk.exists(zp.ids_dir(names.group))

@@ -983,7 +983,7 @@ def _forget_group(settings: CompareSettings, result: ProtocolResult,
     The killed member's registration lasts until its session times out: waited for, up to
     twice the session timeout. Best-effort: a group that stays is said, with how to delete it.
     """
-    from ._admin import AdminError, GroupActiveError, connect, delete_group
+    from ._admin import AdminError, GroupActiveError, UnknownGroupError, connect, delete_group
     from ._migrate import modern_admin
 
     deadline = time.monotonic() + 2 * settings.session_timeout_ms / 1000.0
@@ -995,6 +995,8 @@ def _forget_group(settings: CompareSettings, result: ProtocolResult,
                 zk = connect(settings.zookeeper)
                 try:
                     delete_group(zk, group)
+                except UnknownGroupError:
+                    pass  # gone already: nothing left behind
                 finally:
                     zk.stop()
                     zk.close()
@@ -1004,7 +1006,7 @@ def _forget_group(settings: CompareSettings, result: ProtocolResult,
                     answer = admin.delete_groups([group]).get(group)
                 finally:
                     admin.close()
-                if answer not in ("OK", None):
+                if answer not in ("OK", None) and "GroupIdNotFound" not in str(answer):
                     raise AdminError(str(answer))
             return
         except GroupActiveError as e:  # the killed member's session has not expired yet
@@ -1016,8 +1018,10 @@ def _forget_group(settings: CompareSettings, result: ProtocolResult,
         if time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    how = (f"zkconsumer groups delete --group {group}" if result.protocol == "zookeeper"
-           else "Kafka's kafka-consumer-groups --delete")
+    how = (f"zkconsumer groups delete --zookeeper {settings.zookeeper} --group {group}"
+           if result.protocol == "zookeeper" else
+           f"kafka-consumer-groups.sh --bootstrap-server {settings.bootstrap} --delete "
+           f"--group {group}")
     say(f"{result.protocol}: the run's group {group} is left behind ({error}); delete it "
         f"with {how}")
 
