@@ -453,23 +453,23 @@ def test_copy_bad_input_is_one_line(
         capsys, "migrate", "copy", "--group", names.group, "--from", "kafka", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper)
     assert (code, out) == (2, "") and err.strip() == (
-        "zkconsumer migrate: --from and --to are both kafka")
+        "zkconsumer migrate copy: --from and --to are both kafka")
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
         "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
         "--check-interval", "0.01")
     assert (code, out) == (2, "")
-    assert err.strip() == (f"zkconsumer migrate: group {names.group!r} not found: no "
+    assert err.strip() == (f"zkconsumer migrate copy: group {names.group!r} not found: no "
                            f"/consumers/{names.group} in ZooKeeper and no committed offsets "
                            "or members in Kafka")
-    # A mistyped chroot is named as such, for status and copy alike.
+    # A mistyped chroot is named as such, for status and copy alike (each named too).
     for argv in (["status"], ["copy", "--from", "zookeeper", "--to", "kafka"]):
         code, out, err = run_cli(
             capsys, "migrate", *argv, "--group", names.group, "--bootstrap-server",
             stack.bootstrap, "--zookeeper", f"{stack.zookeeper}/no-such-chroot")
         assert (code, out) == (2, "")
-        assert err.strip() == ("zkconsumer migrate: the chroot /no-such-chroot of the connect "
-                               "string does not exist; check --zookeeper")
+        assert err.strip() == (f"zkconsumer migrate {argv[0]}: the chroot /no-such-chroot of "
+                               "the connect string does not exist; check --zookeeper")
     # A group that exists, with nothing in the source store.
     zk.ensure_path(zp.ids_dir(names.group))
     code, out, err = run_cli(
@@ -477,7 +477,7 @@ def test_copy_bad_input_is_one_line(
         "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
         "--check-interval", "0.01")
     assert (code, out) == (2, "")
-    assert err.strip() == (f"zkconsumer migrate: group {names.group!r} has no committed "
+    assert err.strip() == (f"zkconsumer migrate copy: group {names.group!r} has no committed "
                            "offsets in ZooKeeper")
 
 
@@ -739,8 +739,8 @@ def test_deleted_topic_offsets_are_a_warning_and_never_copied(
 
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
-    assert "wrote 2 offset(s) to kafka" in out
-    assert f"skipped the offsets of 1 topic(s) that exist neither in ZooKeeper nor on the " \
+    assert "wrote 2 offsets to kafka" in out
+    assert f"skipped the offsets of 1 topic that exist neither in ZooKeeper nor on the " \
            f"brokers (deleted): {gone}" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
 
@@ -768,7 +768,7 @@ def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_cop
 
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
-    assert f"skipped the offsets of 1 partition(s) their topics no longer have (recreated " \
+    assert f"skipped the offsets of 1 partition their topics no longer have (recreated " \
            f"with fewer): {topic}:5" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
     code, out, _ = status_cli(capsys, stack, group)
@@ -796,8 +796,8 @@ def test_copy_names_what_kafka_refused_and_what_it_wrote(
         zk.delete(zp.topic_path(ghost))
     message = str(caught.value)
     assert message.startswith(
-        f"Kafka refused 1 of 3 offset(s) for group {group!r} ({ghost}:0 "
-        "UnknownTopicOrPartitionError), which were not written; the other 2 were written "
+        f"Kafka refused 1 of 3 offsets for group {group!r} ({ghost}:0 "
+        "UnknownTopicOrPartitionError), which was not written; the other 2 were written "
         f"({live}:0, {live}:1)"), message
     assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
 
@@ -996,7 +996,7 @@ def test_copy_to_zookeeper_splits_big_writes_and_says_what_was_written(
     hook_commits(monkeypatch, zk, lambda n: n == 2 and zk.create(
         zp.id_path(group, f"{group}_c"), b"{}", makepath=True))
     with pytest.raises(GroupActiveError, match=(
-            f"^a consumer registered in group {group!r} during the copy; 2 of 5 offset\\(s\\) "
+            f"^a consumer registered in group {group!r} during the copy; 2 of 5 offsets "
             "were written before .*; the rest were not; stop it and run again$")):
         copy()
     assert read_zk_offsets(zk, group) == {TP(topic, p): (20 if p < 2 else 10) + p
@@ -1038,7 +1038,7 @@ def test_copy_success_line_counts_checks_right(
     assert results, "the copy did not finish"
     code, out, err = results[0]
     assert code == 0, err
-    found = re.search(r"no consumer seen on the last 2 of (\d+) check\(s\)", out)
+    found = re.search(r"no consumer seen on the last 2 of (\d+) checks", out)
     assert found, out
     assert int(found[1]) == len(busy) >= 4 and busy[-2:] == [0, 0] and busy[0] > 0
 
@@ -1094,15 +1094,15 @@ def test_a_group_or_topic_that_exists_nowhere_is_bad_input_not_unsafe(
     typo = names("typo")
     fill(stack, topic, 2, 3)
     set_zk(zk, group, topic, {0: 3, 1: 2})
-    not_found = (f"zkconsumer migrate: group {typo!r} not found: no /consumers/{typo} in "
-                 "ZooKeeper and no committed offsets or members in Kafka")
+    not_found = (f"zkconsumer migrate {{}}: group {typo!r} not found: no /consumers/{typo} "
+                 "in ZooKeeper and no committed offsets or members in Kafka")
     for more in ((), ("--json",)):
         code, out, err = status_cli(capsys, stack, typo, *more)
-        assert (code, out, err.strip()) == (2, "", not_found)
+        assert (code, out, err.strip()) == (2, "", not_found.format("status"))
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", typo, "--from", "zookeeper", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
-    assert (code, out, err.strip()) == (2, "", not_found)
+    assert (code, out, err.strip()) == (2, "", not_found.format("copy"))
 
     # A topic the group has no offset for that exists nowhere: also refused, by its name.
     nosuch = names("nosuch")
@@ -1110,8 +1110,8 @@ def test_a_group_or_topic_that_exists_nowhere_is_bad_input_not_unsafe(
         code, out, err = status_cli(capsys, stack, group, "--topic", nosuch, *more)
         assert (code, out) == (2, "")
         assert err.strip() == (
-            f"zkconsumer migrate: topic {nosuch!r} not found: group {group!r} has no offset "
-            "for it, and it exists neither in /brokers/topics nor on the brokers")
+            f"zkconsumer migrate status: topic {nosuch!r} not found: group {group!r} has no "
+            "offset for it, and it exists neither in /brokers/topics nor on the brokers")
     code, out, err = run_cli(
         capsys, "migrate", "copy", "--group", group, "--topic", topic, "--topic", nosuch,
         "--from", "zookeeper", "--to", "kafka", "--bootstrap-server", stack.bootstrap,
@@ -1142,7 +1142,7 @@ def test_a_group_or_topic_that_exists_nowhere_is_bad_input_not_unsafe(
         capsys, "migrate", "copy", "--group", modern_only, "--from", "kafka", "--to",
         "zookeeper", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
         "--dry-run")
-    assert code == 0 and "dry run: would write 2 offset(s) to zookeeper" in out, err
+    assert code == 0 and "dry run: would write 2 offsets to zookeeper" in out, err
 
 
 def test_copy_refuses_offsets_outside_the_log_as_status_does(
@@ -1165,8 +1165,9 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
     assert (code, out) == (2, ""), out
     assert err.count("\n") == 1, err
     assert err.startswith(
-        f"zkconsumer migrate: 1 offset(s) in zookeeper are outside their partition's log "
-        f"({topic}:1 9 > log end 4): "), err
+        f"zkconsumer migrate copy: 1 offset in zookeeper is outside its partition's log "
+        f"({topic}:1 9 > log end 4): a member fetching there resets the offset by "
+        "auto.offset.reset; "), err
     assert "--force" in err and err.rstrip().endswith("nothing was written")
     assert kafka_offsets(stack.bootstrap, group) == {}
 
@@ -1185,16 +1186,17 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
         capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
     assert code == 0
-    assert "dry run: would write 1 offset(s) to kafka" in out
-    assert f"a real copy refuses 1 offset(s) outside their partition's log ({topic}:1 9 > " \
+    assert "dry run: would write 1 offset to kafka" in out
+    assert f"a real copy refuses 1 offset outside its partition's log ({topic}:1 9 > " \
            "log end 4) and writes nothing" in out
 
     # --force copies it as it is, with a warning; status still calls it a blocker.
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--force")
     assert code == 0, err
-    assert "wrote 2 offset(s) to kafka" in out
-    assert err.startswith(f"warning: copied 1 offset(s) from zookeeper outside their "
-                          f"partition's log as they are (--force): {topic}:1 9 > log end 4")
+    assert "wrote 2 offsets to kafka" in out
+    assert err == (f"zkconsumer migrate copy: warning: copied 1 offset from zookeeper outside "
+                   f"its partition's log as it is (--force): {topic}:1 9 > log end 4; a member "
+                   "fetching there resets the offset by auto.offset.reset\n")
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 9}
     code, out, _ = status_cli(capsys, stack, group)
     assert code == 1 and "NOT safe to switch: offsets past the log end" in out
@@ -1202,7 +1204,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
     # The rollback direction is checked the same way.
     set_kafka(stack.bootstrap, group, topic, {0: 20})
     code, out, err = copy_cli(capsys, stack, group, "kafka", "zookeeper")
-    assert (code, out) == (2, "") and f"in kafka are outside their partition's log ({topic}" \
+    assert (code, out) == (2, "") and f"in kafka is outside its partition's log ({topic}" \
                                       ":0 20 > log end 4)" in err, err
     assert read_zk_offsets(zk, group) == {TP(topic, 0): 3, TP(topic, 1): 9}
 
@@ -1218,7 +1220,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
         set_zk(zk, group, topic, {0: 2, 1: 4})
         set_kafka(stack.bootstrap, group, topic, {0: 1, 1: 1})
         with pytest.raises(MigrationError, match=(
-                f"^1 offset\\(s\\) in zookeeper are outside their partition's log \\({topic}:0 "
+                f"^1 offset in zookeeper is outside its partition's log \\({topic}:0 "
                 "2 < log start 4\\): ")):
             copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=1,
                          admin=admin, log_range=log_range)
@@ -1258,6 +1260,77 @@ def test_copy_refuses_when_the_log_range_cannot_be_read_unless_forced(
     finally:
         admin.close()
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
+
+
+def test_copy_force_goes_on_when_the_brokers_cannot_describe_the_topics(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
+    monkeypatch: Any,
+) -> None:
+    """--force copies without the log range check; a DescribeTopics that failed outright
+    (rather than answering with an error code) ended the copy with exit status 2."""
+    import zkconsumer._migrate as migrate
+
+    group, topic = names.group, topic2
+    fill(stack, topic, 2, 3)
+    set_zk(zk, group, topic, {0: 3, 1: 2})
+    real = migrate.modern_admin
+
+    class Blind:
+        def __init__(self, admin: Any) -> None:
+            self._admin = admin
+
+        def describe_topics(self, topics: list[str]) -> Any:
+            raise OSError("no answer")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._admin, name)
+
+    monkeypatch.setattr(migrate, "modern_admin", lambda *a, **kw: Blind(real(*a, **kw)))
+    unknown = "cannot describe the topics on the brokers: OSError('no answer')"
+    # Without --force: refused as any unknown log range is, nothing written.
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
+    assert (code, out) == (2, "")
+    assert err == ("zkconsumer migrate copy: cannot check that the offsets to copy are in their "
+                   f"partitions' log range ({unknown}): run again once the brokers answer, or "
+                   "pass --force to copy without the check; nothing was written\n")
+    assert kafka_offsets(stack.bootstrap, group) == {}
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--dry-run")
+    assert code == 0 and "a real copy refuses to go on without the log range" in out, err
+    # --force: copied, with the warning (and the command's name, as every message has it).
+    code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--force")
+    assert code == 0, err
+    assert "wrote 2 offsets to kafka" in out
+    assert err == ("zkconsumer migrate copy: warning: the log range of the offsets to copy was "
+                   f"not checked: {unknown}\n")
+    assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
+
+
+def test_the_migrate_errors_are_the_tools_errors_too() -> None:
+    """Two parallel families: a caller catching the tools' UnknownGroupError (say) missed
+    migrate's. And Kafka's per-partition answer to a commit refused because a member joined
+    keeps the partitions it took, which ``offsets reset|import`` name."""
+    from kafka.errors import NoError, UnknownMemberIdError
+
+    from zkconsumer import _admin, _migrate
+    from zkconsumer._migrate import write_kafka_offsets
+
+    for name in ("GroupActiveError", "UnknownGroupError", "UnknownTopicError"):
+        ours, tools = getattr(_migrate, name), getattr(_admin, name)
+        assert issubclass(ours, tools) and issubclass(ours, _migrate.MigrationError), name
+    with pytest.raises(_admin.GroupActiveError):
+        raise _migrate.GroupActiveError("live")
+
+    class Admin:
+        def alter_group_offsets(self, group: str, offsets: dict[Any, Any]) -> dict[Any, Any]:
+            return {k: NoError if k.partition else UnknownMemberIdError for k in offsets}
+
+    with pytest.raises(GroupActiveError) as caught:
+        write_kafka_offsets(Admin(), "g", {TP("t", 0): 1, TP("t", 1): 2, TP("t", 2): 3})
+    assert caught.value.written == [TP("t", 1), TP("t", 2)]
+    assert str(caught.value) == (
+        "a modern consumer joined group 'g' during the copy (Kafka answered "
+        "UnknownMemberIdError for 1 offset); the other 2 were written (t:1, t:2); stop it and "
+        "run again")
 
 
 def test_dry_run_says_when_nobody_is_alive(

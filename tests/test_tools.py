@@ -1213,11 +1213,14 @@ def test_describe_shows_the_larger_of_both_stores_as_a_dual_commit_member_reads_
 
 def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The brokers answer (log ends known) but the group's offsets in Kafka cannot be read:
-    an ACL refusing the group, say."""
+    an ACL refusing the group, say. (Kafka is asked through the client offsets reset, import
+    and export use, as the tools' client id.)"""
     from kafka.errors import GroupAuthorizationFailedError
 
+    from zkconsumer import _admin
     from zkconsumer._admin import describe_group
 
     topic = topic_factory(names.topic, 1)
@@ -1226,11 +1229,14 @@ def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
     seed(zk, g, {(topic, 0): 1})
     kafka_commit(stack.bootstrap, g, {(topic, 0): 3})
 
-    def refused(servers: str, group: str) -> dict[Any, int]:
-        assert (servers, group) == (stack.bootstrap, g)
+    def refused(self: Any, group: str) -> dict[Any, int]:
+        assert (self.servers, group) == (stack.bootstrap, g)
+        assert self._admin.config["client_id"] == "zkconsumer-tools"
         raise GroupAuthorizationFailedError(f"group {group}")
 
-    desc = describe_group(zk, g, stack.bootstrap, kafka_offsets=refused)
+    with monkeypatch.context() as patched:
+        patched.setattr(_admin._KafkaGroups, "offsets", refused)
+        desc = describe_group(zk, g, stack.bootstrap)
     assert desc.kafka_offsets_error == (
         "committed offsets in Kafka unknown, so the offsets shown are ZooKeeper's only (a "
         "group committing to Kafka may be further on): [Error 30] "
@@ -1673,6 +1679,19 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
         "reset", f"[Error 30] GroupAuthorizationFailedError: group {g}")
     assert tree(zk, zp.group_dir(g)) == before
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+    monkeypatch.undo()
+
+    # Its offsets read, but not whether it has active members (DescribeGroups refused):
+    # refused the same, with the same way out.
+    monkeypatch.setattr(_admin._KafkaGroups, "members", denied)
+    for argv, action in ((reset, "reset"), (imp, "import")):
+        assert fails(capsys, *argv) == (
+            f"zkconsumer offsets {action}: refusing to {action} offsets: cannot ask Kafka "
+            f"whether group '{g}', which has offsets there, has active members: [Error 30] "
+            f"GroupAuthorizationFailedError: group {g}; --zookeeper-only writes ZooKeeper's "
+            "alone")
+    assert tree(zk, zp.group_dir(g)) == before
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
 
     # --zookeeper-only: ZooKeeper alone, Kafka's offsets not asked. (The log ends are, for
     # a warning only: the brokers being unreachable, that check was not made.)
@@ -1686,6 +1705,89 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
                    "unchanged 0)\n")
     assert offset_znodes(zk, g, topic, 1) == {0: 2}
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
+
+
+def test_a_kafka_refusal_after_zookeeper_was_written_says_what_kafka_took(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka answers an offset commit per partition: a modern consumer joining meanwhile may
+    find some of the group's offsets taken and the rest refused. The error said "Kafka's not
+    all", not which were written. Running the command again finishes it."""
+    from kafka.errors import UnknownMemberIdError
+
+    from zkconsumer import _admin
+
+    topic = topic_factory(names.topic, 3)
+    g = names.group
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(3) for _ in range(4)])
+    seed(zk, g, {(topic, p): 1 for p in range(3)})
+    kafka_commit(stack.bootstrap, g, {(topic, p): 1 for p in range(3)})
+
+    class Joined:
+        """The brokers as a member joins during the commit: partitions 0 and 1 committed
+        (for real), partition 2 refused."""
+
+        def __init__(self, admin: Any) -> None:
+            self._admin = admin
+
+        def alter_group_offsets(self, group: str, offsets: dict[Any, Any]) -> dict[Any, Any]:
+            answer = self._admin.alter_group_offsets(
+                group, {k: v for k, v in offsets.items() if k.partition < 2})
+            return {**answer, **{k: UnknownMemberIdError for k in offsets if k.partition == 2}}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._admin, name)
+
+    real_init = _admin._KafkaGroups.__init__
+
+    def init(self: Any, servers: str, kafka: Any = None) -> None:
+        real_init(self, servers, kafka)
+        self._admin = Joined(self._admin)
+
+    offsets = tmp_path / "offsets.txt"
+    offsets.write_text("".join(f"{zp.offset_path(g, topic, p)}:3\n" for p in range(3)))
+    imp = ["offsets", "import", "--zookeeper", stack.zookeeper, "--input", str(offsets)]
+    with monkeypatch.context() as patched:
+        patched.setattr(_admin._KafkaGroups, "__init__", init)
+        assert fails(capsys, *imp) == (
+            "zkconsumer offsets import: ZooKeeper's offsets written, Kafka's not all: a modern "
+            f"consumer joined group '{g}' meanwhile and Kafka refused 1 of its 3 offsets (the "
+            f"other 2 were written: {topic}:0, {topic}:1); stop it and run this again")
+    assert offset_znodes(zk, g, topic, 3) == {0: 3, 1: 3, 2: 3}
+    assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3, (topic, 1): 3, (topic, 2): 1}
+    rc, out, err = run(capsys, *imp)
+    assert (rc, err) == (0, "")
+    assert out == ("imported 3 offsets of 1 group (created 0, updated 0, unchanged 3); and in "
+                   f"Kafka, where group {g} has offsets: created 0, updated 1, unchanged 2\n")
+    assert kafka_read(stack.bootstrap, g) == {(topic, p): 3 for p in range(3)}
+
+
+def test_a_member_registering_during_a_reset_is_refused_in_a_resets_words(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Checked again just before the write, a member that registered meanwhile was refused
+    in an import's words: "refusing to import offsets ...; pass --force to write anyway"."""
+    from zkconsumer import _admin
+
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    seed(zk, g, {(topic, 0): 2})
+    real = _admin._kafka_writes
+
+    def joining(*args: Any, **kwargs: Any) -> Any:  # between the checks and the write
+        if not zk.exists(zp.id_path(g, "late")):
+            fake_member(zk, g, "late", topic)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_admin, "_kafka_writes", joining)
+    assert fails(capsys, "offsets", "reset", "--zookeeper", stack.zookeeper, "--group", g,
+                 "--topic", topic, "--to", "earliest") == (
+        f"zkconsumer offsets reset: refusing to reset offsets: group '{g}' has 1 registered "
+        "member (late); stop it first or pass --force")
+    assert offset_znodes(zk, g, topic, 1) == {0: 2}
 
 
 def test_export_warns_when_kafka_holds_other_offsets_than_the_lines(
@@ -1949,3 +2051,20 @@ def test_a_mistyped_chroot_is_named_by_every_command(
         assert (rc, out) == (0, "")
     finally:
         zk.delete(chroot, recursive=True)
+
+
+def test_zookeeper_only_says_what_it_leaves_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """--zookeeper-only's help said "without asking Kafka" for a reset, which needs the
+    brokers for the log ends all the same; import's said "the groups' offsets"."""
+    readme = " ".join((open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+                       .split("\n## Operator tools\n")[1].split("\n## ")[0]).split())
+    for action, whose in (("reset", "group's"), ("import", "groups'")):
+        with pytest.raises(SystemExit):
+            main(["offsets", action, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        said = f"without asking Kafka for the {whose} committed offsets"
+        assert f"--zookeeper-only write ZooKeeper's offsets alone, {said} (the brokers" in text
+        assert said in readme
+    # The second exception to "a command that fails writes nothing": Kafka failing after
+    # ZooKeeper was written.
+    assert "exits with status 2 having written ZooKeeper's offsets" in readme

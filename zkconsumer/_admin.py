@@ -22,7 +22,8 @@ Rules every function follows:
   offsets there (members with ``offsets.storage=kafka`` resume from those): Kafka is asked
   first (one OffsetFetch per group), refusals come before any write (active members in
   Kafka; Kafka not reachable, unless ``--zookeeper-only``), and Kafka is written after
-  ZooKeeper; a refusal then says that ZooKeeper was written.
+  ZooKeeper; a refusal then says that ZooKeeper was written, and which of Kafka's offsets
+  were.
 * Failures the user can fix raise :class:`AdminError` (a ``ZkConsumerError``) with a
   one-line message naming the group, topic, file line or address; a znode ACL refusing
   this client (NoAuth) is :class:`AclRefusedError`, naming the path.
@@ -68,6 +69,7 @@ __all__ = [
     "COMMAND_CONFIG_HELP",
     "COMMAND_CONFIG_KEYS",
     "MAX_TRANSACTION_OPS",
+    "OUT_OF_LOG_RESET",
     "SECURITY_HELP",
     "AclRefusedError",
     "AdminError",
@@ -98,6 +100,7 @@ __all__ = [
     "command_config",
     "command_config_properties",
     "connect",
+    "counted",
     "delete_group",
     "describe_group",
     "export_offsets",
@@ -130,6 +133,16 @@ MAX_TRANSACTION_OPS = 1000
 
 #: Progress callback: (items done, items in total).
 Progress = Callable[[int, int], None]
+
+#: What becomes of a committed offset outside its partition's log, as every warning and
+#: refusal about one says it (``groups describe``, ``offsets import``, ``migrate status``
+#: and ``copy``): the consumer's fetch there is out of range.
+OUT_OF_LOG_RESET = "a member fetching there resets the offset by auto.offset.reset"
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 offset", "2 offsets": a count and its noun, for messages."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 # --------------------------------------------------------------------------------------
@@ -314,8 +327,8 @@ class GroupDescription:
         if past:
             out.append(
                 f"offsets past the log end on {_partitions(past, limit, log_end=True)}: lag "
-                "shows 0, but a member fetching there resets the offset by auto.offset.reset "
-                "(smallest: to the log start; largest: to the log end)")
+                f"shows 0, but {OUT_OF_LOG_RESET} (smallest: to the log start; largest: to the "
+                "log end)")
         for cls, what, again in (
                 ("topic_missing", "topics not in /brokers/topics", "topic"),
                 ("partition_missing", "partitions their topics do not have", "partition")):
@@ -990,6 +1003,16 @@ def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     raise AdminError(f"cannot reach any broker ({'; '.join(problems) or 'none given'})")
 
 
+def _reachable_brokers(
+    zk: KazooClient, bootstrap: str | None, kafka: Mapping[str, Any] | None
+) -> str:
+    """The brokers to ask (:func:`find_bootstrap`), checked to be reachable
+    (:func:`check_brokers`); AdminError naming why not."""
+    servers = find_bootstrap(zk, bootstrap, kafka)
+    check_brokers(servers)
+    return servers
+
+
 def _log_end_offsets(
     bootstrap: str, tps: Sequence[TopicPartition], kafka: Mapping[str, Any] | None = None
 ) -> dict[TopicPartition, int]:
@@ -1000,7 +1023,7 @@ def _log_end_offsets(
 
     result = log_end_offsets(
         list(tps), bootstrap_servers=bootstrap.split(","), timeout_ms=15_000,
-        **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
+        **{**dict(kafka or {}), "client_id": TOOLS_CLIENT_ID},
     )
     return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
 
@@ -1012,37 +1035,8 @@ class _BrokersUnreachableError(AdminError):
 #: Longest wait for a tool's kafka-python admin client to reach the brokers.
 BOOTSTRAP_TIMEOUT_MS = 10_000
 
-
-def _kafka_group_offsets(
-    bootstrap: str, group: str, kafka: Mapping[str, Any] | None = None
-) -> dict[TopicPartition, int]:
-    """The group's committed offsets in Kafka (every partition it has one for): one
-    OffsetFetch to the group's coordinator, found by FindCoordinator, as the legacy
-    ConsumerOffsetChecker asked the group's offset manager. The group is not joined.
-
-    :class:`_BrokersUnreachableError` when no broker answers within
-    :data:`BOOTSTRAP_TIMEOUT_MS`; a refused or failed request raises kafka-python's error.
-    """
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
-    from ._migrate import read_kafka_offsets  # late: _migrate imports this module
-
-    try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap.split(","), request_timeout_ms=15_000,
-            bootstrap_timeout_ms=BOOTSTRAP_TIMEOUT_MS,
-            **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
-        )
-    except (KafkaError, OSError) as e:
-        raise _BrokersUnreachableError(
-            f"cannot connect to the brokers at {bootstrap} within "
-            f"{BOOTSTRAP_TIMEOUT_MS / 1000:g} s ({type(e).__name__})"
-        ) from e
-    try:
-        return read_kafka_offsets(admin, group)
-    finally:
-        admin.close()
+#: The client id of the tools' kafka-python clients.
+TOOLS_CLIENT_ID = "zkconsumer-tools"
 
 
 def _reason(e: BaseException) -> str:
@@ -1061,7 +1055,7 @@ class _BrokerOffsets:
             bootstrap_servers=bootstrap.split(","),
             enable_auto_commit=False,
             request_timeout_ms=30000,
-            **{**dict(kafka or {}), "client_id": "zkconsumer-tools"},
+            **{**dict(kafka or {}), "client_id": TOOLS_CLIENT_ID},
         )
 
     def __enter__(self) -> _BrokerOffsets:
@@ -1098,6 +1092,8 @@ class _BrokerOffsets:
 
 #: The flag of ``offsets reset|import|export`` that leaves Kafka alone.
 ZOOKEEPER_ONLY_FLAG = "--zookeeper-only"
+#: How a refusal for want of Kafka's answer ends.
+_ZOOKEEPER_ONLY_HINT = f"{ZOOKEEPER_ONLY_FLAG} writes ZooKeeper's alone"
 
 
 class KafkaUnknownError(AdminError):
@@ -1114,15 +1110,26 @@ class KafkaGroupActiveError(GroupActiveError):
 class _KafkaGroups:
     """One admin client asking Kafka about groups and committing their offsets, through
     :mod:`zkconsumer._migrate`'s helpers (kafka-python's public API: OffsetFetch,
-    DescribeGroups, OffsetCommit outside any generation). The group is never joined."""
+    DescribeGroups, OffsetCommit outside any generation). The group is never joined.
+
+    :class:`_BrokersUnreachableError` when no broker answers within
+    :data:`BOOTSTRAP_TIMEOUT_MS`. Made by :func:`_kafka_groups`; a context manager."""
 
     def __init__(self, servers: str, kafka: Mapping[str, Any] | None = None) -> None:
         from ._migrate import MigrationError, modern_admin  # late: _migrate imports this
 
+        self.servers = servers
         try:
-            self._admin = modern_admin(servers, BOOTSTRAP_TIMEOUT_MS, kafka)
+            self._admin = modern_admin(servers, BOOTSTRAP_TIMEOUT_MS, kafka,
+                                       client_id=TOOLS_CLIENT_ID)
         except MigrationError as e:
             raise _BrokersUnreachableError(str(e)) from e
+
+    def __enter__(self) -> _KafkaGroups:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def offsets(self, group: str) -> dict[TopicPartition, int]:
         """The group's committed offsets in Kafka (one OffsetFetch)."""
@@ -1144,6 +1151,15 @@ class _KafkaGroups:
 
     def close(self) -> None:
         self._admin.close()
+
+
+def _kafka_groups(
+    zk: KazooClient, bootstrap: str | None, kafka: Mapping[str, Any] | None
+) -> _KafkaGroups:
+    """A :class:`_KafkaGroups` client on the brokers (``bootstrap``, else those registered
+    in ZooKeeper), once one is seen to accept connections: AdminError naming why not (none
+    registered, none reachable, no answer within :data:`BOOTSTRAP_TIMEOUT_MS`)."""
+    return _KafkaGroups(_reachable_brokers(zk, bootstrap, kafka), kafka)
 
 
 @dataclass
@@ -1175,7 +1191,7 @@ def _kafka_unknown(action: str, groups: Sequence[str], reason: str) -> KafkaUnkn
     return KafkaUnknownError(
         f"refusing to {action}: cannot ask Kafka whether {_groups_text(groups)} {have} "
         f"offsets there (members with offsets.storage=kafka resume from those): {reason}; "
-        f"{ZOOKEEPER_ONLY_FLAG} writes ZooKeeper's alone"
+        f"{_ZOOKEEPER_ONLY_HINT}"
     )
 
 
@@ -1188,9 +1204,7 @@ def _ask_kafka(
     (:class:`KafkaGroupActiveError`) when such a group has active members in Kafka, and
     (:class:`KafkaUnknownError`) when Kafka cannot be asked. The caller closes the plan."""
     try:
-        servers = find_bootstrap(zk, bootstrap, kafka)
-        check_brokers(servers)
-        client = _KafkaGroups(servers, kafka)
+        client = _kafka_groups(zk, bootstrap, kafka)
     except AdminError as e:
         raise _kafka_unknown(action, groups, str(e)) from e
     plan = _KafkaPlan(client)
@@ -1210,7 +1224,8 @@ def _ask_kafka(
                 log.debug("DescribeGroups failed", exc_info=True)
                 raise KafkaUnknownError(
                     f"refusing to {action}: cannot ask Kafka whether group {group!r}, which "
-                    f"has offsets there, has active members: {_reason(e)}"
+                    f"has offsets there, has active members: {_reason(e)}; "
+                    f"{_ZOOKEEPER_ONLY_HINT}"
                 ) from e
             if members:
                 n = len(members)
@@ -1268,9 +1283,9 @@ def _kafka_writes(
 def _commit_kafka(plan: _KafkaPlan, writes: Mapping[str, Mapping[TopicPartition, int]],
                   what: str) -> None:
     """Commit ``writes`` (group -> offsets) in Kafka, after ZooKeeper's were written.
-    ``what``: the operation, said first in a failure's message (empty: not said)."""
-    from ._migrate import GroupActiveError as JoinedError
-
+    ``what``: the operation, said first in a failure's message (empty: not said), which
+    says what was written: ZooKeeper's offsets, the groups committed before, and those of
+    the failing group that Kafka took before refusing the rest."""
     if plan.client is None:
         return
     done: list[str] = []
@@ -1280,10 +1295,19 @@ def _commit_kafka(plan: _KafkaPlan, writes: Mapping[str, Mapping[TopicPartition,
         try:
             plan.client.commit(group, offsets)
         except Exception as e:
-            if isinstance(e, JoinedError):
+            if isinstance(e, GroupActiveError):  # a member joined since _ask_kafka
+                # (_migrate's subclass, from write_kafka_offsets: its ``written`` are the
+                # partitions Kafka committed before refusing the rest)
+                written = sorted(getattr(e, "written", ()))
+                shown = ", ".join(f"{t}:{p}" for t, p in written[:6]) + (
+                    f" and {len(written) - 6} more" if len(written) > 6 else "")
+                refused = ("its offsets" if not written else
+                           f"{len(offsets) - len(written)} of its {len(offsets)} offsets "
+                           f"(the other {len(written)} "
+                           f"{'was' if len(written) == 1 else 'were'} written: {shown})")
                 why = (f"a modern consumer joined group {group!r} meanwhile and Kafka refused "
-                       "its offsets; stop it and run this again")
-            else:
+                       f"{refused}; stop it and run this again")
+            else:  # write_kafka_offsets' message says what it wrote
                 why = f"group {group!r}: {_reason(e)}; run this again"
             also = f" (and Kafka's of {_groups_text(done)})" if done else ""
             head = f"{what}: " if what else ""
@@ -1319,9 +1343,7 @@ def kafka_differences(
         return [], None
     ours = {(e.group, TopicPartition(e.topic, e.partition)): e.offset for e in entries}
     try:
-        servers = find_bootstrap(zk, bootstrap, kafka)
-        check_brokers(servers)
-        client = _KafkaGroups(servers, kafka)
+        client = _kafka_groups(zk, bootstrap, kafka)
     except AdminError as e:
         return [], str(e)
     out: list[StoreDifference] = []
@@ -1356,7 +1378,6 @@ def describe_group(
     *,
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
-    kafka_offsets: Callable[[str, str], Mapping[TopicPartition, int]] | None = None,
     kafka: Mapping[str, Any] | None = None,
 ) -> GroupDescription:
     """Per partition: committed offset, log end, lag, owner; idle threads; members.
@@ -1374,8 +1395,9 @@ def describe_group(
     ``/brokers/topics``, internal topics excluded as the consumer does), plus every topic
     with a committed offset (in either store) or an owner znode; each with all its
     partitions. ``kafka``: the brokers' security settings as kafka-python arguments
-    (:func:`command_config`). ``log_end_offsets`` (servers, partitions) and
-    ``kafka_offsets`` (servers, group) replace the broker reads.
+    (:func:`command_config`). ``log_end_offsets`` (servers, partitions) replaces the log
+    end read. Kafka is asked through the client ``offsets reset|import|export`` use
+    (:func:`_kafka_groups`).
     """
     _require_group(zk, group)
     members = read_members(zk, group)
@@ -1393,27 +1415,25 @@ def describe_group(
     subscribed = consumers_for_topic(readable, all_topics, True)
 
     # The brokers: reachable at all (with no broker reachable, or registered, the offsets
-    # and owners in ZooKeeper are still worth showing)?
+    # and owners in ZooKeeper are still worth showing)? An admin client that gets no answer
+    # within BOOTSTRAP_TIMEOUT_MS counts as none: a log end read would wait as long for
+    # nothing.
     servers: str | None = None
     unreachable: str | None = None
-    try:
-        servers = find_bootstrap(zk, bootstrap, kafka)
-        check_brokers(servers)
-    except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
-        unreachable = _reason(e)
     kafka_found: Mapping[TopicPartition, int] = {}
     kafka_error: str | None = None
-    if servers is not None and unreachable is None:
-        fetch = kafka_offsets or partial(_kafka_group_offsets, kafka=kafka)
-        try:
-            kafka_found = fetch(servers, group)
-        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
-            kafka_error = _reason(e)
-            if isinstance(e, _BrokersUnreachableError):
-                unreachable = kafka_error  # a log end read would wait as long for nothing
-            log.debug("committed offsets in Kafka failed", exc_info=True)
+    try:
+        client = _kafka_groups(zk, bootstrap, kafka)
+    except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+        unreachable = kafka_error = _reason(e)
     else:
-        kafka_error = unreachable
+        servers = client.servers
+        with client:
+            try:
+                kafka_found = client.offsets(group)
+            except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+                kafka_error = _reason(e)
+                log.debug("committed offsets in Kafka failed", exc_info=True)
     if kafka_error is not None:
         kafka_error = (f"committed offsets in Kafka unknown, so the offsets shown are "
                        f"ZooKeeper's only (a group committing to Kafka may be further on): "
@@ -1767,6 +1787,12 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+#: What refuses an import while a group has registered members: the action and the hint.
+_IMPORT_REFUSAL = ("import offsets", "; pass --force to write anyway")
+#: The same for a reset.
+_RESET_REFUSAL = ("reset offsets", "; stop it first or pass --force")
+
+
 def import_offsets(
     zk: KazooClient,
     entries: Sequence[OffsetEntry],
@@ -1805,9 +1831,9 @@ def import_offsets(
     groups = sorted({e.group for e in entries})
     if not force:
         for group in groups:
-            _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+            _require_no_members(zk, group, *_IMPORT_REFUSAL)
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, groups, bootstrap, kafka,
-                                                          "import offsets")
+                                                          _IMPORT_REFUSAL[0])
     with plan:
         registry = {t: topic_partitions(zk, t) for t in sorted({e.topic for e in entries})}
 
@@ -1849,10 +1875,8 @@ def _import_checks(
     if present:
         reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
         try:
-            servers = find_bootstrap(zk, bootstrap, kafka)
-            check_brokers(servers)
-            ends = reader(servers, sorted({TopicPartition(e.topic, e.partition)
-                                           for e in present}))
+            ends = reader(_reachable_brokers(zk, bootstrap, kafka),
+                          sorted({TopicPartition(e.topic, e.partition) for e in present}))
         except Exception as e:  # noqa: BLE001 - said in the warning: not checked
             log.debug("log end offsets failed", exc_info=True)
             error = _reason(e)
@@ -1870,16 +1894,19 @@ def _import_zookeeper(
     force: bool,
     progress: Progress | None = None,
     dry_run: bool = False,
+    refusal: tuple[str, str] = _IMPORT_REFUSAL,
 ) -> ImportResult:
-    """The ZooKeeper part of :func:`import_offsets`: checked, planned and written, planned
-    again from a fresh read when ZooKeeper changed meanwhile."""
+    """The ZooKeeper part of :func:`import_offsets` (and of :func:`reset_offsets`): checked,
+    planned and written, planned again from a fresh read when ZooKeeper changed meanwhile.
+    ``refusal``: the action and hint of the refusal while a group has registered members
+    (:func:`_require_no_members`)."""
     written = 0
     for _ in range(3):
         if not force:
             for group in groups:
-                _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+                _require_no_members(zk, group, *refusal)
         try:
-            return _import_once(zk, entries, groups, force, progress, dry_run)
+            return _import_once(zk, entries, groups, force, progress, dry_run, refusal)
         except _Changed as e:
             written += e.written  # planned again: what is written now counts as unchanged
             continue
@@ -1893,6 +1920,7 @@ def _import_once(
     force: bool,
     progress: Progress | None,
     dry_run: bool = False,
+    refusal: tuple[str, str] = _IMPORT_REFUSAL,
 ) -> ImportResult:
     paths = [e.path for e in entries]
     current = _get_many(zk, paths)
@@ -1937,7 +1965,7 @@ def _import_once(
     if len(chunks) > 1 and not force:
         # Not atomic any more: check again just before writing.
         for group in groups:
-            _require_no_members(zk, group, "import offsets", "; pass --force to write anyway")
+            _require_no_members(zk, group, *refusal)
         guard_groups = []
     done = 0
     for chunk in chunks:
@@ -2034,12 +2062,11 @@ def reset_offsets(
             f"topic {topic!r} not found in ZooKeeper (no {zp.topic_path(topic)})"
         )
     if not force:
-        _require_no_members(zk, group, "reset offsets", "; stop it first or pass --force")
+        _require_no_members(zk, group, *_RESET_REFUSAL)
     tps = [TopicPartition(topic, p) for p in partitions]
-    servers = find_bootstrap(zk, bootstrap, kafka)
-    check_brokers(servers)
+    servers = _reachable_brokers(zk, bootstrap, kafka)
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, [group], servers, kafka,
-                                                          "reset offsets")
+                                                          _RESET_REFUSAL[0])
     with plan:
         return _reset_with(zk, group, topic, target, servers, tps, plan, force=force,
                            dry_run=dry_run, progress=progress,
@@ -2110,7 +2137,7 @@ def _reset_with(
         return rows
     entries = [OffsetEntry(group, r.topic, r.partition, r.offset) for r in rows]
     writes, _ = _kafka_writes(plan, entries)
-    _import_zookeeper(zk, entries, [group], force)
+    _import_zookeeper(zk, entries, [group], force, refusal=_RESET_REFUSAL)
     _commit_kafka(plan, writes, "")
     return rows
 

@@ -137,7 +137,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 @_guarded
 def _cmd_copy(args: argparse.Namespace) -> int:
-    from ._admin import command_config
+    from ._admin import command_config, counted
     from ._migrate import copy_offsets, fmt_out_of_range
 
     kafka = command_config(args.command_config)
@@ -156,7 +156,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     finally:
         zk.stop()
         zk.close()
-    _copy_warnings(result, args.source)
+    _copy_warnings(result, args.source, f"zkconsumer {args.command}: warning:")
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
@@ -168,12 +168,15 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     gone = sorted({a.topic for a in result.actions if a.action == "skip_topic_missing"})
     if result.dry_run:
         n = sum(1 for a in result.actions if a.writes)
-        print(f"dry run: would write {n} offset(s) to {args.dest}")
+        print(f"dry run: would write {counted(n, 'offset')} to {args.dest}")
         refused = [a for a in result.actions if a.action == "out_of_range"]
         if refused:
-            print(f"a real copy refuses {len(refused)} offset(s) outside their partition's "
-                  f"log ({fmt_out_of_range(refused)}) and writes nothing: reset them explicitly "
-                  "first (zkconsumer offsets reset), or pass --force to copy them as they are")
+            one = len(refused) == 1
+            print(f"a real copy refuses {counted(len(refused), 'offset')} outside "
+                  f"{'its' if one else 'their'} partition's log ({fmt_out_of_range(refused)}) "
+                  f"and writes nothing: reset {'it' if one else 'them'} explicitly first "
+                  "(zkconsumer offsets reset), or pass --force to copy "
+                  f"{'it as it is' if one else 'them as they are'}")
         if result.log_range_error is not None and not result.force:
             print("a real copy refuses to go on without the log range (--force copies "
                   "without the check)")
@@ -185,36 +188,39 @@ def _cmd_copy(args: argparse.Namespace) -> int:
                   "no modern member in Kafka)")
     else:
         # idle_checks counts every look, also those that still saw consumers.
-        print(f"wrote {result.written} offset(s) to {args.dest} (no consumer seen on the "
-              f"last {args.checks} of {result.idle_checks} check(s))")
+        print(f"wrote {counted(result.written, 'offset')} to {args.dest} (no consumer seen on "
+              f"the last {args.checks} of {counted(result.idle_checks, 'check')})")
     if gone:
-        print(f"skipped the offsets of {len(gone)} topic(s) that exist neither in ZooKeeper "
-              f"nor on the brokers (deleted): {', '.join(gone[:6])}"
+        print(f"skipped the offsets of {counted(len(gone), 'topic')} that exist neither in "
+              f"ZooKeeper nor on the brokers (deleted): {', '.join(gone[:6])}"
               + (f" (+{len(gone) - 6} more)" if len(gone) > 6 else ""))
     stale = [f"{a.topic}:{a.partition}" for a in result.actions
              if a.action == "skip_partition_missing"]
     if stale:
-        print(f"skipped the offsets of {len(stale)} partition(s) their topics no longer have "
-              f"(recreated with fewer): {', '.join(stale[:6])}"
+        print(f"skipped the offsets of {counted(len(stale), 'partition')} their topics no "
+              f"longer have (recreated with fewer): {', '.join(stale[:6])}"
               + (f" (+{len(stale) - 6} more)" if len(stale) > 6 else ""))
     if skipped:
-        print(f"kept {skipped} newer offset(s) in {args.dest} (--force overwrites them)")
+        print(f"kept {counted(skipped, 'newer offset')} in {args.dest} (--force overwrites "
+              f"{'it' if skipped == 1 else 'them'})")
     return 0
 
 
-def _copy_warnings(result: Any, source: str) -> None:
-    """On stderr (also with --json): what --force copied out of range, and a log range
-    that could not be checked."""
+def _copy_warnings(result: Any, source: str, warn: str) -> None:
+    """On stderr (also with --json), each line starting with ``warn``: what --force copied
+    out of range, and a log range that could not be checked."""
+    from ._admin import OUT_OF_LOG_RESET, counted
     from ._migrate import fmt_out_of_range
 
     forced = [a for a in result.actions if a.writes and a.out_of_range is not None]
     if forced:
         verb = "would copy" if result.dry_run else "copied"
-        print(f"warning: {verb} {len(forced)} offset(s) from {source} outside their "
-              f"partition's log as they are (--force): {fmt_out_of_range(forced)}; whoever "
-              "resumes there resets by its auto offset reset policy", file=sys.stderr)
+        one = len(forced) == 1
+        print(f"{warn} {verb} {counted(len(forced), 'offset')} from {source} outside "
+              f"{'its' if one else 'their'} partition's log as {'it is' if one else 'they are'} "
+              f"(--force): {fmt_out_of_range(forced)}; {OUT_OF_LOG_RESET}", file=sys.stderr)
     if result.log_range_error is not None:
-        print(f"warning: the log range of the offsets to copy was not checked: "
+        print(f"{warn} the log range of the offsets to copy was not checked: "
               f"{result.log_range_error}", file=sys.stderr)
 
 
@@ -288,6 +294,9 @@ def register(subparsers: Any) -> None:
     """Add ``migrate`` and ``compare`` to the ``zkconsumer`` command line."""
     from .cli import positive_seconds  # late: cli imports this module while building
 
+    # Each action sets ``command`` to "migrate status" or "migrate copy": the prefix cli.main
+    # gives an error ("zkconsumer migrate copy: ..."), as the warnings have it and as the
+    # other tools do.
     mig = subparsers.add_parser(
         "migrate", help="move a group from ZooKeeper offsets to the modern group protocol",
         description="Move a group from the legacy ZooKeeper consumer to the broker-"
@@ -312,7 +321,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--topic", action="append", metavar="T",
                    help="only this topic (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_cmd_status)
+    p.set_defaults(func=_cmd_status, command="migrate status")
 
     p = msub.add_parser(
         "copy", help="seed one offset store from the other once no consumer is alive",
@@ -342,7 +351,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--check-interval", type=positive_seconds, default=1.0, metavar="S",
                    help="seconds between checks (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_cmd_copy)
+    p.set_defaults(func=_cmd_copy, command="migrate copy")
 
     p = subparsers.add_parser(
         "compare", help="the same workload through a zkconsumer and a kafka-python group",

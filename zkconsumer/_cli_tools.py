@@ -153,9 +153,8 @@ def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _count(n: int, noun: str) -> str:
-    """"1 offset", "2 offsets"."""
-    return f"{n} {noun}{'s' if n != 1 else ''}"
+#: "1 offset", "2 offsets" (shared with ``migrate``'s messages).
+_count = _admin.counted
 
 
 def _print_json(rows: Sequence[dict[str, Any]]) -> None:
@@ -484,8 +483,7 @@ def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
     if result.above_log_end:
         shown = named([f"{e.line} (log end {end})" for e, end in result.above_log_end])
         print(f"{warn} {_count(len(result.above_log_end), 'offset')} past the log end "
-              f"({shown}): a member fetching there resets the offset by auto.offset.reset",
-              file=sys.stderr)
+              f"({shown}): {_admin.OUT_OF_LOG_RESET}", file=sys.stderr)
     if result.log_end_error is not None:
         print(f"{warn} offsets past the log end not checked: {result.log_end_error}",
               file=sys.stderr)
@@ -969,7 +967,8 @@ def register(sub: Any) -> None:
                    "change, old and new; write nothing")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka for the "
-                   "groups' offsets")
+                   "groups' committed offsets (the brokers are still asked for the log ends, "
+                   "for the warning)")
     p.set_defaults(func=_cmd_offsets_import, command="offsets import")
     p = osub.add_parser(
         "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
@@ -990,7 +989,8 @@ def register(sub: Any) -> None:
                    help="write even while the group has registered members")
     p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
-                   help="write ZooKeeper's offsets alone, without asking Kafka")
+                   help="write ZooKeeper's offsets alone, without asking Kafka for the "
+                   "group's committed offsets (the brokers are still needed for the log ends)")
     p.set_defaults(func=_cmd_offsets_reset, command="offsets reset")
 
     # verify-rebalance

@@ -49,8 +49,9 @@ from kazoo.exceptions import (
     NotEmptyError,
 )
 
+from . import _admin
 from . import _zkpaths as zp
-from ._admin import MAX_TRANSACTION_OPS, acl_unreadable, full_acl
+from ._admin import MAX_TRANSACTION_OPS, OUT_OF_LOG_RESET, acl_unreadable, counted, full_acl
 from ._errors import ZkConsumerError, ZkDataError
 from ._types import TopicPartition
 from ._zkread import transaction_cause
@@ -105,15 +106,26 @@ class MigrationError(ZkConsumerError):
     """A migration step cannot be done; the message says why and what to do."""
 
 
-class GroupActiveError(MigrationError):
-    """The group still has live consumers of either protocol."""
+# The three below are also the tools' errors of the same name (zkconsumer._admin), so that
+# whoever catches those catches these.
 
 
-class UnknownGroupError(MigrationError):
+class GroupActiveError(MigrationError, _admin.GroupActiveError):
+    """The group still has live consumers of either protocol.
+
+    ``written``: raised by :func:`write_kafka_offsets`, the partitions Kafka committed
+    before it refused the rest (it answers per partition); else empty."""
+
+    def __init__(self, message: str, written: Sequence[TopicPartition] = ()) -> None:
+        super().__init__(message)
+        self.written = list(written)
+
+
+class UnknownGroupError(MigrationError, _admin.UnknownGroupError):
     """The group exists nowhere: no ``/consumers/G`` and no offsets or members in Kafka."""
 
 
-class UnknownTopicError(MigrationError):
+class UnknownTopicError(MigrationError, _admin.UnknownTopicError):
     """A topic asked for that the group has no offsets for and that does not exist."""
 
 
@@ -214,8 +226,8 @@ class CopyAction:
     log_start: int | None = None
     log_end: int | None = None
     #: ``below_log_start`` or ``above_log_end`` (the classes of ``migrate status``) when the
-    #: source offset is outside [log_start, log_end]: whoever resumes there resets by its
-    #: auto offset reset policy. Set with --force too, where such an offset is copied.
+    #: source offset is outside [log_start, log_end]: a member fetching there resets the
+    #: offset by auto.offset.reset. Set with --force too, where such an offset is copied.
     out_of_range: str | None = None
 
     @property
@@ -413,8 +425,8 @@ def verdict(
         if cls in by_class:
             tps = by_class[cls]
             blockers.append(
-                f"offsets {what} on {len(tps)} partition(s) ({_fmt_tps(tps)}): whoever takes "
-                "over resets them by its auto offset reset policy; reset them explicitly first"
+                f"offsets {what} on {len(tps)} partition(s) ({_fmt_tps(tps)}): "
+                f"{OUT_OF_LOG_RESET}; reset them explicitly first"
             )
     if "topic_missing" in by_class:
         tps = by_class["topic_missing"]
@@ -598,10 +610,12 @@ def _zk_topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
 
 
 def modern_admin(
-    bootstrap: str, bootstrap_timeout_ms: int = 10_000, kafka: Mapping[str, Any] | None = None
+    bootstrap: str, bootstrap_timeout_ms: int = 10_000, kafka: Mapping[str, Any] | None = None,
+    *, client_id: str = "zkconsumer-migrate",
 ) -> Any:
     """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits;
-    ``kafka``: the brokers' security settings (``zkconsumer._admin.command_config``).
+    ``kafka``: the brokers' security settings (``zkconsumer._admin.command_config``);
+    ``client_id``: who the brokers see asking (the tools say ``zkconsumer-tools``).
 
     kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
     ValueError on bits it does not know (Tansu sends some); the bits are not needed here.
@@ -625,7 +639,7 @@ def modern_admin(
     try:
         return _Admin(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000,
                       bootstrap_timeout_ms=bootstrap_timeout_ms,
-                      **{**dict(kafka or {}), "client_id": "zkconsumer-migrate"})
+                      **{**dict(kafka or {}), "client_id": client_id})
     except (KafkaError, ValueError, OSError) as e:
         raise MigrationError(
             f"cannot connect to the brokers at {bootstrap} within "
@@ -1108,8 +1122,9 @@ def _write_zookeeper(
         if not done:
             told = "nothing was written"
         else:
-            told = (f"{done} of {len(items)} offset(s) were written before (a copy this big "
-                    f"is split into transactions of {per_tx} offsets); the rest were not")
+            told = (f"{done} of {counted(len(items), 'offset')} were written before (a copy "
+                    f"this big is split into transactions of {per_tx} offsets); the rest were "
+                    "not")
         hint = {GroupActiveError: "; stop it and run again", _AclUnknown: ""}.get(
             type(e), "; run again")
         raise type(e)(f"{e}; {told}{hint}") from None
@@ -1128,7 +1143,8 @@ def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition,
 
     The broker answers per partition and commits the ones it accepts: a refusal raises
     :class:`MigrationError` naming what was and was not written, or
-    :class:`GroupActiveError` when the refusal says a member joined.
+    :class:`GroupActiveError` when the refusal says a member joined (its ``written``: the
+    partitions committed all the same).
     """
     from kafka import TopicPartition as KTP
     from kafka.errors import NoError
@@ -1143,20 +1159,20 @@ def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition,
         return
     written = [TopicPartition(k.topic, k.partition) for k, e in result.items()
                if e is NoError]
-    told = (f"the other {len(written)} were written ({_fmt_tps(written)})" if written
-            else "nothing was written")
+    told = (f"the other {len(written)} {'was' if len(written) == 1 else 'were'} written "
+            f"({_fmt_tps(written)})" if written else "nothing was written")
     active = sorted({e for e in refused.values() if e in _GROUP_ACTIVE_ERRORS})
     if active:
         raise GroupActiveError(
             f"a modern consumer joined group {group!r} during the copy (Kafka answered "
-            f"{', '.join(active)} for {len(refused)} offset(s)); {told}; stop it and run again"
-        )
+            f"{', '.join(active)} for {counted(len(refused), 'offset')}); {told}; stop it and "
+            "run again", written)
     shown = ", ".join(f"{tp.topic}:{tp.partition} {e}" for tp, e in sorted(refused.items())[:4])
     more = f", +{len(refused) - 4} more" if len(refused) > 4 else ""
     raise MigrationError(
-        f"Kafka refused {len(refused)} of {len(result)} offset(s) for group {group!r} "
-        f"({shown}{more}), which were not written; {told}; check that the refused "
-        "partitions exist on the brokers"
+        f"Kafka refused {len(refused)} of {counted(len(result), 'offset')} for group "
+        f"{group!r} ({shown}{more}), which {'was' if len(refused) == 1 else 'were'} not "
+        f"written; {told}; check that the refused partitions exist on the brokers"
     )
 
 
@@ -1170,11 +1186,17 @@ def _copy_log_range(
     Partitions of topics the brokers say do not exist (still in ``/brokers/topics`` only)
     are not asked (the lookup would wait its whole timeout for them) and not checked: Kafka
     refuses their offsets on its own, and no consumer can fetch them. Partitions the brokers
-    could not be asked about are left out of the maps, with the reason as the error."""
+    could not be asked about are left out of the maps, with the reason as the error (all of
+    them when the brokers cannot describe the topics at all)."""
     topics = sorted({tp.topic for tp in tps})
     described: dict[str, set[int]] = {}
     doubtful: list[str] = []
-    for t in admin.describe_topics(topics):
+    try:
+        answer = admin.describe_topics(topics)
+    except Exception as e:  # noqa: BLE001 - an unknown log range, with the reason
+        log.debug("describe topics failed", exc_info=True)
+        return {}, {}, f"cannot describe the topics on the brokers: {e!r}"
+    for t in answer:
         name = str(t.get("topic") or t.get("name"))
         code = int(t.get("error_code") or 0)
         if code == _UNKNOWN_TOPIC:
@@ -1296,11 +1318,14 @@ def copy_offsets(
                                 log_ends=ends)
         refused = [a for a in actions if a.action == "out_of_range"]
         if refused and not dry_run:
+            one = len(refused) == 1
             raise OutOfRangeError(
-                f"{len(refused)} offset(s) in {source} are outside their partition's log "
-                f"({fmt_out_of_range(refused)}): whoever resumes there resets by its auto "
-                "offset reset policy; reset them explicitly first (zkconsumer offsets reset), "
-                "or pass --force to copy them as they are; nothing was written"
+                f"{counted(len(refused), 'offset')} in {source} {'is' if one else 'are'} "
+                f"outside {'its' if one else 'their'} partition's log "
+                f"({fmt_out_of_range(refused)}): {OUT_OF_LOG_RESET}; reset "
+                f"{'it' if one else 'them'} explicitly first (zkconsumer offsets reset), or "
+                f"pass --force to copy {'it as it is' if one else 'them as they are'}; "
+                "nothing was written"
             )
         if range_error is not None and not dry_run and not force:
             raise OutOfRangeError(
