@@ -787,13 +787,16 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                 stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
             try:
                 for message in stream:
+                    # Counted before it is written: a Ctrl-C (or SIGTERM) is taken when the
+                    # write's system call returns, and the message printed must be counted.
+                    count += 1
                     try:
                         output.write(message.key, message.message)
                     except BrokenPipeError:
                         # The reader went away (`| head`): stop quietly, as the legacy tool.
+                        count -= 1
                         _silence_stdout()
                         break
-                    count += 1
                     if args.max_messages is not None and count >= args.max_messages:
                         break
             except ConsumerTimeoutException:
