@@ -449,15 +449,15 @@ def test_copy_to_zookeeper_over_a_minus_one_offset_znode(
 def test_copy_bad_input_is_one_line(
     stack: StackInfo, zk: KazooClient, capsys: Any, names: Any
 ) -> None:
-    code, out, err = run_cli(
-        capsys, "migrate", "copy", "--group", names.group, "--from", "kafka", "--to", "kafka",
-        "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper)
+    def copy(*argv: str) -> tuple[int, str, str]:
+        return run_cli(capsys, "migrate", "copy", "--group", names.group, *argv,
+                       "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+                       "--check-interval", "0.01")
+
+    code, out, err = copy("--from", "kafka", "--to", "kafka")
     assert (code, out) == (2, "") and err.strip() == (
         "zkconsumer migrate copy: --from and --to are both kafka")
-    code, out, err = run_cli(
-        capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
-        "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
-        "--check-interval", "0.01")
+    code, out, err = copy("--from", "zookeeper", "--to", "kafka")
     assert (code, out) == (2, "")
     assert err.strip() == (f"zkconsumer migrate copy: group {names.group!r} not found: no "
                            f"/consumers/{names.group} in ZooKeeper and no committed offsets "
@@ -472,10 +472,7 @@ def test_copy_bad_input_is_one_line(
                                "the connect string does not exist; check --zookeeper")
     # A group that exists, with nothing in the source store.
     zk.ensure_path(zp.ids_dir(names.group))
-    code, out, err = run_cli(
-        capsys, "migrate", "copy", "--group", names.group, "--from", "zookeeper", "--to",
-        "kafka", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
-        "--check-interval", "0.01")
+    code, out, err = copy("--from", "zookeeper", "--to", "kafka")
     assert (code, out) == (2, "")
     assert err.strip() == (f"zkconsumer migrate copy: group {names.group!r} has no committed "
                            "offsets in ZooKeeper")
