@@ -212,3 +212,46 @@ def test_shutdown_while_zookeeper_is_down_during_a_rebalance(private_stack, pzk,
         if not finished.is_set():
             local.start("zookeeper")  # let a hung shutdown finish before the next test
             c.shutdown()
+
+
+def test_a_spark_query_rides_out_a_zookeeper_outage(private_stack, pzk, names) -> None:
+    """The Spark source's driver, planning while ZooKeeper is down: no batch (ownership is
+    unknown), no error, and no call waits for the outage to end (kazoo holds a request made
+    while disconnected until it reconnects: with ZooKeeper started again only after the
+    calls return, a blocked call would hang here). Once back, batches go on and the commit
+    missed in the outage is made."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from tests.support import offset_znodes, produce
+    from zkconsumer.spark import ZkConsumerStreamReader, parse_options
+
+    local = private_stack.local
+    topic = make_topic(private_stack.bootstrap, pzk, names.topic, 1)
+    produce(private_stack.bootstrap, topic, [(0, None, b"m%d" % i) for i in range(5)])
+    reader = ZkConsumerStreamReader(parse_options({
+        "zookeeper.connect": private_stack.zookeeper, "group.id": names.group,
+        "topics": topic, "startingOffsets": "earliest", "rebalance.backoff.ms": "200",
+        "zookeeper.session.timeout.ms": "10000"}))
+    try:
+        placed = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+        end = reader.latestOffset(placed, ReadAllAvailable())
+        assert end == {topic: {"0": 5}}
+        member = reader._join()
+        local.stop("zookeeper")
+        wait_until(lambda: not member.zk_connected(), 20, "the driver to see ZooKeeper gone")
+        produce(private_stack.bootstrap, topic, [(0, None, b"late")])
+        assert reader.latestOffset(end, ReadAllAvailable()) == end
+        reader.commit(end)
+        local.start("zookeeper")
+        wait_until(member.zk_connected, 30, "the driver to reconnect")
+        later: list[Any] = []
+
+        def planned() -> bool:
+            later.append(reader.latestOffset(end, ReadAllAvailable()))
+            return later[-1] != end
+
+        wait_until(planned, 60, "a batch after the outage")
+        assert later[-1] == {topic: {"0": 6}}
+        assert offset_znodes(pzk, names.group, topic, 1) == {0: 5}
+    finally:
+        reader.stop()
