@@ -785,3 +785,66 @@ def test_a_partition_added_after_the_start_is_read_from_its_first_offset(
         end = reader.latestOffset(both, ReadAllAvailable())
         assert [(r.partition, r.start, r.end) for r in reader.partitions(both, end)] == [
             (1, 0, 3)]
+
+
+def test_a_partition_the_group_consumed_beyond_our_position_is_taken_at_the_groups_offset(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """After a rebalance, another member may have owned the partition meanwhile and committed
+    beyond our checkpoint: the partition is dropped for one batch, then placed at the group's
+    offset (not read twice), and our older end is never written back over it."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 10)
+    with started_zk(stack.zookeeper) as zk, _driver(
+            stack, names.group, topic, startingOffsets="earliest") as reader:
+        placed = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+        end = reader.latestOffset(placed, ReadAllAvailable())
+        assert end == {topic: {"0": 10}}
+        member = reader._join()
+        thread = f"{member.consumer_id}-0"
+        m = member.membership
+        m.stop_connections()  # the partition goes to another member, who consumes to 7 ...
+        ZkOffsetStore(zk, names.group).commit({TopicPartition(topic, 0): 7})
+        m.before_starting_fetchers(member.consumer_id, {topic: {0: thread}})  # ... and back
+        # Spark had run the batch to 10 on the old ownership: it commits it now.
+        reader.commit(end)
+        assert offset_znodes(zk, names.group, topic, 1) == {0: 7}
+        ZkOffsetStore(zk, names.group).commit({TopicPartition(topic, 0): 12})
+        _produce(stack, topic, 1, 5, first=10)
+        dropped = reader.latestOffset(end, ReadAllAvailable())
+        assert dropped == {}  # not read from 10: the group is at 12
+        again = reader.latestOffset(dropped, ReadAllAvailable())
+        assert again == {topic: {"0": 12}}
+        final = reader.latestOffset(again, ReadAllAvailable())
+        (rng,) = reader.partitions(again, final)
+        assert (rng.start, rng.end) == (12, 15)
+
+
+def test_the_hand_over_waits_for_a_batch_with_rows_and_commits_where_it_ended() -> None:
+    """A rebalance releasing partitions waits until Spark plans the next batch (the last one
+    is then done) and commits where it ended; a batch of positions only is not waited for."""
+    from zkconsumer.spark import _Membership
+
+    tp = TopicPartition("t", 0)
+    m = _Membership(release_wait_s=30)
+    committed: list[dict[TopicPartition, int]] = []
+    m.commit_fn = lambda offsets: committed.append(dict(offsets)) or len(offsets)
+    m.before_starting_fetchers("c", {"t": {0: "c-0"}})
+    generation, _, _ = m.begin_planning(1)
+    m.verified[tp] = generation
+    m.end_planning({tp: 10})  # a batch with rows, to 10, runs
+    releasing = threading.Thread(target=m.before_releasing_partitions, args=({"t": {0}},))
+    releasing.start()
+    releasing.join(0.5)
+    assert releasing.is_alive() and committed == []  # waits for the batch
+    m.batch_done({tp: 10})  # Spark plans the next one: the batch is done
+    releasing.join(10)
+    assert not releasing.is_alive() and committed == [{tp: 10}]
+
+    m.end_planning(None)  # a batch of positions only is not in flight
+    started = threading.Thread(target=m.before_releasing_partitions, args=({"t": {0}},))
+    started.start()
+    started.join(10)
+    assert not started.is_alive()

@@ -83,7 +83,7 @@ from ._errors import (
 )
 from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
-from ._offsets import OffsetStore, make_offset_store
+from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
 from ._types import TopicPartition
 from ._zkread import broker_addresses
@@ -593,6 +593,14 @@ class ZookeeperConsumerConnector:
         self._owned.clear()
         self._uncertain.clear()
         self.metrics.set_owned_partitions(self._owned)
+
+    def zookeeper_offset_store(self, timeout_s: float | None = None) -> ZkOffsetStore:
+        """A store of the group's ZooKeeper offsets on this member's session: its commits are
+        sent only while the session that owns the partitions lives, as the connector's own
+        are, and each answer is awaited at most ``timeout_s``. For a caller that commits
+        for the partitions this member owns, such as the Spark source's driver."""
+        return ZkOffsetStore(self._zk, self.config.group_id, self.metrics, self._live_session,
+                             timeout_s=timeout_s)
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:

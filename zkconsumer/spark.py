@@ -46,19 +46,24 @@ other member consumed is not read twice. A partition lost to another member is d
 next batch.
 
 The hand-over (:class:`_Membership`): a rebalance releases this member's partitions only once
-no batch is being planned and the last batch is known to be done (Spark says so only by
-planning the next one), after committing where it ended, so the next owner starts exactly
-there; it waits at most ``zookeeper.session.timeout.ms`` (with a longer trigger interval, or a
-slower batch, the next owner reads the last batch's rows again: the legacy consumer's
-at-least-once). A batch planned while a rebalance is still under way, or while ZooKeeper is
-unreachable (ownership is then unknown), is empty; a ``Trigger.AvailableNow`` run waits for
-either to end instead, since an empty batch would end it. Commits of where a batch ended
-are best-effort: the checkpoint holds the positions, and a commit missed in an outage is made
-by the next batch; new positions that differ from the group's are written before their batch
-is planned (no batch while they cannot be). Every ZooKeeper answer is awaited at most a
-session timeout, so an outage never blocks Spark's thread for its length. Across restarts
-of one query nothing is lost or read twice (Spark's checkpoint); a batch replayed after a
-crash is replayed as planned, whoever owns its partitions by then.
+no batch is being planned and the last batch with rows is known to be done (Spark says so
+only by planning the next one; a batch of positions only is not waited for), after committing
+where it ended, so the next owner starts exactly there; it waits at most
+``zookeeper.session.timeout.ms`` (with a longer trigger interval, or a slower batch, the next
+owner reads the last batch's rows again: the legacy consumer's at-least-once). Planning waits
+up to a session timeout plus ``rebalance.backoff.ms`` for a rebalance under way; while one
+still is, or while the member's ZooKeeper connection is down (ownership is then unknown), or
+when one completes during the planning, there is no batch that trigger; a
+``Trigger.AvailableNow`` run waits for these to end instead, since no batch would end it.
+Offsets are read and written on the connector's session, written only while the session that
+owns the partitions lives. Commits of where a batch ended are best-effort: the checkpoint
+holds the positions, and a commit missed in an outage is made by the next batch; new
+positions that differ from the group's are written before their batch is planned (no batch
+while they cannot be). Planning and commits await each ZooKeeper answer at most a session
+timeout, so an outage never blocks them for its length (joining the group, at the start,
+does wait for ZooKeeper). Across restarts of one query nothing is lost or read twice
+(Spark's checkpoint); a batch replayed after a crash is replayed as planned, whoever owns its
+partitions by then.
 """
 
 from __future__ import annotations
@@ -909,8 +914,12 @@ def _resolve_spec(
 # -- the group member (streaming driver) -------------------------------------------------------
 
 
-class _ZooKeeperAway(Exception):
-    """Planning needs ZooKeeper, and it cannot be reached now: no batch this trigger."""
+class _NoBatch(Exception):
+    """Planning cannot decide a batch now (its message says why): no batch this trigger."""
+
+
+class _ZooKeeperAway(_NoBatch):
+    """Planning needs ZooKeeper, and it cannot be reached now."""
 
 
 #: What a ZooKeeper request raises when ZooKeeper cannot be reached (a timeout: no answer
@@ -1053,7 +1062,6 @@ class _GroupMember:
 
     def __init__(self, opts: SourceOptions) -> None:
         from ._connector import ZookeeperConsumerConnector
-        from ._offsets import ZkOffsetStore
 
         self.opts = opts
         self.config = opts.config()
@@ -1061,9 +1069,6 @@ class _GroupMember:
         self.connector: ZookeeperConsumerConnector | None = None
         self.lookup: _OffsetLookup | None = None
         try:
-            self.store = ZkOffsetStore(
-                self.zk, self.config.group_id,
-                timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
             self.bootstrap = _bootstrap(self.zk, opts, self.config)
             self.lookup = _OffsetLookup(self.config, self.bootstrap)
             self.membership = _Membership(self.config.zookeeper_session_timeout_ms / 1000.0)
@@ -1072,6 +1077,11 @@ class _GroupMember:
             self.connector = ZookeeperConsumerConnector(
                 self.config, fetcher_factory=lambda _c: membership
             )
+            # Offsets are read and written on the session that owns the partitions, and
+            # written only while it lives: a write queued in an outage never lands after
+            # the session expired and the partitions became another member's.
+            self.store = self.connector.zookeeper_offset_store(
+                timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
             self.connector.set_consumer_rebalance_listener(membership)
             flt = opts.make_filter()
             if flt is None:
@@ -1089,10 +1099,14 @@ class _GroupMember:
         return self.lookup
 
     def zk_connected(self) -> bool:
-        # kazoo holds a request made while disconnected until it reconnects: planning asks
-        # first, and every answer is awaited at most a session timeout (the store's), rather
-        # than block Spark's thread for the length of an outage.
-        return self.zk is not None and self.zk.connected
+        """Whether the member's session is connected and owns what the last rebalance gave
+        it (the connector hands out nothing otherwise).
+
+        kazoo holds a request made while disconnected until it reconnects: planning asks
+        first, and every answer is awaited at most a session timeout (the store's), rather
+        than block Spark's thread for the length of an outage.
+        """
+        return self.connector is not None and not self.connector.paused
 
     def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets, read now from ZooKeeper; :class:`_ZooKeeperAway`
@@ -1263,7 +1277,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 if settled:
                     try:
                         end = self._plan(member, begin, generation, owned, limit, first)
-                    except _ZooKeeperAway as e:
+                    except _NoBatch as e:
                         why = str(e)
             finally:
                 # A batch without rows (positions only) is not waited for by a rebalance.
@@ -1289,9 +1303,12 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _plan(self, member: _GroupMember, begin: Positions, generation: int,
               owned: frozenset[TopicPartition], limit: ReadLimit, first: bool) -> Positions:
-        # While planning, no rebalance releases our partitions (see _Membership); `verified`
-        # is only read by a rebalance when no batch is being planned.
+        # While planning, no rebalance releases our partitions (see _Membership), but one
+        # after a session loss owns nothing to release and does not wait: what this plan
+        # confirms goes to `verified` at the end, under the lock, and only if no rebalance
+        # completed meanwhile.
         m = member.membership
+        confirmed: list[TopicPartition] = []
         lookup = member.offsets()
         # Partitions owned since an earlier rebalance or before a restart: is our position
         # still the group's? Another member may have consumed and committed beyond it.
@@ -1306,7 +1323,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                          "group's offset", tp.topic, tp.partition, z, begin[tp])
                 reseat.add(tp)
             else:
-                m.verified[tp] = generation
+                confirmed.append(tp)
 
         # Newly owned partitions are positioned (no rows for them in this batch); in the
         # query's first batch, per startingOffsets. After it, one without a committed offset
@@ -1322,8 +1339,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                     log.info("%s:%d has no committed offset: read from its earliest offset "
                              "(a partition added after the query started)", tp.topic,
                              tp.partition)
-        for tp in newcomers:
-            m.verified[tp] = generation
+        confirmed += newcomers
         if first:
             log.info("%s starts at %s", member.consumer_id, encode_offsets(end))
         # Positions to record in the group where they differ from its offsets (startingOffsets,
@@ -1364,8 +1380,12 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # The new positions must be written (else a rebalance or a restart takes the group's
         # offsets instead, undoing a rewind): no batch when they cannot be. The rest can
         # wait for the next batch.
-        done = {tp: off for tp, off in begin.items()
-                if tp in owned and m.verified.get(tp) == generation and tp not in behind}
+        with m.cond:
+            if m.generation != generation:
+                raise _NoBatch("a rebalance completed while the batch was planned")
+            m.verified.update(dict.fromkeys(confirmed, generation))
+            done = {tp: off for tp, off in begin.items()
+                    if tp in owned and m.verified.get(tp) == generation and tp not in behind}
         member.commit({**done, **placed}, best_effort=not placed)
         for tp in reading:
             if tp in behind:
