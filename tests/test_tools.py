@@ -1299,6 +1299,97 @@ def run_json_rc(capsys: pytest.CaptureFixture[str], rc: int, *argv: str) -> Any:
     return json.loads(out)
 
 
+def test_a_topic_znode_that_does_not_decode_does_not_stop_describe_verify_or_import(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, tmp_path: Any,
+) -> None:
+    """A /brokers/topics/T of garbage (a broken tool wrote it) made `groups describe` and
+    `verify-rebalance` fail for every group with offsets for, owners of or a subscription to
+    T, and `offsets import` fail for any file naming T. Now T's partitions are unknown: the
+    group's known ones are shown (log end unknown), imported, checked where they can be,
+    with one warning naming the znode and why it does not decode."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    bad = names("bad")  # no broker has it: the bridge leaves its znode alone
+    path = zp.topic_path(bad)
+    zk.create(path, b"{not json", makepath=True)
+    try:
+        g = names.group
+        reg = zp.ConsumerRegistration.static({topic: 1, bad: 1}, int(time.time() * 1000))
+        zk.create(zp.id_path(g, f"{g}_a"), reg.encode(), ephemeral=True, makepath=True)
+        thread = f"{g}_a-0"
+        seed(zk, g, {(topic, 0): 1, (topic, 1): 0, (bad, 0): 5, (bad, 1): 7})
+        for t, p in ((topic, 0), (topic, 1), (bad, 0)):
+            zk.create(zp.owner_path(g, t, p), zp.encode_owner(thread), makepath=True)
+        zkc = ["--zookeeper", stack.zookeeper]
+        warn = "zkconsumer groups describe: warning:"
+        why = f"cannot decode topic assignment at {path}: invalid JSON ("
+
+        # describe: T's partitions the group has offsets for or owns, log end unknown.
+        argv = ["groups", "describe", *zkc, "--group", g]
+        rc, out, err = run(capsys, *argv, "--json")
+        assert rc == 0, err
+        assert [(r["topic"], r["partition"], r["offset"], r["log_end_offset"], r["lag"],
+                 r["owner"]) for r in json.loads(out)] == [
+            (bad, 0, 5, None, None, thread), (bad, 1, 7, None, None, None),
+            (topic, 0, 1, 3, 2, thread), (topic, 1, 0, 0, 0, thread)]
+        lines = err.splitlines()
+        assert len(lines) == 2 and "Traceback" not in err, err
+        assert lines[0].startswith(f"{warn} topic {bad}: partitions unknown ({why}"), err
+        assert lines[0].endswith("; data=b'{not json'); zkconsumer members consume none of "
+                                 "it until the znode decodes; shown are the partitions the "
+                                 "group has offsets for or owns, log end unknown"), err
+        assert lines[1] == (f"{warn} total lag at least 2 (2 of 4 partitions unknown): lag "
+                            "unknown where a partition has no committed offset or no known "
+                            "log end")
+        # Not taken for a missing topic (no "topics not in /brokers/topics" warning).
+        rc, out, err2 = run(capsys, *argv)
+        assert (rc, err2) == (0, err)
+        assert [bad, "1", "7", "-", "-", "-"] in _table_rows(out)
+
+        # verify-rebalance: T's owners checked, T's part not verified (it cannot be).
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="zkconsumer.admin"):
+            rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+        assert (rc, out) == (1, f"rebalance not verified for group '{g}': 3 of 3 partitions "
+                                f"checked are owned by live threads; cannot verify topic "
+                                f"{bad}: its partitions are unknown ({path} does not "
+                                "decode)\n")
+        warned = [r.getMessage() for r in caplog.records if path in r.getMessage()]
+        assert len(warned) == 1 and why in warned[0], warned
+        assert [(c["topic"], c["partition"], c["ok"]) for c in run_json_rc(
+            capsys, 1, "verify-rebalance", *zkc, "--group", g)] == [
+            (bad, 0, True), (topic, 0, True), (topic, 1, True)]
+        # A real problem is still one.
+        zk.set(zp.owner_path(g, bad, 0), zp.encode_owner(f"{g}_dead-0"))
+        rc, out, _ = run(capsys, "verify-rebalance", *zkc, "--group", g)
+        assert rc == 1 and out.startswith(
+            f"rebalance failed for group '{g}': 1 of 3 partitions wrong: {bad}:0: owner "
+            f"{g}_dead-0 is not a live thread subscribed to {bad}; cannot verify topic "
+            f"{bad}"), out
+
+        # offsets import (a real process: the warning is logged to its stderr): T's offsets
+        # are imported, unchecked; the other topic's are checked as ever.
+        h = names("h")
+        lines = [f"{zp.offset_path(h, topic, 0)}:2", f"{zp.offset_path(h, bad, 0)}:5",
+                 f"{zp.offset_path(h, bad, 1)}:9"]
+        offsets = tmp_path / "offsets.txt"
+        offsets.write_text("".join(f"{line}\n" for line in lines))
+        done = subprocess.run(_cli("offsets", "import", *zkc, "--input", str(offsets)),
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == ("imported 3 offsets of 1 group in one transaction (created 3, "
+                               "updated 0, unchanged 0)\n")
+        [line] = done.stderr.splitlines()
+        assert f"WARNING MainThread zkconsumer.admin: topic {bad}: partitions unknown ({why}" \
+            in line and line.endswith("; its offsets are imported without checking its "
+                                      "partitions or log end"), done.stderr
+        assert offset_znodes(zk, h, bad, 2) == {0: 5, 1: 9}
+        assert offset_znodes(zk, h, topic, 2) == {0: 2}
+    finally:
+        zk.delete(path)
+
+
 def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch,

@@ -960,6 +960,32 @@ def _read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
     return _read_decoded(zk, group, "owners", zp.decode_owner, zp.owner_path)
 
 
+def _read_registry(
+    zk: KazooClient, topics: Iterable[str]
+) -> tuple[dict[str, list[int] | None], dict[str, str]]:
+    """Each topic's partitions from ``/brokers/topics/T`` (None: no such znode), and apart
+    from those, the topics whose znode does not decode, with why (the ZkDataError's text,
+    naming the znode).
+
+    One znode written by a broken tool must not hide the rest from a tool: such a topic's
+    partitions are unknown (not missing), and the caller goes on without them. The
+    connector ignores such a topic the same way (its members consume none of it)."""
+    registry: dict[str, list[int] | None] = {}
+    undecodable: dict[str, str] = {}
+    for topic in sorted(set(topics)):
+        try:
+            registry[topic] = topic_partitions(zk, topic)
+        except ZkDataError as e:
+            undecodable[topic] = str(e)
+    return registry, undecodable
+
+
+def _partitions_unknown(topic: str, why: str) -> str:
+    """The start of every warning about a topic :func:`_read_registry` could not decode."""
+    return (f"topic {topic}: partitions unknown ({why}); zkconsumer members consume none of "
+            f"it until the znode decodes")
+
+
 # --------------------------------------------------------------------------------------
 # The broker side
 # --------------------------------------------------------------------------------------
@@ -1245,7 +1271,8 @@ def _ask_kafka(
 class KafkaImport:
     """The offsets of one group ``offsets import`` also commits (or would) in Kafka, where
     the group has offsets: counts as :class:`ImportResult`'s; ``skipped``: offsets of
-    partitions the broker registry does not have (a deleted topic), which Kafka refuses."""
+    partitions the broker registry does not have (a deleted topic), which Kafka refuses, or
+    of a topic whose registry znode does not decode."""
 
     group: str
     created: int
@@ -1394,10 +1421,12 @@ def describe_group(
     The topics shown are those the members subscribe to (wildcards matched against
     ``/brokers/topics``, internal topics excluded as the consumer does), plus every topic
     with a committed offset (in either store) or an owner znode; each with all its
-    partitions. ``kafka``: the brokers' security settings as kafka-python arguments
-    (:func:`command_config`). ``log_end_offsets`` (servers, partitions) replaces the log
-    end read. Kafka is asked through the client ``offsets reset|import|export`` use
-    (:func:`_kafka_groups`).
+    partitions, except a topic whose ``/brokers/topics`` znode does not decode: the
+    partitions the group has offsets for or owns, log end unknown, with a warning naming
+    the znode (:func:`_read_registry`). ``kafka``: the brokers' security settings as
+    kafka-python arguments (:func:`command_config`). ``log_end_offsets`` (servers,
+    partitions) replaces the log end read. Kafka is asked through the client ``offsets
+    reset|import|export`` use (:func:`_kafka_groups`).
     """
     _require_group(zk, group)
     members = read_members(zk, group)
@@ -1443,9 +1472,13 @@ def describe_group(
                     | {tp.topic for tp in kafka_found} | {tp.topic for tp in owners})
     tps: set[TopicPartition] = set(zk_offsets) | set(kafka_found) | set(owners)
     known: list[TopicPartition] = []  # partitions the broker registry knows
-    registry: dict[str, list[int] | None] = {}
-    for topic in topics:
-        partitions = registry[topic] = topic_partitions(zk, topic)
+    registry, undecodable = _read_registry(zk, topics)
+    warnings.extend(
+        f"{_partitions_unknown(topic, why)}; shown are the partitions the group has offsets "
+        "for or owns, log end unknown"
+        for topic, why in undecodable.items()
+    )
+    for topic, partitions in registry.items():
         if partitions is None:
             continue
         for p in partitions:
@@ -1478,6 +1511,8 @@ def describe_group(
             owners.get(tp), source, z, k,
         )
         rows.append(row)
+        if tp.topic in undecodable:
+            continue  # whether its partition exists, and its log end, are unknown
         # As `migrate status` classes it (the larger of both stores, as here).
         partitions = registry.get(tp.topic)
         state = classify(z, k, None, end, topic_exists=partitions is not None,
@@ -1826,7 +1861,9 @@ def import_offsets(
     Offsets of topics or partitions ``/brokers/topics`` does not have, and offsets past
     their partition's log end (read from the brokers, ``zookeeper_only`` or not;
     ``log_end_offsets`` (servers, partitions) replaces that read), are imported all the
-    same and listed in the result (:func:`_import_checks`).
+    same and listed in the result (:func:`_import_checks`). Those of a topic whose
+    ``/brokers/topics`` znode does not decode are imported unchecked, not committed in Kafka,
+    with a warning logged naming the znode (:func:`_read_registry`).
     """
     groups = sorted({e.group for e in entries})
     if not force:
@@ -1835,10 +1872,16 @@ def import_offsets(
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, groups, bootstrap, kafka,
                                                           _IMPORT_REFUSAL[0])
     with plan:
-        registry = {t: topic_partitions(zk, t) for t in sorted({e.topic for e in entries})}
+        registry, undecodable = _read_registry(zk, {e.topic for e in entries})
+        for topic, why in undecodable.items():
+            kafka_too = any(e.topic == topic and e.group in plan.offsets for e in entries)
+            log.warning("%s; its offsets are imported without checking its partitions or "
+                        "log end%s", _partitions_unknown(topic, why),
+                        ", and not committed in Kafka (counted as left out)"
+                        if kafka_too else "")
 
         def exists(tp: TopicPartition) -> bool:
-            known = registry[tp.topic]
+            known = registry.get(tp.topic)
             return known is not None and tp.partition in known
 
         writes, in_kafka = _kafka_writes(plan, entries, exists)
@@ -1864,12 +1907,13 @@ def _import_checks(
     """The entries no member can resume from, as :class:`ImportResult` has them: of topics,
     of partitions the broker registry does not have, past the log end (read from the
     brokers), and why the log ends could not be read. Never a refusal: an import restores a
-    backup, and its topics may be created again."""
-    topic_missing = [e for e in entries if registry[e.topic] is None]
-    partition_missing = [e for e in entries
-                         if (known := registry[e.topic]) is not None and e.partition not in known]
+    backup, and its topics may be created again. Entries of a topic not in ``registry``
+    (its znode does not decode: :func:`_read_registry`) are not checked."""
+    topic_missing = [e for e in entries if e.topic in registry and registry[e.topic] is None]
+    partition_missing = [e for e in entries if (known := registry.get(e.topic)) is not None
+                         and e.partition not in known]
     present = [e for e in entries
-               if (known := registry[e.topic]) is not None and e.partition in known]
+               if (known := registry.get(e.topic)) is not None and e.partition in known]
     above: list[tuple[OffsetEntry, int]] = []
     error: str | None = None
     if present:
@@ -2190,7 +2234,12 @@ def _first(a: int | None, b: int | None) -> int:
 def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     """VerifyConsumerRebalance: every partition of every subscribed topic has an owner,
     and every owner is a live thread (computed from the registered members) subscribed to
-    that topic. Owner znodes of topics no member subscribes to are reported too."""
+    that topic. Owner znodes of topics no member subscribes to are reported too.
+
+    Not verified (not ok) where that cannot be known: the part of a member whose subscription
+    cannot be read, and a subscribed topic whose ``/brokers/topics`` znode does not decode
+    (its owners are checked, with a warning logged naming the znode: :func:`_read_registry`).
+    """
     _require_group(zk, group)
     members = read_members(zk, group)
     if not members:
@@ -2209,12 +2258,25 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
         return f"cannot verify: owner {owner} is a thread of {member}, whose subscription " \
                f"is unknown"
 
+    registry, undecodable = _read_registry(zk, subscribed)
+    for topic, why in undecodable.items():
+        log.warning("%s; its part of the rebalance is not verified",
+                    _partitions_unknown(topic, why))
     checks: list[OwnershipCheck] = []
     for topic in sorted(subscribed):
-        partitions = topic_partitions(zk, topic)
+        live = set(subscribed[topic])
+        if topic in undecodable:
+            # Its partitions are unknown: only the owners there are checked.
+            for tp, thread in sorted(owners.items()):
+                if tp.topic != topic:
+                    continue
+                problem = None if thread in live else unverifiable(thread) or (
+                    f"owner {thread} is not a live thread subscribed to {topic}")
+                checks.append(OwnershipCheck(topic, tp.partition, thread, problem))
+            continue
+        partitions = registry[topic]
         if partitions is None:
             continue  # subscribed to a topic that does not exist (yet): nothing to own
-        live = set(subscribed[topic])
         for p in partitions:
             owner = owners.get(TopicPartition(topic, p))
             problem = None
@@ -2235,6 +2297,9 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     unknown = "".join(
         f"; cannot verify the part of member {cid}: its subscription is unknown ({why})"
         for cid, why in sorted(unreadable.items())
+    ) + "".join(
+        f"; cannot verify topic {topic}: its partitions are unknown ({zp.topic_path(topic)} "
+        "does not decode)" for topic in undecodable
     )
     bad = [c for c in checks if not c.ok and not (c.problem or "").startswith("cannot verify")]
     if bad:
@@ -2242,7 +2307,7 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
         more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
         return VerifyResult(group, False, f"rebalance failed for group {group!r}: {len(bad)} of "
                             f"{len(checks)} partitions wrong: {shown}{more}{unknown}", checks)
-    if unreadable:
+    if unreadable or undecodable:
         n_ok = sum(1 for c in checks if c.ok)
         return VerifyResult(group, False, f"rebalance not verified for group {group!r}: "
                             f"{n_ok} of {len(checks)} partitions checked are owned by live "
