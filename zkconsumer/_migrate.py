@@ -29,7 +29,10 @@ protocol" has the whole procedure.
 Offsets below zero (Kafka answers -1 for "nothing committed") count as absent everywhere.
 Offsets of topics that exist neither in ``/brokers/topics`` nor on the brokers (deleted long
 ago; legacy groups keep their offset znodes for ever) are class ``topic_missing``: reported,
-never copied, never a blocker.
+never copied, never a blocker. Status takes the brokers' word on which topics and partitions
+exist (asked before the log range, as the copy asks): one that ``/brokers/topics`` still
+lists but the brokers lack is ``topic_missing`` (``partition_missing``) too; the copy does
+not skip those, Kafka refuses them.
 """
 
 from __future__ import annotations
@@ -89,8 +92,8 @@ STORES: tuple[Store, ...] = ("zookeeper", "kafka")
 
 #: Partition classes, in the order they are checked (the first that applies wins).
 CLASSES = (
-    "topic_missing",     # the topic exists neither in ZooKeeper nor on the brokers (deleted)
-    "partition_missing",  # the topic exists, with fewer partitions (recreated): stale too
+    "topic_missing",     # the brokers do not have the topic (deleted)
+    "partition_missing",  # the topic exists on the brokers, with fewer partitions: stale too
     "no_offset",         # neither store has an offset: both protocols apply their reset policy
     "below_log_start",   # the newer offset points at deleted messages
     "above_log_end",     # the newer offset points past the log end (truncated or recreated)
@@ -365,6 +368,8 @@ def verdict(
     zookeeper_owners: Mapping[TopicPartition, str],
     modern_members: Sequence[ModernMember],
     log_range_error: str | None = None,
+    *,
+    listed_in_zookeeper: Collection[TopicPartition] = (),
 ) -> tuple[bool, str, list[str], list[str]]:
     """(safe, reason, blockers, warnings) for switching ``group`` to the modern protocol now.
 
@@ -374,12 +379,20 @@ def verdict(
     offsets out of the log's range). A partition with an offset but no known log range
     (``log_range_error`` says why, when the lookup failed) blocks: its range is unverified.
     Partitions of deleted topics (``topic_missing``) only warn: nobody consumes them.
+    ``listed_in_zookeeper``: those of the ``topic_missing`` and ``partition_missing`` ones
+    that ``/brokers/topics`` still lists (the brokers lack them), which the copy does not
+    skip; they have a warning of their own.
     """
     blockers: list[str] = []
     warnings: list[str] = []
     by_class: dict[str, list[TopicPartition]] = {}
+    listed: list[TopicPartition] = []
     for p in partitions:
-        by_class.setdefault(p.state, []).append(TopicPartition(p.topic, p.partition))
+        tp = TopicPartition(p.topic, p.partition)
+        if tp in listed_in_zookeeper and p.state in ("topic_missing", "partition_missing"):
+            listed.append(tp)
+        else:
+            by_class.setdefault(p.state, []).append(tp)
     if zookeeper_owners:
         blockers.append(
             f"{len(zookeeper_owners)} owner znode(s) are live (legacy consumers own "
@@ -443,6 +456,13 @@ def verdict(
             f"stale offsets for {len(tps)} partition(s) their topics no longer have "
             f"({_fmt_tps(tps)}): topics recreated with fewer partitions, nothing to consume; "
             "`migrate copy` skips them"
+        )
+    if listed:
+        warnings.append(
+            f"stale offsets for {len(listed)} partition(s) the brokers do not have but "
+            f"/brokers/topics still lists ({_fmt_tps(listed)}): deleted on the brokers "
+            "only (ZooKeeper not told yet) or registered by hand, nothing to consume; "
+            "`migrate copy` does not skip them: Kafka refuses them, and the copy names them"
         )
     if "no_offset" in by_class:
         tps = by_class["no_offset"]
@@ -747,11 +767,13 @@ def _topic_partitions(
 _UNKNOWN_TOPIC = 3  # UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | None]:
-    """The partitions of ``topics`` on the brokers, asked by name; None for a topic that
-    does not exist. Any other answer (not authorized to describe it, say: the brokers leave
-    such topics out of an all-topics answer) raises: a topic that cannot be seen is not a
-    deleted one, and taking it for one would skip its offsets."""
+def _describe_topics(
+    admin: Any, topics: Sequence[str]
+) -> tuple[dict[str, list[int] | None], list[str]]:
+    """The brokers' answer for ``topics``, asked by name: the partitions of each topic they
+    described, None for one that does not exist; and the topics they did not answer for,
+    each as ``name (error N)`` (not authorized to describe it, say) or ``name (not in the
+    answer)``. Raises what ``describe_topics`` raises (no answer at all)."""
     answered: dict[str, list[int] | None] = {}
     refused: list[str] = []
     for t in admin.describe_topics(list(topics)):
@@ -766,7 +788,15 @@ def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | N
                                         else p["partition"]) for p in t.get("partitions", []))
     unanswered = [t for t in topics if t not in answered and not any(
         r.startswith(f"{t} (") for r in refused)]
-    refused += [f"{t} (not in the answer)" for t in unanswered]
+    return answered, refused + [f"{t} (not in the answer)" for t in unanswered]
+
+
+def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | None]:
+    """The partitions of ``topics`` on the brokers, asked by name; None for a topic that
+    does not exist. Any other answer (not authorized to describe it, say: the brokers leave
+    such topics out of an all-topics answer) raises: a topic that cannot be seen is not a
+    deleted one, and taking it for one would skip its offsets."""
+    answered, refused = _describe_topics(admin, topics)
     if refused:
         raise MigrationError(
             f"cannot tell whether topic(s) {', '.join(refused)} exist: they are not in "
@@ -774,6 +804,42 @@ def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | N
             "tool lacks?); nothing was decided for their offsets"
         )
     return answered
+
+
+def _described_log_range(
+    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int,
+    kafka: Mapping[str, Any] | None,
+    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None,
+) -> tuple[LogRange, dict[str, list[int] | None]]:
+    """The log range of ``tps`` as :func:`broker_log_range` (``log_range`` replaces it), the
+    brokers asked first which of their topics and partitions exist; and that answer (see
+    :func:`_describe_topics`; a topic they did not answer for is not in it).
+
+    Partitions the brokers do not have (of a topic they lack, or have with fewer partitions:
+    still in ``/brokers/topics`` only, say) are not asked: the log end lookup would wait its
+    whole timeout for them, and give no range for any partition. Partitions the brokers
+    could not be asked about are left out of the maps, with the reason as the error (all of
+    them when the brokers cannot describe the topics at all)."""
+    topics = sorted({tp.topic for tp in tps})
+    if not topics:
+        return ({}, {}, None), {}
+    try:
+        described, doubtful = _describe_topics(admin, topics)
+    except Exception as e:  # noqa: BLE001 - an unknown log range, with the reason
+        log.debug("describe topics failed", exc_info=True)
+        return ({}, {}, f"cannot describe the topics on the brokers: {e!r}"), {}
+    ask = sorted(tp for tp in tps if tp.partition in (described.get(tp.topic) or ()))
+    if log_range is None:
+        starts, ends, error = broker_log_range(admin, bootstrap, ask, timeout_ms, kafka)
+    else:
+        starts, ends, error = log_range(ask)
+    unknown = [tp for tp in ask if tp not in starts or tp not in ends]
+    if doubtful:
+        error = (f"the brokers did not describe {', '.join(doubtful)}"
+                 + (f"; {error}" if error else ""))
+    elif unknown and error is None:
+        error = f"the brokers gave no log range for {_fmt_tps(unknown)}"
+    return (starts, ends, error), described
 
 
 # --------------------------------------------------------------------------------------
@@ -798,7 +864,11 @@ def migration_status(
     either store), owns, or subscribes to (static subscriptions of live legacy members);
     ``topics`` restricts them to those topics, and shows each of them even when the group
     has nothing for it. Partition lists come from ``/brokers/topics`` and, for topics
-    ZooKeeper does not know, from the broker's metadata. ``log_range`` replaces
+    ZooKeeper does not know, from the broker's metadata; whether a topic or partition
+    exists is the brokers' answer (asked by name, before the log range): a topic or
+    partition that ``/brokers/topics`` still lists but the brokers lack is
+    ``topic_missing`` or ``partition_missing`` (a topic they do not answer for keeps
+    ZooKeeper's partitions, its log range unknown with the reason). ``log_range`` replaces
     :func:`broker_log_range` (tests use it for a log start above zero, which a broker
     without DeleteRecords, such as Tansu, cannot produce). ``kafka``: the brokers' security
     settings (``zkconsumer._admin.command_config``).
@@ -837,33 +907,37 @@ def migration_status(
             owners = {tp: o for tp, o in owners.items() if tp.topic in wanted}
             kafka_all = {tp: o for tp, o in kafka_all.items() if tp.topic in wanted}
         tps: set[TopicPartition] = set(zk_offsets) | set(kafka_all) | set(owners)
-        on_broker: list[TopicPartition] = []
         parts_of = _topic_partitions(zk, admin, names)
         _require_topics(group, wanted or (), known, parts_of)
         for topic, parts in parts_of.items():
-            for p in parts or []:
-                tps.add(TopicPartition(topic, p))
-                on_broker.append(TopicPartition(topic, p))
-        # Only partitions the registry knows are asked for: a deleted topic would make the
-        # log end lookup wait for its whole timeout.
-        if log_range is None:
-            starts, ends, error = broker_log_range(admin, bootstrap, sorted(on_broker),
-                                                   timeout_ms, kafka)
-        else:
-            starts, ends, error = log_range(sorted(on_broker))
+            tps.update(TopicPartition(topic, p) for p in parts or [])
+        # The brokers are asked which of the topics /brokers/topics lists they have, as the
+        # copy asks them: one they lack (deleted on a KRaft cluster before the bridge
+        # removed it, or registered by hand) would make the log end lookup wait its whole
+        # timeout and leave every partition without a log range. Those (and partitions the
+        # brokers lack) are classed as the brokers say.
+        (starts, ends, error), described = _described_log_range(
+            admin, bootstrap, sorted(tp for tp in tps if parts_of.get(tp.topic) is not None),
+            timeout_ms, kafka, log_range)
+        exists = {**parts_of, **described}  # the brokers' word, where they gave one
         rows = []
+        listed: list[TopicPartition] = []  # missing on the brokers, listed in ZooKeeper
         for tp in sorted(tps):
             z, k = zk_offsets.get(tp), kafka_all.get(tp)
             start, end = starts.get(tp), ends.get(tp)
+            state = classify(z, k, start, end, topic_exists=exists.get(tp.topic) is not None,
+                             partition_exists=tp.partition in (exists.get(tp.topic) or ())
+                             or tp.topic not in exists)
+            if (state in ("topic_missing", "partition_missing")
+                    and tp.partition in (parts_of.get(tp.topic) or ())):
+                listed.append(tp)
             rows.append(PartitionState(
-                tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end),
-                classify(z, k, start, end, topic_exists=parts_of.get(tp.topic) is not None,
-                         partition_exists=tp.partition in (parts_of.get(tp.topic) or ())
-                         or tp.topic not in parts_of),
+                tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end), state,
                 owners.get(tp),
             ))
         safe, reason, blockers, warnings = verdict(
-            group, rows, list(members), owners, modern_members, log_range_error=error
+            group, rows, list(members), owners, modern_members, log_range_error=error,
+            listed_in_zookeeper=listed,
         )
         return MigrationStatus(group, rows, sorted(members), owners, modern_state,
                                modern_members, safe, reason, blockers, warnings)
@@ -1176,51 +1250,6 @@ def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition,
     )
 
 
-def _copy_log_range(
-    admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int,
-    kafka: Mapping[str, Any] | None,
-    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None,
-) -> LogRange:
-    """The log range of the partitions the copy would write, as :func:`broker_log_range`.
-
-    Partitions of topics the brokers say do not exist (still in ``/brokers/topics`` only)
-    are not asked (the lookup would wait its whole timeout for them) and not checked: Kafka
-    refuses their offsets on its own, and no consumer can fetch them. Partitions the brokers
-    could not be asked about are left out of the maps, with the reason as the error (all of
-    them when the brokers cannot describe the topics at all)."""
-    topics = sorted({tp.topic for tp in tps})
-    described: dict[str, set[int]] = {}
-    doubtful: list[str] = []
-    try:
-        answer = admin.describe_topics(topics)
-    except Exception as e:  # noqa: BLE001 - an unknown log range, with the reason
-        log.debug("describe topics failed", exc_info=True)
-        return {}, {}, f"cannot describe the topics on the brokers: {e!r}"
-    for t in answer:
-        name = str(t.get("topic") or t.get("name"))
-        code = int(t.get("error_code") or 0)
-        if code == _UNKNOWN_TOPIC:
-            continue
-        if code:
-            doubtful.append(f"{name} (error {code})")
-            continue
-        described[name] = {int(p["partition_index"] if "partition_index" in p
-                               else p["partition"]) for p in t.get("partitions", [])}
-    ask = sorted(tp for tp in tps if tp.partition in described.get(tp.topic, ()))
-    if log_range is None:
-        starts, ends, error = broker_log_range(admin, bootstrap, ask, timeout_ms, kafka)
-    else:
-        starts, ends, error = log_range(ask)
-    # A partition the brokers lack (of a topic they have) is not asked either, nor checked.
-    unknown = [tp for tp in ask if tp not in starts or tp not in ends]
-    if doubtful:
-        error = (f"the brokers did not describe {', '.join(doubtful)}"
-                 + (f"; {error}" if error else ""))
-    elif unknown and error is None:
-        error = f"the brokers gave no log range for {_fmt_tps(unknown)}"
-    return starts, ends, error
-
-
 def copy_offsets(
     zk: KazooClient,
     group: str,
@@ -1312,8 +1341,10 @@ def copy_offsets(
         range_error: str | None = None
         writing = [TopicPartition(a.topic, a.partition) for a in actions if a.writes]
         if writing:
-            starts, ends, range_error = _copy_log_range(admin, bootstrap, writing, timeout_ms,
-                                                        kafka, log_range)
+            # Partitions the brokers lack (still in /brokers/topics only) are not checked:
+            # Kafka refuses their offsets on its own, and no consumer can fetch them.
+            (starts, ends, range_error), _ = _described_log_range(
+                admin, bootstrap, writing, timeout_ms, kafka, log_range)
             actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
                                 log_ends=ends)
         refused = [a for a in actions if a.action == "out_of_range"]
