@@ -42,6 +42,7 @@ from zkconsumer.spark import (
     INITIAL_OFFSET,
     OffsetRange,
     ZkConsumerSourceError,
+    _subscribed_partitions,
     parse_options,
     rate_limit,
     read_range,
@@ -338,6 +339,26 @@ def test_batch_read_returns_exactly_the_offset_range(spark, stack, zk, names,
         "group.id": names.group, "auto.offset.reset": "largest"})
     assert _rows(df) == [r for r in produced if (r[0] == 0 and r[1] >= 8)
                          or (r[0] == 2 and r[1] >= 3)]
+
+
+def test_a_topic_znode_that_does_not_decode_is_left_out_of_a_wildcard_read(
+        spark, stack, zk, names, topic_factory, caplog) -> None:
+    """One bad /brokers/topics znode among the subscribed topics: the other topics are read
+    (members ignore such a topic the same way), and a warning names the znode."""
+    good = topic_factory(f"{names.topic}-good", 2)
+    produced = _produce(stack, good, 2, 5)
+    bad = zp.topic_path(f"{names.topic}-bad")
+    zk.create(bad, b"not json")
+    try:
+        options = {"zookeeper.connect": stack.zookeeper, "whitelist": f"{names.topic}-.*"}
+        df = spark.read.format("zkconsumer").options(**options).load()
+        assert _rows(df) == sorted(produced)
+        # The warning (Spark's Python workers log it where this process cannot see it).
+        with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+            assert _subscribed_partitions(zk, parse_options(options)) == {good: [0, 1]}
+        assert any(bad in r.getMessage() for r in caplog.records), caplog.text
+    finally:
+        zk.delete(bad)
 
 
 # -- bad options --------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ from pyspark.sql.types import (
 from . import _zkpaths as zp
 from ._config import ConsumerConfig
 from ._connector import ConsumerRebalanceListener, check_kazoo_login, kazoo_security_kwargs
-from ._errors import ConfigError, ZkConsumerError
+from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._filters import Blacklist, TopicFilter, Whitelist
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
@@ -410,13 +410,22 @@ def _all_topics(zk: KazooClient) -> list[str]:
 
 
 def _subscribed_partitions(zk: KazooClient, opts: SourceOptions) -> dict[str, list[int]]:
-    """topic -> partitions of every subscribed topic that exists now."""
+    """topic -> partitions of every subscribed topic that exists now.
+
+    A topic whose ``/brokers/topics`` znode does not decode is left out, with a warning: the
+    group's members ignore it the same way (none owns its partitions), and one bad znode
+    must not stop a query over the other topics.
+    """
     config = opts.config()
     names = (list(opts.topics) if opts.topic_filter is None else
              [t for t in _all_topics(zk) if opts.subscribes(t, config.exclude_internal_topics)])
     out: dict[str, list[int]] = {}
     for t in names:
-        parts = topic_partitions(zk, t)
+        try:
+            parts = topic_partitions(zk, t)
+        except ZkDataError as e:
+            log.warning("zkconsumer source: ignoring topic %s: %s", t, e)
+            continue
         if parts is not None:
             out[t] = parts
     return out
