@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,60 @@ from zkconsumer._stack import running_stack  # noqa: E402
 RESULTS = ROOT / "bench-results"
 
 
+@dataclass
+class Made:
+    """The topics and legacy groups a benchmark created: deleted at its end when the stack is
+    the user's (``ZKCONSUMER_ZOOKEEPER``/``ZKCONSUMER_BOOTSTRAP``); a local stack goes whole."""
+
+    topics: set[str] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)
+
+
 @contextmanager
-def stack() -> Iterator[tuple[str, str]]:
+def stack(made: Made | None = None) -> Iterator[tuple[str, str]]:
     zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
     if zk and bs:
-        yield zk, bs
+        try:
+            yield zk, bs
+        finally:
+            if made is not None:
+                clean_up(zk, bs, made)
         return
     with tempfile.TemporaryDirectory(prefix="zkc-bench-") as d, running_stack(d) as s:
         yield s.zookeeper, s.bootstrap
+
+
+def clean_up(zk_addr: str, bootstrap: str, made: Made) -> None:
+    """Delete what the benchmark made, best-effort: what stays is said, with the reason."""
+    from kafka.admin import KafkaAdminClient
+
+    from zkconsumer._admin import UnknownGroupError, connect, delete_group
+
+    left: list[str] = []
+    if made.groups:
+        zk = connect(zk_addr)
+        try:
+            for group in sorted(made.groups):
+                try:
+                    delete_group(zk, group)
+                except UnknownGroupError:
+                    pass  # never created (a run that failed early)
+                except Exception as e:  # noqa: BLE001 - said, and the rest still deleted
+                    left.append(f"group {group} ({e})")
+        finally:
+            zk.stop()
+            zk.close()
+    if made.topics:
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkconsumer-bench")
+            try:
+                admin.delete_topics(sorted(made.topics))
+            finally:
+                admin.close()
+        except Exception as e:  # noqa: BLE001 - said
+            left.append(f"topics {', '.join(sorted(made.topics))} ({e})")
+    for what in left:
+        progress(f"left on the stack: {what}")
 
 
 def progress(msg: str) -> None:
@@ -76,9 +123,12 @@ def _owners_async(zk: KazooClient, group: str, topic: str, partitions: int) -> d
 
 
 def bench_rebalance(args: argparse.Namespace) -> None:
-    with stack() as (zk_addr, bootstrap):
+    made = Made()
+    with stack(made) as (zk_addr, bootstrap):
         topic = f"bench-rb-{int(time.time())}"
         group = f"bench-rb-{int(time.time())}"
+        made.topics.add(topic)
+        made.groups.add(group)
         create_topic(bootstrap, topic, args.partitions)
         zk = KazooClient(hosts=zk_addr)
         zk.start()

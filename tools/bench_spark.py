@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.bench import progress, stack, write_result  # noqa: E402
+from tools.bench import Made, progress, stack, write_result  # noqa: E402
 
 
 def _produce(bootstrap: str, topic: str, n: int, partitions: int, size: int) -> None:
@@ -117,15 +117,16 @@ def bench_spark(args: argparse.Namespace) -> None:
     backends = ["kafka-python", "confluent"] if args.backend == "both" else [args.backend]
     work = Path(tempfile.mkdtemp(prefix="zkc-bench-spark-"))
     try:
-        with stack() as (zk_addr, bootstrap):
-            result = _run(args, backends, zk_addr, bootstrap, work)
+        made = Made()
+        with stack(made) as (zk_addr, bootstrap):
+            result = _run(args, backends, zk_addr, bootstrap, work, made)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     write_result("spark", result)
 
 
 def _run(args: argparse.Namespace, backends: list[str], zk_addr: str, bootstrap: str,
-         work: Path) -> dict[str, Any]:
+         work: Path, made: Made) -> dict[str, Any]:
     from kazoo.client import KazooClient
 
     from tests.support import create_topic, wait_until
@@ -133,6 +134,7 @@ def _run(args: argparse.Namespace, backends: list[str], zk_addr: str, bootstrap:
 
     n, parts = args.messages, args.partitions
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
+    made.topics.update((topic, f"{topic}-warm"))
     create_topic(bootstrap, topic, parts)
 
     def wait_topic(name: str) -> None:
@@ -161,6 +163,7 @@ def _run(args: argparse.Namespace, backends: list[str], zk_addr: str, bootstrap:
 
         def source(backend: str) -> Any:
             group = f"bench-spark-{uuid.uuid4().hex[:8]}"
+            made.groups.add(group)
             reader = (spark.readStream.format("zkconsumer").options(**base)
                       .option("group.id", group).option("auto.offset.reset", "smallest")
                       .option("fetch.backend", backend))
@@ -176,8 +179,10 @@ def _run(args: argparse.Namespace, backends: list[str], zk_addr: str, bootstrap:
         wait_topic(warm_topic)
         _produce(bootstrap, warm_topic, 1000, parts, args.size)
         for backend in backends:
+            warm_group = f"warm-{uuid.uuid4().hex}"
+            made.groups.add(warm_group)
             df = (spark.readStream.format("zkconsumer").option("zookeeper.connect", zk_addr)
-                  .option("topics", warm_topic).option("group.id", f"warm-{uuid.uuid4().hex}")
+                  .option("topics", warm_topic).option("group.id", warm_group)
                   .option("auto.offset.reset", "smallest").option("fetch.backend", backend)
                   .load())
             _timed_query(spark, df, str(work / f"ck-warm-{backend}"))

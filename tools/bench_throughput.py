@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from tools.bench import progress, stack, write_result
+from tools.bench import Made, progress, stack, write_result
 
 #: How long one client's run may take to read every message (all four kinds of client).
 DEADLINE_S = 600.0
@@ -123,11 +123,15 @@ def raw_confluent(bootstrap: str, topic: str, n: int, timeout_s: float = DEADLIN
     return n / elapsed
 
 
-def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int = 4) -> float:
+def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int = 4,
+                       made: Made | None = None) -> float:
     from zkconsumer import ConsumerConfig, create_consumer_connector
 
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    if made is not None:
+        made.groups.add(group)
     config = ConsumerConfig({
-        "zookeeper.connect": zk, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+        "zookeeper.connect": zk, "group.id": group,
         "auto.offset.reset": "smallest", "auto.commit.enable": "false",
         "fetch.backend": backend, "queued.max.message.chunks": "10",
     })
@@ -136,7 +140,7 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
     lock = threading.Lock()
     done = threading.Event()
     with create_consumer_connector(config) as c:
-        made = c.create_message_streams({topic: streams})[topic]
+        made_streams = c.create_message_streams({topic: streams})[topic]
 
         def drain(s: Any) -> None:
             local = 0
@@ -154,7 +158,8 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
             with lock:
                 got[0] += local % 1000
 
-        threads = [threading.Thread(target=drain, args=(s,), daemon=True) for s in made]
+        threads = [threading.Thread(target=drain, args=(s,), daemon=True)
+                   for s in made_streams]
         for t in threads:
             t.start()
         finished = done.wait(DEADLINE_S)
@@ -195,10 +200,12 @@ def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: s
 
 def bench_throughput(args: argparse.Namespace) -> None:
     n = args.messages
-    with stack() as (zk, bootstrap):
+    made = Made()
+    with stack(made) as (zk, bootstrap):
         from tests.support import create_topic
 
         topic = f"bench-tp-{uuid.uuid4().hex[:8]}"
+        made.topics.add(topic)
         create_topic(bootstrap, topic, 4)
         progress(f"producing {n} messages of {args.size} bytes to {topic}")
         _produce(bootstrap, topic, n, args.size)
@@ -215,15 +222,17 @@ def bench_throughput(args: argparse.Namespace) -> None:
         clients: list[tuple[str, Callable[[], float]]] = [
             ("raw_kafka_python", lambda: raw_kafka_python(bootstrap, topic, n)),
             ("zkconsumer_kafka_python",
-             lambda: zkconsumer_streams(zk, topic, n, "kafka-python")),
+             lambda: zkconsumer_streams(zk, topic, n, "kafka-python", made=made)),
             ("zkconsumer_kafka_python_1stream",
-             lambda: zkconsumer_streams(zk, topic, n, "kafka-python", streams=1)),
+             lambda: zkconsumer_streams(zk, topic, n, "kafka-python", streams=1,
+                                       made=made)),
             ("zkconsumer_kafka_python_poll_only",
              lambda: zkconsumer_poll_only(zk, bootstrap, topic, n, "kafka-python")),
             ("raw_confluent", lambda: raw_confluent(bootstrap, topic, n)),
-            ("zkconsumer_confluent", lambda: zkconsumer_streams(zk, topic, n, "confluent")),
+            ("zkconsumer_confluent",
+             lambda: zkconsumer_streams(zk, topic, n, "confluent", made=made)),
             ("zkconsumer_confluent_1stream",
-             lambda: zkconsumer_streams(zk, topic, n, "confluent", streams=1)),
+             lambda: zkconsumer_streams(zk, topic, n, "confluent", streams=1, made=made)),
             ("zkconsumer_confluent_poll_only",
              lambda: zkconsumer_poll_only(zk, bootstrap, topic, n, "confluent")),
         ]

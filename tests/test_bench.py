@@ -1,0 +1,52 @@
+"""The benchmarks' stack: on the user's own stack, a benchmark deletes what it made."""
+
+from __future__ import annotations
+
+from kafka import KafkaAdminClient
+
+from tests.support import wait_until
+from tools import bench
+from zkconsumer import ConsumerConfig, create_consumer_connector
+from zkconsumer import _zkpaths as zp
+
+
+def _topics(bootstrap: str) -> set[str]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+def test_a_benchmark_on_the_users_stack_deletes_its_topics_and_groups(
+        stack, zk, names, topic_factory, monkeypatch, capsys) -> None:
+    topic = topic_factory(names.topic, 2)
+    live = names("live")
+    # The live member reads a topic of its own: its fetcher asking for a deleted topic
+    # would have the broker create it again.
+    other = topic_factory(names("other"), 1)
+
+    def member(group: str):  # type: ignore[no-untyped-def]
+        return create_consumer_connector(ConsumerConfig({
+            "zookeeper.connect": stack.zookeeper, "group.id": group,
+            "auto.offset.reset": "smallest"}))
+
+    with member(names.group) as gone:  # a group as a benchmark leaves it: members gone
+        gone.create_message_streams({topic: 1})
+    with member(live) as still_there:
+        still_there.create_message_streams({other: 1})
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
+        monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
+        made = bench.Made()
+        with bench.stack(made) as (zk_addr, bootstrap):
+            assert (zk_addr, bootstrap) == (stack.zookeeper, stack.bootstrap)
+            made.topics.add(topic)
+            made.groups.update({names.group, live, names("never-created")})
+        # The topic is deleted, a group with a live member is refused (and said), the rest
+        # is deleted.
+        wait_until(lambda: topic not in _topics(stack.bootstrap), 30, "the topic deleted")
+        assert zk.exists(zp.group_dir(names.group)) is None
+        assert zk.exists(zp.group_dir(live)) is not None
+        err = capsys.readouterr().err
+        assert f"left on the stack: group {live} (" in err, err
+        assert names.group not in err and "never-created" not in err, err
