@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections import Counter
 from typing import Any
@@ -290,7 +291,7 @@ def test_status_classes_each_produced_on_purpose(
         (5, 5), (3, 6), (7, 4), (None, 6), (6, None), (8, 7), (0, 0), (None, None)
     ]
     assert not status.safe
-    assert status.reason.startswith("ZooKeeper is ahead of Kafka on 1 partition(s) (")
+    assert status.reason.startswith("ZooKeeper is ahead of Kafka on 1 partition (")
     assert len(status.blockers) == 4  # zk_ahead, missing_in_kafka, below start, above end
     assert status.zookeeper_members == [] and status.zookeeper_owners == {}
     assert status.modern_members == [] and status.modern_state == "Empty"
@@ -323,7 +324,7 @@ def test_status_sees_live_consumers_of_both_protocols(
         assert data["zookeeper"]["members"] == [f"{group}_old"]
         assert data["zookeeper"]["owners"] == {f"{topic}:0": f"{group}_old-0",
                                                f"{topic}:1": f"{group}_old-0"}
-        assert data["reason"].startswith("2 owner znode(s) are live")
+        assert data["reason"].startswith("2 owner znodes are live (legacy consumers own ")
 
         # A modern member joining as well: the mixed group is called out.
         modern = modern_consumer(stack, group, topic)
@@ -336,7 +337,7 @@ def test_status_sees_live_consumers_of_both_protocols(
         # Member ids are "<client id>-<uuid>"; Tansu leaves client id and assignment empty.
         assert len(members) == 1 and members[0]["member_id"].startswith("modern-")
         assert data["kafka"]["state"] == "Stable"
-        assert any(b.startswith("1 modern member(s) are live at the same time")
+        assert any(b.startswith("1 modern member is live at the same time")
                    for b in data["blockers"])
     finally:
         if modern is not None:
@@ -729,16 +730,18 @@ def test_deleted_topic_offsets_are_a_warning_and_never_copied(
     assert code == 1
     assert {(p["topic"], p["class"]) for p in data["partitions"]} == {
         (live, "missing_in_kafka"), (gone, "topic_missing")}
-    assert data["reason"].startswith("Kafka has no offset for 2 partition(s)")
+    assert data["reason"].startswith("Kafka has no offset for 2 partitions (")
     assert not any(gone in b for b in data["blockers"]), data["blockers"]
-    assert any(w.startswith("stale offsets for 1 partition(s) of 1 topic(s)") and gone in w
-               for w in data["warnings"])
+    assert any(w.startswith(f"stale offsets for 1 partition of 1 topic that exists neither "
+                            f"in ZooKeeper nor on the brokers ({gone}): a deleted topic, "
+                            "nothing to consume; `migrate copy` skips them")
+               for w in data["warnings"]), data["warnings"]
 
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
     assert "wrote 2 offsets to kafka" in out
-    assert f"skipped the offsets of 1 topic that exist neither in ZooKeeper nor on the " \
-           f"brokers (deleted): {gone}" in out
+    assert f"skipped the stale offsets of 1 topic the brokers do not have (a deleted " \
+           f"topic, nothing to consume): {gone}" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(live, 0): 3, TP(live, 1): 2}
 
     code, out, _ = status_cli(capsys, stack, group)
@@ -760,13 +763,14 @@ def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_cop
     assert {(p["partition"], p["class"]) for p in data["partitions"]} == {
         (0, "missing_in_kafka"), (1, "missing_in_kafka"), (5, "partition_missing")}
     assert not any("log range unknown" in b for b in data["blockers"]), data["blockers"]
-    assert any(w.startswith("stale offsets for 1 partition(s) their topics no longer have")
+    assert any(w.startswith(f"stale offsets for 1 partition its topic no longer has "
+                            f"({topic}:5): a topic recreated with fewer partitions")
                for w in data["warnings"]), data["warnings"]
 
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
     assert code == 0, err
-    assert f"skipped the offsets of 1 partition their topics no longer have (recreated " \
-           f"with fewer): {topic}:5" in out
+    assert f"skipped the stale offsets of 1 partition the brokers do not have (a topic " \
+           f"recreated with fewer partitions, nothing to consume): {topic}:5" in out
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 2}
     code, out, _ = status_cli(capsys, stack, group)
     assert code == 0 and "SAFE to switch" in out, out
@@ -813,10 +817,9 @@ def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
     assert status.safe, status.blockers
     assert status.blockers == []
     assert status.warnings == [
-        f"stale offsets for 3 partition(s) the brokers do not have but /brokers/topics still "
+        f"stale offsets for 3 partitions the brokers do not have but /brokers/topics still "
         f"lists ({ghost}:0, {ghost}:1, {short}:1): deleted on the brokers only (ZooKeeper not "
-        "told yet) or registered by hand, nothing to consume; `migrate copy` does not skip "
-        "them: Kafka refuses them, and the copy names them"]
+        "told yet) or registered by hand, nothing to consume; `migrate copy` skips them"]
     data = json.loads(out)
     assert code == 0, err
     assert {(p["topic"], p["partition"], p["class"]) for p in data["partitions"]} == {
@@ -826,25 +829,97 @@ def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
     assert data["warnings"] == status.warnings
 
 
-def test_copy_names_what_kafka_refused_and_what_it_wrote(
-    stack: StackInfo, zk: KazooClient, names: Any, topic2: str
+def test_copy_skips_what_only_zookeeper_lists_as_status_says(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
 ) -> None:
-    """A topic still in /brokers/topics but gone from the broker: the broker refuses its
-    offsets and commits the rest; the error says both."""
-    from zkconsumer._migrate import MigrationError
-
+    """A topic in /brokers/topics that the brokers do not have, and a partition their topic
+    lacks: status called their offsets stale (topic_missing, partition_missing), but the
+    copy planned to write them, Kafka refused them and the copy failed after writing the
+    rest, so no copy of such a group ever came out clean. The copy asks the brokers as
+    status does, and skips them (the dry run says so too)."""
+    if stack.local is None:
+        # A ZooKeeper-mode Kafka creates what a hand-written znode registers.
+        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
     group, live = names.group, topic2
     ghost = names("ghost")  # registered in ZooKeeper only, never on the broker
-    zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1]}).encode(), makepath=True)
+    short = names("short")  # ZooKeeper lists 2 partitions, the broker has 1
+    zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+              makepath=True)
+    zk.create(zp.topic_path(short), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+              makepath=True)
     try:
+        create_topic(stack.bootstrap, short, 1)
         fill(stack, live, 2, 3)
+        fill(stack, short, 1, 2)
         set_zk(zk, group, live, {0: 3, 1: 2})
-        set_zk(zk, group, ghost, {0: 7})
-        with pytest.raises(MigrationError) as caught:
-            copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", checks=1,
-                         check_interval_s=0.1)
+        set_zk(zk, group, short, {0: 2, 1: 5})
+        set_zk(zk, group, ghost, {0: 7, 1: 4})
+        dry = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--dry-run", "--json")
+        code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
+        status = migration_status(zk, group, stack.bootstrap)
+        in_kafka = kafka_offsets(stack.bootstrap, group)
+        # The other way, back to ZooKeeper: the broker (Tansu) takes a commit for a
+        # partition it does not have, and that offset is as stale as ZooKeeper's.
+        set_kafka(stack.bootstrap, group, short, {1: 6})
+        back = copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
+                            check_interval_s=0.1)
+        in_zk = read_zk_offsets(zk, group)
     finally:
         zk.delete(zp.topic_path(ghost))
+        zk.delete(zp.topic_path(short))
+    expected = {
+        (live, 0): "copy", (live, 1): "copy", (short, 0): "copy",
+        (short, 1): "skip_partition_missing",
+        (ghost, 0): "skip_topic_missing", (ghost, 1): "skip_topic_missing",
+    }
+    assert dry[0] == 0, dry[2]
+    plan = json.loads(dry[1])
+    assert {(a["topic"], a["partition"]): a["action"] for a in plan["partitions"]} == expected
+    assert plan["log_range_error"] is None and plan["written"] == 0
+
+    assert code == 0, err
+    assert err == ""
+    for (topic, partition), action in expected.items():
+        assert re.search(rf"^{topic}\s+{partition}\s.*\s{action}$", out, re.M), out
+    assert "wrote 3 offsets to kafka" in out
+    assert f"skipped the stale offsets of 1 topic the brokers do not have (a deleted topic, " \
+           f"nothing to consume): {ghost}\n" in out
+    assert f"skipped the stale offsets of 1 partition the brokers do not have (a topic " \
+           f"recreated with fewer partitions, nothing to consume): {short}:1\n" in out
+    assert in_kafka == {TP(live, 0): 3, TP(live, 1): 2, TP(short, 0): 2}
+    # And status agrees: nothing left to copy, the stale ones only warned about.
+    assert status.safe, status.blockers
+    assert status.warnings == [
+        f"stale offsets for 3 partitions the brokers do not have but /brokers/topics still "
+        f"lists ({ghost}:0, {ghost}:1, {short}:1): deleted on the brokers only (ZooKeeper not "
+        "told yet) or registered by hand, nothing to consume; `migrate copy` skips them"]
+
+    assert {(a.topic, a.partition): a.action for a in back.actions} == {
+        (live, 0): "skip_equal", (live, 1): "skip_equal", (short, 0): "skip_equal",
+        (short, 1): "skip_partition_missing"}
+    assert back.written == 0 and back.log_range_error is None
+    assert in_zk == {TP(live, 0): 3, TP(live, 1): 2, TP(short, 0): 2, TP(short, 1): 5,
+                     TP(ghost, 0): 7, TP(ghost, 1): 4}
+
+
+def test_kafka_refusal_names_what_was_refused_and_what_was_written(
+    stack: StackInfo, names: Any, topic2: str
+) -> None:
+    """A topic gone from the broker between the copy's plan and its write (the copy skips
+    the ones the brokers already lack): the broker refuses its offsets and commits the
+    rest; the error says both."""
+    from zkconsumer._migrate import MigrationError, write_kafka_offsets
+
+    group, live = names.group, topic2
+    ghost = names("ghost")  # never on the broker
+    fill(stack, live, 2, 3)
+    admin = modern_admin(stack.bootstrap)
+    try:
+        with pytest.raises(MigrationError) as caught:
+            write_kafka_offsets(admin, group,
+                                {TP(live, 0): 3, TP(live, 1): 2, TP(ghost, 0): 7})
+    finally:
+        admin.close()
     message = str(caught.value)
     assert message.startswith(
         f"Kafka refused 1 of 3 offsets for group {group!r} ({ghost}:0 "
@@ -894,7 +969,7 @@ def test_status_is_not_safe_when_the_log_range_cannot_be_read(
     assert [(p.log_start, p.log_end) for p in status.partitions] == [(None, None)] * 2
     assert not status.safe
     assert status.reason.startswith(
-        f"log range unknown for 2 partition(s) ({topic}:0, {topic}:1) (cannot read the log "
+        f"log range unknown for 2 partitions ({topic}:0, {topic}:1) (cannot read the log "
         "range from the brokers: "), status.reason
     assert status.reason.endswith("cannot verify the offsets are in range; run again once the "
                                   "brokers answer")
@@ -1118,15 +1193,21 @@ def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> Non
 
     class Admin:
         def describe_topics(self, topics: list[str]) -> list[dict[str, Any]]:
-            answers = {"gone": 3, "hidden": 29, "here": 0}  # 29: TOPIC_AUTHORIZATION_FAILED
+            answers = {"gone": 3, "hidden": 29, "secret": 29, "here": 0}
+            # 29: TOPIC_AUTHORIZATION_FAILED
             return [{"name": t, "error_code": answers[t],
                      "partitions": [{"partition_index": 1}, {"partition_index": 0}]}
                     for t in topics]
 
     assert _broker_topics(Admin(), ["gone", "here"]) == {"gone": None, "here": [0, 1]}
-    with pytest.raises(MigrationError, match=r"cannot tell whether topic\(s\) hidden \(error "
-                                             r"29\) exist"):
+    with pytest.raises(MigrationError, match=r"cannot tell whether topic hidden \(error 29\) "
+                                             r"exists: it is not in /brokers/topics and the "
+                                             r"brokers did not describe it .*; nothing was "
+                                             r"decided for its offsets$"):
         _broker_topics(Admin(), ["gone", "hidden"])
+    with pytest.raises(MigrationError, match=r"cannot tell whether topics hidden \(error 29\), "
+                                             r"secret \(error 29\) exist: they are not in "):
+        _broker_topics(Admin(), ["hidden", "secret"])
 
 
 # --------------------------------------------------------------------------------------
@@ -1250,7 +1331,9 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
                    "fetching there resets the offset by auto.offset.reset\n")
     assert kafka_offsets(stack.bootstrap, group) == {TP(topic, 0): 3, TP(topic, 1): 9}
     code, out, _ = status_cli(capsys, stack, group)
-    assert code == 1 and "NOT safe to switch: offsets past the log end" in out
+    assert code == 1 and (f"NOT safe to switch: an offset past the log end on 1 partition "
+                          f"({topic}:1): a member fetching there resets the offset by "
+                          "auto.offset.reset; reset it explicitly first\n") in out, out
 
     # The rollback direction is checked the same way.
     set_kafka(stack.bootstrap, group, topic, {0: 20})

@@ -190,15 +190,20 @@ def _cmd_copy(args: argparse.Namespace) -> int:
         # idle_checks counts every look, also those that still saw consumers.
         print(f"wrote {counted(result.written, 'offset')} to {args.dest} (no consumer seen on "
               f"the last {args.checks} of {counted(result.idle_checks, 'check')})")
+    # Both: stale offsets, whether /brokers/topics still lists them or not (the brokers'
+    # word decides, as for `migrate status`): nobody can consume them, Kafka refuses them.
     if gone:
-        print(f"skipped the offsets of {counted(len(gone), 'topic')} that exist neither in "
-              f"ZooKeeper nor on the brokers (deleted): {', '.join(gone[:6])}"
-              + (f" (+{len(gone) - 6} more)" if len(gone) > 6 else ""))
-    stale = [f"{a.topic}:{a.partition}" for a in result.actions
-             if a.action == "skip_partition_missing"]
+        one = len(gone) == 1
+        print(f"skipped the stale offsets of {counted(len(gone), 'topic')} the brokers do not "
+              f"have ({'a deleted topic' if one else 'deleted topics'}, nothing to consume): "
+              f"{', '.join(gone[:6])}" + (f" (+{len(gone) - 6} more)" if len(gone) > 6 else ""))
+    shrunk = [a for a in result.actions if a.action == "skip_partition_missing"]
+    stale = [f"{a.topic}:{a.partition}" for a in shrunk]
     if stale:
-        print(f"skipped the offsets of {counted(len(stale), 'partition')} their topics no "
-              f"longer have (recreated with fewer): {', '.join(stale[:6])}"
+        one = len({a.topic for a in shrunk}) == 1
+        print(f"skipped the stale offsets of {counted(len(stale), 'partition')} the brokers do "
+              f"not have ({'a topic' if one else 'topics'} recreated with fewer partitions, "
+              f"nothing to consume): {', '.join(stale[:6])}"
               + (f" (+{len(stale) - 6} more)" if len(stale) > 6 else ""))
     if skipped:
         print(f"kept {counted(skipped, 'newer offset')} in {args.dest} (--force overwrites "
@@ -330,8 +335,8 @@ def register(subparsers: Any) -> None:
         "registered legacy consumer and no modern member on --checks checks in a row; "
         "never overwrites a newer offset unless --force; refuses offsets outside their "
         "partition's log (below its start, past its end: blockers for `migrate status` "
-        "too) unless --force; skips the offsets of topics that exist neither in ZooKeeper "
-        "nor on the brokers (deleted).",
+        "too) unless --force; skips the stale offsets of topics and partitions the brokers "
+        "do not have (deleted, even where /brokers/topics still lists them).",
     )
     _common(p)
     p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"])

@@ -29,10 +29,11 @@ protocol" has the whole procedure.
 Offsets below zero (Kafka answers -1 for "nothing committed") count as absent everywhere.
 Offsets of topics that exist neither in ``/brokers/topics`` nor on the brokers (deleted long
 ago; legacy groups keep their offset znodes for ever) are class ``topic_missing``: reported,
-never copied, never a blocker. Status takes the brokers' word on which topics and partitions
-exist (asked before the log range, as the copy asks): one that ``/brokers/topics`` still
-lists but the brokers lack is ``topic_missing`` (``partition_missing``) too; the copy does
-not skip those, Kafka refuses them.
+never copied, never a blocker. Both status and copy take the brokers' word on which topics
+and partitions exist (asked before the log range): one that ``/brokers/topics`` still lists
+but the brokers lack is ``topic_missing`` (``partition_missing``) too, and the copy skips it
+as well (stale: nothing to consume, and Kafka would refuse its offsets). A topic the
+brokers do not answer for is not taken for missing.
 """
 
 from __future__ import annotations
@@ -219,8 +220,9 @@ class CopyAction:
     dest_offset: int | None
     # copy: destination missing or older; overwrite: destination newer, --force;
     # skip_newer: destination newer; skip_equal; skip_missing: nothing in the source;
-    # skip_topic_missing: the topic exists nowhere any more (deleted), nothing to resume;
-    # skip_partition_missing: the topic has no such partition any more (recreated smaller);
+    # skip_topic_missing: the brokers do not have the topic any more (deleted; even if
+    # /brokers/topics still lists it), nothing to resume; skip_partition_missing: the
+    # brokers' topic has no such partition any more (recreated smaller);
     # out_of_range: it would be copied, but the source offset is outside the partition's
     # log (``out_of_range`` says where): a real copy refuses the whole copy unless --force.
     action: str
@@ -361,6 +363,11 @@ def _fmt_tps(tps: Iterable[TopicPartition], limit: int = 6) -> str:
     return ", ".join(items[:limit]) + more
 
 
+def _is(n: int) -> str:
+    """"is" for one, "are" for any other count."""
+    return "is" if n == 1 else "are"
+
+
 def verdict(
     group: str,
     partitions: Sequence[PartitionState],
@@ -378,10 +385,11 @@ def verdict(
     fall back to its reset policy where the legacy group had a position (missing in Kafka,
     offsets out of the log's range). A partition with an offset but no known log range
     (``log_range_error`` says why, when the lookup failed) blocks: its range is unverified.
-    Partitions of deleted topics (``topic_missing``) only warn: nobody consumes them.
+    Partitions of deleted topics (``topic_missing``) and the partitions topics no longer
+    have (``partition_missing``) only warn: nobody consumes them.
     ``listed_in_zookeeper``: those of the ``topic_missing`` and ``partition_missing`` ones
-    that ``/brokers/topics`` still lists (the brokers lack them), which the copy does not
-    skip; they have a warning of their own.
+    that ``/brokers/topics`` still lists (the brokers lack them); they have a warning of
+    their own, saying why ZooKeeper still has them (the copy skips them all the same).
     """
     blockers: list[str] = []
     warnings: list[str] = []
@@ -394,19 +402,24 @@ def verdict(
         else:
             by_class.setdefault(p.state, []).append(tp)
     if zookeeper_owners:
+        n = len(zookeeper_owners)
         blockers.append(
-            f"{len(zookeeper_owners)} owner znode(s) are live (legacy consumers own "
+            f"{counted(n, 'owner znode')} {_is(n)} live ("
+            f"{'a legacy consumer owns' if n == 1 else 'legacy consumers own'} "
             f"{_fmt_tps(zookeeper_owners)}): stop the legacy consumers first; a mixed group "
-            "consumes those partitions twice"
+            f"consumes {'that partition' if n == 1 else 'those partitions'} twice"
         )
     elif zookeeper_members:
+        n = len(zookeeper_members)
         blockers.append(
-            f"{len(zookeeper_members)} legacy consumer(s) are registered "
-            f"({', '.join(sorted(zookeeper_members)[:4])}): stop them first"
+            f"{counted(n, 'legacy consumer')} {_is(n)} registered "
+            f"({', '.join(sorted(zookeeper_members)[:4])}): stop "
+            f"{'it' if n == 1 else 'them'} first"
         )
     if modern_members and (zookeeper_owners or zookeeper_members):
+        n = len(modern_members)
         blockers.append(
-            f"{len(modern_members)} modern member(s) are live at the same time: both "
+            f"{counted(n, 'modern member')} {_is(n)} live at the same time: both "
             "protocols consume the group now"
         )
     # Without the log range the out-of-range classes cannot be told: never call that safe.
@@ -416,65 +429,75 @@ def verdict(
     if unknown:
         why = f" ({log_range_error})" if log_range_error else ""
         blockers.append(
-            f"log range unknown for {len(unknown)} partition(s) ({_fmt_tps(unknown)}){why}: "
-            "cannot verify the offsets are in range; run again once the brokers answer"
+            f"log range unknown for {counted(len(unknown), 'partition')} "
+            f"({_fmt_tps(unknown)}){why}: cannot verify the offsets are in range; run again "
+            "once the brokers answer"
         )
     if "zk_ahead" in by_class:
         tps = by_class["zk_ahead"]
         blockers.append(
-            f"ZooKeeper is ahead of Kafka on {len(tps)} partition(s) ({_fmt_tps(tps)}): a "
-            "modern consumer would replay; run `zkconsumer migrate copy --from zookeeper "
-            "--to kafka` first"
+            f"ZooKeeper is ahead of Kafka on {counted(len(tps), 'partition')} "
+            f"({_fmt_tps(tps)}): a modern consumer would replay; run `zkconsumer migrate "
+            "copy --from zookeeper --to kafka` first"
         )
     if "missing_in_kafka" in by_class:
         tps = by_class["missing_in_kafka"]
         blockers.append(
-            f"Kafka has no offset for {len(tps)} partition(s) ({_fmt_tps(tps)}): a modern "
-            "consumer would start at its auto_offset_reset; run `zkconsumer migrate copy "
-            "--from zookeeper --to kafka` first"
+            f"Kafka has no offset for {counted(len(tps), 'partition')} ({_fmt_tps(tps)}): a "
+            "modern consumer would start at its auto_offset_reset; run `zkconsumer migrate "
+            "copy --from zookeeper --to kafka` first"
         )
     for cls, what in (("below_log_start", "below the log start (messages already deleted)"),
                       ("above_log_end", "past the log end")):
         if cls in by_class:
             tps = by_class[cls]
+            one = len(tps) == 1
             blockers.append(
-                f"offsets {what} on {len(tps)} partition(s) ({_fmt_tps(tps)}): "
-                f"{OUT_OF_LOG_RESET}; reset them explicitly first"
+                f"{'an offset' if one else 'offsets'} {what} on "
+                f"{counted(len(tps), 'partition')} ({_fmt_tps(tps)}): {OUT_OF_LOG_RESET}; "
+                f"reset {'it' if one else 'them'} explicitly first"
             )
     if "topic_missing" in by_class:
         tps = by_class["topic_missing"]
         topics = sorted({tp.topic for tp in tps})
+        one = len(topics) == 1
         warnings.append(
-            f"stale offsets for {len(tps)} partition(s) of {len(topics)} topic(s) that exist "
-            f"neither in ZooKeeper nor on the brokers ({', '.join(topics[:4])}"
-            f"{', ...' if len(topics) > 4 else ''}): deleted topics, nothing to consume; "
+            f"stale offsets for {counted(len(tps), 'partition')} of "
+            f"{counted(len(topics), 'topic')} that {'exists' if one else 'exist'} neither in "
+            f"ZooKeeper nor on the brokers ({', '.join(topics[:4])}"
+            f"{', ...' if len(topics) > 4 else ''}): "
+            f"{'a deleted topic' if one else 'deleted topics'}, nothing to consume; "
             "`migrate copy` skips them"
         )
     if "partition_missing" in by_class:
         tps = by_class["partition_missing"]
+        one = len({tp.topic for tp in tps}) == 1
+        whose = ((f"{'its' if len(tps) == 1 else 'their'} topic no longer has", "a topic")
+                 if one else ("their topics no longer have", "topics"))
         warnings.append(
-            f"stale offsets for {len(tps)} partition(s) their topics no longer have "
-            f"({_fmt_tps(tps)}): topics recreated with fewer partitions, nothing to consume; "
-            "`migrate copy` skips them"
+            f"stale offsets for {counted(len(tps), 'partition')} {whose[0]} "
+            f"({_fmt_tps(tps)}): {whose[1]} recreated with fewer partitions, nothing to "
+            "consume; `migrate copy` skips them"
         )
     if listed:
         warnings.append(
-            f"stale offsets for {len(listed)} partition(s) the brokers do not have but "
-            f"/brokers/topics still lists ({_fmt_tps(listed)}): deleted on the brokers "
+            f"stale offsets for {counted(len(listed), 'partition')} the brokers do not have "
+            f"but /brokers/topics still lists ({_fmt_tps(listed)}): deleted on the brokers "
             "only (ZooKeeper not told yet) or registered by hand, nothing to consume; "
-            "`migrate copy` does not skip them: Kafka refuses them, and the copy names them"
+            "`migrate copy` skips them"
         )
     if "no_offset" in by_class:
         tps = by_class["no_offset"]
         warnings.append(
-            f"no offset in either store for {len(tps)} partition(s) ({_fmt_tps(tps)}): give "
-            "the modern consumers the reset policy the legacy ones had (smallest = earliest, "
-            "largest = latest)"
+            f"no offset in either store for {counted(len(tps), 'partition')} "
+            f"({_fmt_tps(tps)}): give the modern consumers the reset policy the legacy ones "
+            "had (smallest = earliest, largest = latest)"
         )
     if "kafka_ahead" in by_class:
         warnings.append(
-            f"Kafka is ahead of ZooKeeper on {len(by_class['kafka_ahead'])} partition(s): "
-            "fine for the switch (Kafka's offsets are used); a rollback must copy them back"
+            f"Kafka is ahead of ZooKeeper on "
+            f"{counted(len(by_class['kafka_ahead']), 'partition')}: fine for the switch "
+            "(Kafka's offsets are used); a rollback must copy them back"
         )
     if not partitions:
         # A group that exists nowhere is refused before this (UnknownGroupError): this one
@@ -486,8 +509,10 @@ def verdict(
     if blockers:
         return False, blockers[0], blockers, warnings
     if modern_members:
-        reason = (f"no legacy consumer is alive and {len(modern_members)} modern member(s) "
-                  "already consume the group; Kafka's offsets are current")
+        n = len(modern_members)
+        reason = (f"no legacy consumer is alive and {counted(n, 'modern member')} already "
+                  f"{'consumes' if n == 1 else 'consume'} the group; Kafka's offsets are "
+                  "current")
     else:
         reason = ("no consumer of either protocol is alive and Kafka holds an offset at or "
                   "after ZooKeeper's for every partition: modern consumers resume exactly "
@@ -798,10 +823,13 @@ def _broker_topics(admin: Any, topics: Sequence[str]) -> dict[str, list[int] | N
     deleted one, and taking it for one would skip its offsets."""
     answered, refused = _describe_topics(admin, topics)
     if refused:
+        one = len(refused) == 1
         raise MigrationError(
-            f"cannot tell whether topic(s) {', '.join(refused)} exist: they are not in "
-            "/brokers/topics and the brokers did not describe them (an authorization the "
-            "tool lacks?); nothing was decided for their offsets"
+            f"cannot tell whether {'topic' if one else 'topics'} {', '.join(refused)} "
+            f"{'exists' if one else 'exist'}: {'it is' if one else 'they are'} not in "
+            f"/brokers/topics and the brokers did not describe {'it' if one else 'them'} (an "
+            "authorization the tool lacks?); nothing was decided for "
+            f"{'its' if one else 'their'} offsets"
         )
     return answered
 
@@ -1276,8 +1304,12 @@ def copy_offsets(
     until the group has no owner znode, no registered legacy consumer and no modern member;
     a dry run looks once and reports what it saw instead. A partition is written when the
     destination has no offset or an older one; a newer destination offset is kept unless
-    ``force``. Partitions of topics that exist neither in ``/brokers/topics`` nor on the
-    brokers (deleted) are skipped (``skip_topic_missing``).
+    ``force``. Partitions of topics the brokers do not have (deleted; also those
+    ``/brokers/topics`` still lists, as ``migrate status``'s ``topic_missing``) are skipped
+    (``skip_topic_missing``), and so are partitions the brokers' topics do not have
+    (``skip_partition_missing``): their offsets are stale, and Kafka would refuse them. A
+    topic the brokers do not answer for (not authorized to describe it, say) is not taken
+    for missing: its offsets are to be written, their log range unknown (see below).
 
     The offsets to write are checked against their partitions' log range (read within
     ``timeout_ms``; ``log_range`` replaces :func:`broker_log_range`, as in
@@ -1341,10 +1373,17 @@ def copy_offsets(
         range_error: str | None = None
         writing = [TopicPartition(a.topic, a.partition) for a in actions if a.writes]
         if writing:
-            # Partitions the brokers lack (still in /brokers/topics only) are not checked:
-            # Kafka refuses their offsets on its own, and no consumer can fetch them.
-            (starts, ends, range_error), _ = _described_log_range(
+            # The brokers are asked which of those topics and partitions they have, as
+            # `migrate status` asks them: the ones they lack but /brokers/topics still lists
+            # (deleted on the brokers only, or registered by hand) are stale like the
+            # deleted ones (status calls them topic_missing, partition_missing), and Kafka
+            # would refuse them: skipped too, in both directions. A topic the brokers did
+            # not answer for is not in `described`: still written, its log range unknown.
+            (starts, ends, range_error), described = _described_log_range(
                 admin, bootstrap, writing, timeout_ms, kafka, log_range)
+            missing |= {t for t, parts in described.items() if parts is None}
+            gone |= {tp for tp in writing if (parts := described.get(tp.topic)) is not None
+                     and tp.partition not in parts}
             actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
                                 log_ends=ends)
         refused = [a for a in actions if a.action == "out_of_range"]
