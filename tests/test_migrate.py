@@ -242,6 +242,17 @@ def test_wait_until_idle_needs_consecutive_empty_checks() -> None:
     assert slept == [0.5] * 5
 
 
+def test_wait_until_idle_says_what_it_waits_for_once_and_on_each_change() -> None:
+    looks = iter([["owner t:0", "owner t:1"], ["owner t:1", "owner t:0"], ["owner t:1"],
+                  ["owner t:1"], [], []])
+    told: list[tuple[list[str], float]] = []
+    probes = wait_until_idle(lambda: next(looks), checks=2, interval_s=0.5, timeout_s=60,
+                             sleep=lambda _: None, on_wait=lambda *a: told.append(a))
+    assert probes == 6
+    assert [live for live, _ in told] == [["owner t:0", "owner t:1"], ["owner t:1"]]
+    assert all(0 < left <= 60 for _, left in told)
+
+
 def test_wait_until_idle_gives_up_naming_what_is_live() -> None:
     with pytest.raises(GroupActiveError, match=r"owner t:3 = g_c-0"):
         wait_until_idle(lambda: ["owner t:3 = g_c-0"], checks=3, interval_s=0.01,
@@ -370,7 +381,11 @@ def test_copy_refuses_while_owners_exist(
             "--wait-timeout", "0.5", "--check-interval", "0.1",
         )
         assert code == 2 and out == ""
-        assert err.count("\n") == 1 and "still has live consumers" in err
+        waited, failed = err.splitlines()
+        assert waited.startswith("zkconsumer migrate copy: waiting up to 0.") and waited.endswith(
+            f" s for the group's consumers to stop: owner {topic}:0 = {group}_alive-0; "
+            f"owner {topic}:1 = {group}_alive-0; legacy consumer {group}_alive"), waited
+        assert "still has live consumers" in failed
         # The dry run shows the plan and who is alive, and waits for nothing.
         result = copy_offsets(zk, group, stack.bootstrap, "zookeeper", "kafka", dry_run=True)
         assert [a.action for a in result.actions] == ["copy", "copy"]
@@ -1167,6 +1182,10 @@ def test_copy_success_line_counts_checks_right(
     found = re.search(r"no consumer seen on the last 2 of (\d+) checks", out)
     assert found, out
     assert int(found[1]) == len(busy) >= 4 and busy[-2:] == [0, 0] and busy[0] > 0
+    # While it waited, it said what for (again only if that changed: a shutdown half done).
+    waits = [line for line in err.splitlines() if "waiting up to" in line]
+    assert 1 <= len(waits) <= 3, err
+    assert f"for the group's consumers to stop: owner {topic}:" in waits[0], err
 
 
 def test_migrate_help_points_to_the_readme(capsys: Any) -> None:

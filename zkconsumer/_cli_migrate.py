@@ -145,13 +145,19 @@ def _cmd_copy(args: argparse.Namespace) -> int:
         raise _command_error(f"--from and --to are both {args.source}")
     if args.wait_timeout < 0 or args.check_interval < 0 or args.checks < 1:
         raise _command_error("--wait-timeout and --check-interval must be >= 0, --checks >= 1")
+    def waiting(live: list[str], left_s: float) -> None:
+        # The wait can last --wait-timeout: say what for, once and on each change.
+        shown = "; ".join(live[:5]) + (f"; +{len(live) - 5} more" if len(live) > 5 else "")
+        print(f"zkconsumer {args.command}: waiting up to {left_s:.3g} s for the group's "
+              f"consumers to stop: {shown}", file=sys.stderr, flush=True)
+
     zk = _connect(args)
     try:
         result = copy_offsets(
             zk, args.group, args.bootstrap_server, args.source, args.dest,
             topics=args.topic or None, force=args.force, dry_run=args.dry_run,
             checks=args.checks, check_interval_s=args.check_interval,
-            wait_timeout_s=args.wait_timeout, kafka=kafka,
+            wait_timeout_s=args.wait_timeout, kafka=kafka, on_wait=waiting,
         )
     finally:
         zk.stop()

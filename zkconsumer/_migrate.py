@@ -996,6 +996,7 @@ def wait_until_idle(
     interval_s: float = 1.0,
     timeout_s: float = 30.0,
     sleep: Callable[[float], None] = time.sleep,
+    on_wait: Callable[[list[str], float], None] | None = None,
 ) -> int:
     """Wait until ``probe()`` finds nothing live on ``checks`` probes in a row, ``interval_s``
     apart; return the number of probes made.
@@ -1004,18 +1005,24 @@ def wait_until_idle(
     (released by one member, not yet claimed by the next) and one empty look proves nothing.
     Raises :class:`GroupActiveError` listing what is still live after ``timeout_s``; stale
     ephemerals of a killed consumer go away when its ZooKeeper session expires, so a
-    timeout longer than ``zookeeper.session.timeout.ms`` rides those out.
+    timeout longer than ``zookeeper.session.timeout.ms`` rides those out. ``on_wait(live,
+    seconds_left)`` is told what a probe found live, the first time and whenever that
+    changes (not on every probe), so a caller can say what it waits for.
     """
     if checks < 1:
         raise MigrationError(f"checks must be >= 1, got {checks}")
     deadline = time.monotonic() + timeout_s
     idle = probes = 0
+    told: list[str] = []
     while True:
         live = probe()
         probes += 1
         idle = 0 if live else idle + 1
         if idle >= checks:
             return probes
+        if live and on_wait is not None and sorted(live) != told:
+            told = sorted(live)
+            on_wait(live, max(0.0, deadline - time.monotonic()))
         if time.monotonic() + interval_s > deadline and live:
             shown = "; ".join(live[:5]) + (f"; +{len(live) - 5} more" if len(live) > 5 else "")
             raise GroupActiveError(
@@ -1295,6 +1302,7 @@ def copy_offsets(
     kafka: Mapping[str, Any] | None = None,
     timeout_ms: int = 15_000,
     log_range: Callable[[Sequence[TopicPartition]], LogRange] | None = None,
+    on_wait: Callable[[list[str], float], None] | None = None,
 ) -> CopyResult:
     """Copy ``group``'s offsets from ``source`` to ``dest`` once no consumer is alive.
 
@@ -1351,7 +1359,7 @@ def copy_offsets(
             probes = 1
         else:
             probes = wait_until_idle(probe, checks=checks, interval_s=check_interval_s,
-                                     timeout_s=wait_timeout_s)
+                                     timeout_s=wait_timeout_s, on_wait=on_wait)
         zk_offsets = read_zk_offsets(zk, group, wanted)
         kafka_offsets = read_kafka_offsets(admin, group)
         if wanted is not None:
