@@ -477,6 +477,75 @@ def test_chunk_beyond_the_consumed_offset_resets_it(caplog: pytest.LogCaptureFix
     assert any("may lose data" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("consumed", [100, 90], ids=["at-fetch-offset", "below-it"])
+@pytest.mark.parametrize("decoder", [None, bytes.decode], ids=["plain", "decoding"])
+@pytest.mark.parametrize("where", ["consumed-read", "cursor-made"])
+def test_an_offset_reset_while_a_chunk_starts_drops_that_chunk(
+    where: str, decoder: Any, consumed: int, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The fetcher resets the offsets backwards (out of range: the log was truncated and
+    written again) while the iterator starts a chunk fetched before: after the iterator's
+    early epoch check, as it reads the consumed offset or makes the chunk's cursor. The old
+    chunk must be dropped; handed out, it moved the consumed offset back up past the refetched
+    messages, which were then skipped as consumed (lost: 95 to 109 of the new log)."""
+    import zkconsumer._stream as stream_module
+
+    armed = [False]
+
+    def fetcher_resets() -> None:
+        # What the fetcher thread does at that instant: reset, then fetch from 95 again.
+        if armed[0]:
+            armed[0] = False
+            info.reset_offsets(95)
+            assert info.try_enqueue(_tagged(info, range(95, 105), "new"), 105, wake)
+
+    class RacyInfo(PartitionTopicInfo):
+        @property
+        def consumed_offset(self) -> int:
+            if where == "consumed-read":
+                fetcher_resets()
+            return int(PartitionTopicInfo.consumed_offset.fget(self))  # type: ignore[attr-defined]
+
+    class RacyCursor(stream_module._Cursor):  # type: ignore[name-defined]
+        def __init__(self, *args: Any) -> None:
+            if where == "cursor-made":
+                fetcher_resets()
+            super().__init__(*args)
+
+    class RacyDecodingCursor(stream_module._DecodingCursor):  # type: ignore[name-defined]
+        def __init__(self, *args: Any) -> None:
+            if where == "cursor-made":
+                fetcher_resets()
+            super().__init__(*args)
+
+    monkeypatch.setattr(stream_module, "_Cursor", RacyCursor)
+    monkeypatch.setattr(stream_module, "_DecodingCursor", RacyDecodingCursor)
+    q = ChunkQueue(4)
+    info = RacyInfo("t", 0, q, consumed, 100, 1 << 20, "cid", "c-0")
+    wake = threading.Event()
+    assert info.try_enqueue(_tagged(info, range(100, 110), "old"), 110, wake)
+    stream: KafkaStream[Any, Any] = KafkaStream(q, 0, value_decoder=decoder)
+    it = iter(stream)
+    armed[0] = True
+    with caplog.at_level(logging.ERROR, logger="zkconsumer.stream"):
+        got = [(m.offset, m.message) for m in islice(it, 10)]
+    assert not armed[0], "the reset did not happen"
+    new = [(o, f"new{o}".encode()) for o in range(95, 105)]
+    assert got == (new if decoder is None else [(o, v.decode()) for o, v in new])
+    assert info.consumed_offset == 105 and info.fetched_offset == 105
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)  # nothing of the old chunk comes after
+    assert info.consumed_offset == 105
+    if consumed == 100:  # the chunk started where the consumed offset was: nothing lost
+        assert "may lose data" not in caplog.text
+
+
+def _tagged(info: PartitionTopicInfo, offsets: range, tag: str) -> list[Any]:
+    return [MessageAndMetadata(info.topic, info.partition, o, None, f"{tag}{o}".encode(), 0,
+                               CREATE_TIME) for o in offsets]
+
+
 def test_clear_drops_the_current_chunk() -> None:
     q = ChunkQueue(4)
     info = _info(q)

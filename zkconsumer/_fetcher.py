@@ -40,6 +40,11 @@ Two backends implement :class:`FetchBackend`, so the thread code is shared:
 - ``fetch.backend=confluent``: one ``confluent_kafka.Consumer`` per fetcher thread, in assign
   mode, with a throwaway ``group.id`` that never commits.
 
+Both read uncommitted, as the legacy consumer did (it had no isolation level): every message
+up to the high watermark, those of open and aborted transactions included (transaction
+markers, control records, are never handed out), so both deliver the same messages and an
+open transaction never holds a partition back.
+
 Offsets are looked up with one shared kafka-python client (:func:`log_end_offsets` is the only
 way zkconsumer computes a log end; see there for why it fetches), leaders with one shared
 ``KafkaAdminClient``. Some brokers (Tansu) never answer OFFSET_OUT_OF_RANGE for an offset past
@@ -187,6 +192,10 @@ def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dic
         "max_poll_records": MAX_POLL_RECORDS,
         "allow_auto_create_topics": False,
         "metrics_enabled": False,
+        # The legacy consumer read every message up to the high watermark, transactional or
+        # not (it had no isolation level); kafka-python's default, stated so that both
+        # backends plainly agree (see confluent_conf).
+        "isolation_level": "read_uncommitted",
     }
     kwargs.update(config.kafka_client_kwargs())
     return with_tls_deadline(kwargs)
@@ -239,6 +248,13 @@ def confluent_conf(
         # A batch failing its CRC is then an error (skipped, see ConfluentBackend), not
         # handed out as it is: both backends treat corrupt data alike.
         "check.crcs": True,
+        # librdkafka's default is read_committed: it would stop at the last stable offset
+        # (an open transaction's first message), delivering nothing after it until the
+        # transaction ends, and never a message of an aborted one, where kafka-python (and
+        # the legacy consumer, which had no isolation level) deliver every message up to the
+        # high watermark. A hanging transaction would stall the partition for as long. Both
+        # backends must deliver the same messages.
+        "isolation.level": "read_uncommitted",
         "logger": logging.getLogger("zkconsumer.fetcher.librdkafka"),
     }
     for key, value in config.kafka_client_kwargs().items():

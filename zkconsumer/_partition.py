@@ -14,8 +14,9 @@ every other partition of its thread): it holds the chunk, pauses that partition 
 again (:meth:`PartitionTopicInfo.try_enqueue`, :meth:`ChunkQueue.offer`). :data:`SHUTDOWN` on
 a queue ends the stream's iteration.
 
-Locking: ``PartitionTopicInfo._lock`` guards the fetched offset and serialises every change of
-the consumed offset: a reset, and the stream iterator attaching or detaching its *cursor*.
+Locking: ``PartitionTopicInfo._lock`` guards the fetched offset and the *epoch*, and serialises
+every change of the consumed offset: a reset, and the stream iterator attaching or detaching
+its *cursor*.
 The consumed offset is read without the lock (a plain attribute read, atomic under the GIL):
 while the iterator hands out a chunk of the partition, the cursor attached to it
 (``_cursor``) computes the offset from how far the application got in that chunk; otherwise
@@ -26,6 +27,16 @@ handed out (see :mod:`zkconsumer._stream` for how the cursor keeps that true).
 is still handed out (once) but no longer moves the consumed offset, and the next chunk starts
 from the reset offset (records below it are skipped). Everything else is immutable after
 construction.
+
+The epoch counts offset resets (:meth:`PartitionTopicInfo.reset_offsets`, the fetcher's
+``auto.offset.reset``); each chunk carries the epoch it was fetched in, and a chunk of an
+older epoch is obsolete: it must never move the consumed offset. The iterator may read the
+epoch without the lock to drop such a chunk early, but the check that counts is made under
+the lock, in the same step as the change it guards (:meth:`PartitionTopicInfo.attach_cursor`,
+:meth:`PartitionTopicInfo.skip_consumed_to`): a reset that comes after the iterator's early
+check and before it attaches its cursor is then seen, and the chunk dropped, instead of the
+chunk taking the reset back (its messages handed out, the consumed offset moved back up past
+the refetched ones, which were then skipped as consumed).
 """
 
 from __future__ import annotations
@@ -66,7 +77,8 @@ class PartitionTopicInfo:
         self._consumed = consumed_offset
         self._fetched = fetched_offset
         # Bumped by reset_offsets(): chunks fetched before a reset carry an older epoch and
-        # are dropped by the iterator, which would otherwise take the reset back.
+        # are dropped by the iterator, which would otherwise take the reset back. Only ever
+        # grows; checked under _lock where it matters (see the module docstring).
         self._epoch = 0
 
     #: The stream iterator's cursor over the chunk of this partition it is handing out, while
@@ -96,6 +108,9 @@ class PartitionTopicInfo:
 
     @property
     def epoch(self) -> int:
+        """The number of offset resets so far. Read without the lock: a value that differs
+        from a chunk's epoch means that chunk is obsolete for good (the epoch only grows); one
+        that matches may be stale already, so only the checks under the lock count."""
         return self._epoch
 
     def reset_offsets(self, offset: int) -> None:
@@ -109,15 +124,32 @@ class PartitionTopicInfo:
             self._cursor = None
             self._epoch += 1
 
-    def attach_cursor(self, cursor: Any, expected: int) -> bool:
-        """The iterator starts handing out a chunk from ``expected``, the consumed offset it
-        read: from now on ``cursor.consumed()`` is the consumed offset. False (nothing
-        attached) when the consumed offset is no longer ``expected`` (a reset came first)."""
+    def attach_cursor(self, cursor: Any, expected: int, epoch: int) -> bool:
+        """The iterator starts handing out a chunk of epoch ``epoch`` from ``expected``, the
+        consumed offset it read: from now on ``cursor.consumed()`` is the consumed offset.
+        False (nothing attached) when a reset came first: the consumed offset is no longer
+        ``expected``, or the epoch is no longer ``epoch`` (the chunk is obsolete: the
+        iterator drops it, it must not hand it out)."""
         with self._lock:
-            if self.consumed_offset != expected:
+            if self._epoch != epoch or self.consumed_offset != expected:
                 return False
             self._consumed = expected
             self._cursor = cursor
+            return True
+
+    def skip_consumed_to(self, offset: int, expected: int, epoch: int) -> bool:
+        """The iterator found the consumed offset (``expected``) below the fetch offset
+        (``offset``) of a chunk of epoch ``epoch``: the consumed offset moves up to
+        ``offset`` (the messages in between are lost; the caller logs it). False (nothing
+        changed) when a reset came since the iterator read ``expected``: the consumed offset
+        is no longer ``expected``, or the epoch no longer ``epoch`` (a reset backwards sets
+        the consumed offset below the obsolete chunk's fetch offset: moving it up would take
+        the reset back)."""
+        with self._lock:
+            if self._epoch != epoch or self.consumed_offset != expected:
+                return False
+            self._consumed = offset
+            self._cursor = None
             return True
 
     def detach_cursor(self, cursor: Any, final: int) -> None:

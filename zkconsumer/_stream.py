@@ -7,9 +7,15 @@ iterator
 
 - blocks on the queue, or waits ``consumer.timeout.ms`` (when >= 0) and raises
   :class:`~zkconsumer._errors.ConsumerTimeoutException`; the stream stays usable afterwards;
-- skips records below the partition's consumed offset (re-fetched data, or chunks made
-  obsolete by an offset reset) and advances the consumed offset as it hands each message out,
-  so a commit never covers a message the application did not receive;
+- skips records below the partition's consumed offset (re-fetched data) and advances the
+  consumed offset as it hands each message out, so a commit never covers a message the
+  application did not receive;
+- drops every chunk fetched before an offset reset of its partition (``auto.offset.reset``,
+  which the fetcher fetches again from the reset offset) that it had not started yet: it
+  checks the chunk's epoch under the partition's lock as it attaches its cursor (see
+  :mod:`zkconsumer._partition`), so a reset that lands while it starts the chunk is never
+  taken back. (The rest of a chunk already started when the reset comes still goes out, once,
+  and no longer moves the consumed offset.)
 - decodes key and value with the stream's decoders (callables on ``bytes``; a ``None`` key or
   value stays ``None``). A decoder that raises makes ``next()`` raise
   :class:`MessageDecodeError` naming the topic, partition and offset, with the decoder's
@@ -622,22 +628,27 @@ class _Chunks:
     def _start(self, chunk: FetchedDataChunk) -> _Cursor | _DecodingCursor | None:
         # Called with lock held.
         info = chunk.topic_info
-        if chunk.epoch != info.epoch:
-            # Fetched before an offset reset: the fetcher fetches from the reset offset again.
-            log.debug("%s dropping a chunk of %s:%d fetched before its offset reset",
-                      self.client_id, info.topic, info.partition)
-            return None
+        epoch = chunk.epoch
         records = chunk.records
         n = len(records)
         while True:
+            # Early and without the lock; a reset that comes after this is caught under the
+            # info's lock below (skip_consumed_to, attach_cursor), and the loop comes back here.
+            if epoch != info.epoch:
+                # Fetched before an offset reset: the fetcher fetches from the reset offset
+                # again. Handed out, it would take the reset back.
+                log.debug("%s dropping a chunk of %s:%d fetched before its offset reset",
+                          self.client_id, info.topic, info.partition)
+                return None
             consumed = info.consumed_offset
             if consumed < chunk.fetch_offset:
+                if not info.skip_consumed_to(chunk.fetch_offset, consumed, epoch):
+                    continue  # a reset came meanwhile: look again
                 log.error(
                     "%s consumed offset %d does not match fetch offset %d for %s:%d; consumer "
                     "may lose data", self.client_id, consumed, chunk.fetch_offset, info.topic,
                     info.partition,
                 )
-                info.reset_consumed_offset(chunk.fetch_offset)
                 consumed = chunk.fetch_offset
             # A chunk's records are in offset order: those already consumed are a prefix.
             if not n or records[0].offset >= consumed:
@@ -651,7 +662,7 @@ class _Chunks:
                 cursor = _Cursor(info, *_columns(records, start), consumed)
             else:
                 cursor = _DecodingCursor(self, info, records, start, consumed)
-            if info.attach_cursor(cursor, consumed):
+            if info.attach_cursor(cursor, consumed, epoch):
                 metrics = self.metrics
                 if metrics is not None:
                     # Counted per chunk as it starts, from its first message not consumed
@@ -660,7 +671,8 @@ class _Chunks:
                     nbytes = _chunk_bytes(records, start) if metrics.counts_bytes else 0
                     metrics.record_messages(info.topic, n - start, nbytes)
                 return cursor
-            # The consumed offset was reset meanwhile: start over from the new one.
+            # A reset came meanwhile: start over from the new consumed offset, or drop the
+            # chunk (above) if the reset made it obsolete.
 
     def _take(self, deadline: float | None) -> None:
         """Block for the next chunk; make it ``_pending``, with the generation current when it
