@@ -21,9 +21,16 @@ JVM member can share a group, with these differences where the original failed i
   deleting anything: under a new session that would delete other members' claims),
   re-registers, rebalances, and only then delivers again. Commits are skipped while the gate is
   closed (a late commit could move another owner's offset back).
+- A registration found missing while the session lives (its ids znode deleted by hand, the
+  group's tree deleted, or a process with the same ``consumer.id`` leaving after taking it
+  over) is made again by the rebalance that finds it missing, which the deletion's event
+  starts; an ids znode another session holds by then is left to it (replacing it would have
+  that process replace ours in turn).
 - No thread waits on ZooKeeper while holding ``_rebalance_lock`` for longer than the outage
   lasts, and :meth:`shutdown` does not need the lock when ZooKeeper is unreachable: it stops
-  the kazoo client, which fails the calls that wait for the connection.
+  the kazoo client, which fails the calls that wait for the connection. What shutdown itself
+  sends (the final commit, leaving the group) is sent only while connected and awaited at
+  most ``zookeeper.session.timeout.ms``.
 
 Threads and locks:
 
@@ -33,18 +40,22 @@ Threads and locks:
   ``dict(d)`` of a plain dict is one C call under the GIL, so a copy is consistent, and the
   registry is replaced wholesale, never mutated.
 - ``_session_guard`` (Lock) makes "the session is not lost" and "send this write" one step:
-  the LOST listener sets ``_session_lost`` under it, and owner znode creates and deletes and
-  ZooKeeper offset commits are sent (asynchronously, never awaited under it) only after
-  checking the flag under it (:meth:`_live_session`). Kazoo fails every request still queued
-  when it learns of the expiry, so no such write of the old session runs under the new one.
+  the LOST listener sets ``_session_lost`` under it, and owner znode writes, the deletion of
+  the registration when leaving, and ZooKeeper offset commits are sent (asynchronously, never
+  awaited under it) only after checking the flag under it, and only while connected
+  (:meth:`_live_session`). Kazoo fails every request still queued when it learns of the
+  expiry, so no such write of the old session runs under the new one.
 - ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user) with
   :meth:`_release`: a commit checks ownership and writes under it, so no offset of a
   partition is written after its owner znode is deleted.
-- ``_state_lock`` guards ``_streams_created`` and ``_closed``.
+- ``_state_lock`` guards ``_streams_created``, ``_closed`` and ``_streams_ended``; the session
+  listener changes the gate under it, so no change lands after :meth:`shutdown` opened the
+  gate for good.
 - ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
   ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
-  rebalance that started after the loss succeeds (``_session_gen`` counts losses).
+  rebalance that started after the loss succeeds (``_session_gen`` counts losses), during
+  :meth:`shutdown` too until it has ended the streams (``_streams_ended``).
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _zkpaths as zp
@@ -206,8 +218,20 @@ class _Disconnected(Exception):
     (re)connection, which wakes the watcher thread."""
 
 
-#: Errors of a ZooKeeper call that mean "the connection or the session is gone".
-_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
+class _Unregistered(Exception):
+    """This member's registration (its ids znode, or the group's ids directory) is missing
+    while its session lives: it registers again."""
+
+
+#: Errors of a ZooKeeper call that mean "the connection or the session is gone", or that no
+#: answer came in time: either way the request may or may not have been applied.
+_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, ConnectionClosedError,
+                      KazooTimeoutError)
+
+
+def _timeout(deadline: float | None) -> float | None:
+    """What is left until ``deadline`` (``time.monotonic()``), for a kazoo ``get()``."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 class ZookeeperConsumerConnector:
@@ -245,6 +269,7 @@ class ZookeeperConsumerConnector:
         self._gate = DeliveryGate()
         self._closed = False
         self._streams_created = False
+        self._streams_ended = False  # shutdown() has put the streams' end and opened the gate
         self._bg_error: BaseException | None = None
 
         # Subscription, fixed once streams are created.
@@ -434,7 +459,8 @@ class ZookeeperConsumerConnector:
         ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
         :attr:`paused` (the member may no longer own the partitions; consumed offsets stay and
         the next commit after the pause stores them), and when the connection or the session
-        goes while it commits (a write after a lost session is never sent).
+        goes while it commits, or ZooKeeper leaves it unanswered for
+        ``zookeeper.session.timeout.ms`` (a write after a lost session is never sent).
         """
         if isinstance(offsets, bool):  # the positional form of the first overload
             if retry_on_failure is not None:
@@ -489,7 +515,9 @@ class ZookeeperConsumerConnector:
 
         Returns within a few seconds even while ZooKeeper is unreachable: then it neither
         commits nor waits for a rebalance stuck in a ZooKeeper call (stopping the kazoo
-        client fails that call); the session's end removes the member's znodes.
+        client fails that call); the session's end removes the member's znodes. A connection
+        that drops while it commits or leaves the group ends that step (with a warning): it
+        sends nothing more, and awaits no answer longer than ``zookeeper.session.timeout.ms``.
         """
         with self._state_lock:
             if self._closed:
@@ -512,9 +540,14 @@ class ZookeeperConsumerConnector:
                 q.clear()
             for s in self._streams:
                 s.clear()
-            if locked and self.config.auto_commit_enable and self._zk.connected:
+            if locked and self.config.auto_commit_enable:
                 try:
-                    self._commit(retry_on_failure=True)
+                    # strict: told when paused (the connection dropped, before or during it).
+                    self._commit(retry_on_failure=True, strict=True)
+                except _CONNECTION_ERRORS as e:
+                    self.log.warning("final commit not made: the ZooKeeper connection or "
+                                     "session is gone (%r); what was consumed since the last "
+                                     "commit will be delivered again", e)
                 except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
                     self.log.exception("final commit failed")
             for q in self._all_queues():
@@ -527,6 +560,8 @@ class ZookeeperConsumerConnector:
         finally:
             if locked:
                 self._rebalance_lock.release()
+            with self._state_lock:
+                self._streams_ended = True  # the session listener leaves the gate alone now
             # Iterators waiting at the gate go on to the shutdown sentinel.
             self._gate.open()
             try:
@@ -574,17 +609,23 @@ class ZookeeperConsumerConnector:
         return False
 
     def _leave_group(self) -> None:
-        """Release every owner znode, then delete the registration (ids znode)."""
+        """Release every owner znode, then delete the registration (ids znode).
+
+        Every answer is awaited until one session timeout from now at most: kazoo holds a
+        request made while disconnected until the connection is back, and shutdown() must not
+        wait for an outage (the session's end removes the znodes anyway).
+        """
         if not self._zk.connected or self._session_lost.is_set():
             # Nothing to delete: a lost session's ephemerals are gone, and the session's end
             # takes a live one's.
             self._owned.clear()
             self._uncertain.clear()
             return
+        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0
         try:
-            self._release(set(self._owned))
+            self._release(set(self._owned), deadline)
             if self._registration is not None:
-                self._zk.delete(zp.id_path(self.group, self.consumer_id))
+                self._unregister(deadline)
         except NoNodeError:
             pass
         except Exception as e:  # noqa: BLE001 - closing the session removes them anyway
@@ -593,6 +634,20 @@ class ZookeeperConsumerConnector:
         self._owned.clear()
         self._uncertain.clear()
         self.metrics.set_owned_partitions(self._owned)
+
+    def _unregister(self, deadline: float) -> None:
+        """Delete this member's ids znode, if this session holds it: one that another session
+        holds is a process's with the same consumer.id (see :meth:`_register`), not ours."""
+        path = zp.id_path(self.group, self.consumer_id)
+        with self._live_session():
+            session = self._session_id()
+            read = self._zk.exists_async(path)
+        stat = read.get(timeout=_timeout(deadline))
+        if stat is None or stat.ephemeralOwner != session:
+            return
+        with self._live_session():
+            deleted = self._zk.delete_async(path, version=stat.version)
+        deleted.get(timeout=_timeout(deadline))
 
     def zookeeper_offset_store(self, timeout_s: float | None = None) -> ZkOffsetStore:
         """A store of the group's ZooKeeper offsets on this member's session: its commits are
@@ -604,16 +659,23 @@ class ZookeeperConsumerConnector:
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:
+        # Each answer awaited one session timeout at most: a commit must not wait out an
+        # outage (shutdown() commits too); a timed-out one counts as a connection loss.
         return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics,
-                                 self._live_session)
+                                 self._live_session,
+                                 zk_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
 
     @contextmanager
     def _live_session(self) -> Iterator[None]:
-        """Held while an owner or offset write is sent: raises if the session that owns the
-        partitions is lost (see :meth:`_on_zk_state`), so the write never goes out under the
-        next session, when the partitions may be another member's."""
+        """Held while an owner, registration or offset write is sent: raises if the session
+        that owns the partitions is lost (see :meth:`_on_zk_state`), so the write never goes
+        out under the next session, when the partitions may be another member's; and raises
+        ConnectionLoss while disconnected (kazoo would hold the request until it reconnects,
+        and whoever awaits the answer would wait out the outage)."""
         with self._session_guard:
             self._check_session()
+            if not self._zk.connected:
+                raise ConnectionLoss()
             yield
 
     def _claim_streams(self) -> None:
@@ -670,7 +732,15 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.wait(0.05):
                     raise ConsumerShutdownError("the connector is shut down")
 
-    def _register(self) -> None:
+    def _register(self, replace_stale: bool = True) -> None:
+        """Create this member's ids znode (and the group's ids directory).
+
+        ``replace_stale``: an ids znode of another session at our path is replaced (a restart
+        with the same consumer.id finds its previous session's until that one expires). Not
+        when registering again because ours went missing under a live session: whoever made
+        it since is a live process with the same consumer.id, and replacing it would have it
+        replace ours in turn.
+        """
         reg = self._registration
         assert reg is not None
         path = zp.id_path(self.group, self.consumer_id)
@@ -692,6 +762,10 @@ class ZookeeperConsumerConnector:
             # session with the same consumer.id: replace the stale one, keep our own.
             existing, stat = self._zk.get(path)
             if stat.ephemeralOwner != self._session_id():
+                if not replace_stale:
+                    self.log.warning("%s is held by another session (a process with the same "
+                                     "consumer.id?): not replacing it", path)
+                    return
                 self.log.warning("replacing stale registration %s", path)
                 self._zk.delete(path)
                 self._zk.create(path, data, ephemeral=True)
@@ -712,17 +786,23 @@ class ZookeeperConsumerConnector:
             with self._session_guard:
                 self._session_gen += 1
                 self._session_lost.set()
-        if self._shutdown_event.is_set():
-            return  # shutdown() stops the client (LOST) after opening the gate for good
+        with self._state_lock:
+            # During shutdown too, until it has ended the streams: a closed gate stops its
+            # final commit. Then the gate stays open for good (stopping the client reports
+            # LOST), so that iterators reach the end of their streams.
+            if self._streams_ended:
+                return
+            if state in (KazooState.SUSPENDED, KazooState.LOST):
+                self._gate.close("connection")
+            if state == KazooState.LOST:
+                self._gate.close("session")
+            elif state == KazooState.CONNECTED:
+                self._gate.open("connection")
         if state == KazooState.SUSPENDED:
-            self._gate.close("connection")
             self.log.warning("ZooKeeper connection lost: handing out nothing until it is back")
         elif state == KazooState.LOST:
-            self._gate.close("connection")
-            self._gate.close("session")
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
-            self._gate.open("connection")
             if self._session_lost.is_set() or self._rebalance_owed:
                 self._wakeup.set()
 
@@ -835,6 +915,7 @@ class ZookeeperConsumerConnector:
             self._rebalance_owed = False
             session_gen = self._session_gen
             failures = 0
+            reregistered = False
             max_retries = self.config.rebalance_max_retries
             while True:
                 if self._shutdown_event.is_set():
@@ -855,6 +936,33 @@ class ZookeeperConsumerConnector:
                     self.stats.restarts += 1
                     self.log.info("group view changed during the rebalance; starting again")
                     continue
+                except _Unregistered as e:
+                    if self._session_lost.is_set():
+                        raise _Disconnected() from e  # the session-loss path registers again
+                    self.log.warning("%s is missing while the ZooKeeper session lives (deleted "
+                                     "by hand, or by a process with the same consumer.id "
+                                     "leaving): registering again", e)
+                    try:
+                        self._register(replace_stale=False)
+                    except _CONNECTION_ERRORS as e2:
+                        raise _Disconnected() from e2
+                    except Exception as e2:  # noqa: BLE001 - a failed attempt, retried
+                        failures += 1
+                        self.stats.failures += 1
+                        self.log.warning("rebalance attempt %d failed: registering again "
+                                         "failed: %r", failures, e2)
+                    else:
+                        if not reregistered:
+                            # At once, as a restart: the new registration wakes every member
+                            # once (this one too), nothing more.
+                            reregistered = True
+                            self.stats.restarts += 1
+                            continue
+                        # Missing again: deleted as soon as made; the backoff applies.
+                        failures += 1
+                        self.stats.failures += 1
+                        self.log.warning("rebalance attempt %d failed: the registration "
+                                         "went missing again", failures)
                 except (_Conflict, ZkDataError, NoNodeError, NodeExistsError) as e:
                     failures += 1
                     self.stats.failures += 1
@@ -1005,7 +1113,10 @@ class ZookeeperConsumerConnector:
         zk = self._zk
         ids_dir = zp.ids_dir(self.group)
         self._zk_ops += 1
-        children, stat = zk.get_children(ids_dir, watch=self._on_watch, include_data=True)
+        try:
+            children, stat = zk.get_children(ids_dir, watch=self._on_watch, include_data=True)
+        except NoNodeError:
+            raise _Unregistered(f"the group's {ids_dir}") from None  # the group deleted
         members: dict[str, zp.ConsumerRegistration] = {}
         pending = [(cid, zk.get_async(zp.id_path(self.group, cid))) for cid in sorted(children)]
         self._zk_ops += len(pending)
@@ -1022,7 +1133,8 @@ class ZookeeperConsumerConnector:
             except ZkDataError as e:
                 self.log.error("skipping a group member with an unreadable registration: %s", e)
         if self.consumer_id not in members:
-            raise ZkConsumerError(f"{self.consumer_id} is not registered in {ids_dir}")
+            # Missing (or unreadable, logged above: registering again rewrites it).
+            raise _Unregistered(f"registration {zp.id_path(self.group, self.consumer_id)}")
 
         wildcard = any(reg.is_wildcard for reg in members.values())
         all_topics: list[str] = []
@@ -1127,6 +1239,10 @@ class ZookeeperConsumerConnector:
             ]
         conflicts = []
         lost: BaseException | None = None
+        refused: BaseException | None = None
+        # Every answer is taken before anything is raised: a create that succeeded after one
+        # that failed is owned all the same, so the failed attempt releases it (else it would
+        # stay held by this session, and its next owner could never claim it).
         for tp, thread, result in pending:
             try:
                 result.get()
@@ -1138,8 +1254,12 @@ class ZookeeperConsumerConnector:
                 # claimed again otherwise.
                 self._own(tp, thread, uncertain=True)
                 lost = lost or e
+            except Exception as e:  # noqa: BLE001 - not created (NoAuth, say); raised below
+                refused = refused or e
         if lost is not None:
             raise lost
+        if refused is not None:
+            raise refused
         for tp, thread in conflicts:
             path = zp.owner_path(self.group, tp.topic, tp.partition)
             data = zp.encode_owner(thread)
@@ -1171,8 +1291,12 @@ class ZookeeperConsumerConnector:
                     # Ours already: a create whose reply was lost. Written again if it names
                     # another of our threads (the version: nobody else can have touched it).
                     if holder_thread != thread:
+                        # Owned whatever the write's fate: released if it moves away.
+                        self._own(tp, thread, uncertain=True)
                         self._zk_ops += 1
-                        self._zk.set(path, data, version=stat.version)
+                        with self._live_session():
+                            rewritten = self._zk.set_async(path, data, version=stat.version)
+                        rewritten.get()
                     self._own(tp, thread)
                     break
                 remaining = deadline - time.monotonic()
@@ -1198,7 +1322,8 @@ class ZookeeperConsumerConnector:
         self._owned.pop(tp, None)
         self._uncertain.discard(tp)
 
-    def _release(self, tps: set[TopicPartition]) -> None:
+    def _release(self, tps: set[TopicPartition], deadline: float | None = None) -> None:
+        # Answers are awaited until deadline (time.monotonic()) at most; None: for ever.
         # A tp in _owned and not _uncertain is an ephemeral this session created, which
         # nobody else can replace while the session lives: it is deleted without reading it
         # back. An uncertain one is read back first and deleted only if this session holds
@@ -1207,10 +1332,13 @@ class ZookeeperConsumerConnector:
         # the same path may already be another member's claim.
         # Under _commit_lock: no commit of these partitions is written after their owner
         # znodes go (the next owner reads the committed offsets once it has claimed).
+        # Every answer is taken before anything is raised (as in _claim): what was deleted
+        # after a refusal is no longer owned.
         owned = sorted(tp for tp in tps if tp in self._owned)
         path = zp.owner_path
         with self._commit_lock:
             lost: BaseException | None = None
+            refused: BaseException | None = None
             try:
                 doubtful = [tp for tp in owned if tp in self._uncertain]
                 ours = set(owned) - set(doubtful)
@@ -1223,9 +1351,12 @@ class ZookeeperConsumerConnector:
                     self._zk_ops += len(reads)
                     for tp, result in reads:
                         try:
-                            stat = result.get()
+                            stat = result.get(timeout=_timeout(deadline))
                         except _CONNECTION_ERRORS as e:
                             lost = lost or e
+                            continue
+                        except Exception as e:  # noqa: BLE001 - stays uncertain; raised below
+                            refused = refused or e
                             continue
                         if stat is not None and stat.ephemeralOwner == session:
                             ours.add(tp)
@@ -1239,7 +1370,7 @@ class ZookeeperConsumerConnector:
                 self._zk_ops += len(pending)
                 for tp, result in pending:
                     try:
-                        result.get()
+                        result.get(timeout=_timeout(deadline))
                     except NoNodeError:
                         pass
                     except _CONNECTION_ERRORS as e:
@@ -1247,11 +1378,16 @@ class ZookeeperConsumerConnector:
                         self._uncertain.add(tp)
                         lost = lost or e
                         continue
+                    except Exception as e:  # noqa: BLE001 - refused (NoAuth, say): still ours
+                        refused = refused or e
+                        continue
                     self._disown(tp)
             finally:
                 self.metrics.set_owned_partitions(self._owned)
         if lost is not None:
             raise lost
+        if refused is not None:
+            raise refused
 
     def _session_id(self) -> int:
         """This client's session id; ConnectionLoss while disconnected (kazoo then says
@@ -1344,6 +1480,9 @@ class ZookeeperConsumerConnector:
                 if (attempt >= retries or self._session_lost.is_set()
                         or not getattr(e, "retriable", True)):
                     raise
+                if self._gate.closed or not self._zk.connected:
+                    # The retry would not be sent: said now rather than after the backoff.
+                    raise ConnectionLoss() from e
                 self.log.warning("offset commit failed (%r); retrying", e)
                 time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
 

@@ -323,14 +323,15 @@ def make_offset_store(
     brokers: Callable[[], list[str]],
     metrics: Any = None,
     send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    zk_timeout_s: float | None = None,
 ) -> OffsetStore:
     """The store ``offsets.storage`` and ``dual.commit.enabled`` ask for.
 
     zookeeper: ZooKeeper only (dual commit applies to Kafka storage only, as in the original);
-    kafka: Kafka, plus ZooKeeper when dual commit is on. ``send_guard``: see
-    :class:`ZkOffsetStore`.
+    kafka: Kafka, plus ZooKeeper when dual commit is on. ``send_guard`` and ``zk_timeout_s``
+    (the ZooKeeper store's ``timeout_s``): see :class:`ZkOffsetStore`.
     """
-    zk_store = ZkOffsetStore(zk, config.group_id, metrics, send_guard)
+    zk_store = ZkOffsetStore(zk, config.group_id, metrics, send_guard, timeout_s=zk_timeout_s)
     if config.offsets_storage != "kafka":
         return zk_store
     kafka_store = KafkaOffsetStore(config, config.group_id, brokers, metrics)
