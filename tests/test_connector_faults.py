@@ -19,7 +19,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.security import ACL, ANYONE_ID_UNSAFE, OPEN_ACL_UNSAFE, Permissions
 
-from tests.faults.harness import Collector, Workload, member_props
+from tests.faults.harness import Collector, Workload, committed_offsets, member_props
 from tests.support import NullFetcher, StackInfo, group_owners, owners_settled, wait_until
 from zkconsumer import (
     ConsumerConfig,
@@ -146,6 +146,38 @@ def test_the_group_tree_deleted_under_running_members_is_made_again(
     finally:
         workload.close()
     assert not collector.errors
+
+
+def test_a_member_whose_group_tree_is_deleted_resumes_where_it_was(
+    stack, zk, names, topic_factory
+) -> None:
+    """The offsets go with the group's tree: the member writes what it consumed before it
+    registers again, so that its claim reads that, not auto.offset.reset (smallest here:
+    every message was delivered again)."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    workload = Workload(stack.bootstrap, topic, 4)
+    collector = Collector()
+    try:
+        with _consuming(stack, g, topic, ["a"], collector) as (a,):
+            wait_until(lambda: owners_settled(zk, g, topic), 30, "the member settled")
+            _consumes_new_messages(workload, collector, 100)
+            # Committed and unchanged since: the store believes ZooKeeper holds these.
+            a.commit_offsets()
+            positions = {tp.partition: info.consumed_offset
+                         for tp, info in a.partition_infos().items()}
+            assert committed_offsets(zk, g, topic) == positions
+
+            wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
+            wait_until(lambda: _registered(zk, g, a) and len(group_owners(zk, g, topic)) == 4,
+                       30, "registered again, every partition owned")
+            assert committed_offsets(zk, g, topic) == positions
+            _consumes_new_messages(workload, collector, 100)
+    finally:
+        workload.close()
+    assert not collector.errors
+    again = sorted(k for k, n in collector.counts.items() if n > 1)
+    assert not again, f"{len(again)} messages delivered again, e.g. {again[:3]}"
 
 
 # -- the ZooKeeper connection lost during shutdown() ---------------------------------------
