@@ -87,6 +87,25 @@ def _delete_tree(zk: KazooClient, path: str) -> bool:
     return not any(isinstance(r, Exception) for r in tx.commit())
 
 
+@contextmanager
+def _settled_group(stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+                   members: list[str]) -> Iterator[tuple[str, Workload, Collector,
+                                                         list[ZookeeperConsumerConnector]]]:
+    """A 4-partition topic, ``members`` consuming it in ``names.group``, settled, with 100
+    messages consumed; the workload closed at the end (its collector's errors asserted)."""
+    topic = topic_factory(names.topic, 4)
+    workload = Workload(stack.bootstrap, topic, 4)
+    collector = Collector()
+    try:
+        with _consuming(stack, names.group, topic, members, collector) as running:
+            wait_until(lambda: owners_settled(zk, names.group, topic), 30, "members settled")
+            _consumes_new_messages(workload, collector, 100)
+            yield topic, workload, collector, running
+    finally:
+        workload.close()
+    assert not collector.errors
+
+
 def test_a_registration_deleted_by_hand_is_made_again(
     stack, zk, names, topic_factory, caplog
 ) -> None:
@@ -94,29 +113,20 @@ def test_a_registration_deleted_by_hand_is_made_again(
     the group's partitions are all owned again and messages produced afterwards are
     consumed. (It used to fail every rebalance from then on, for ever, owning nothing.)"""
     caplog.set_level(logging.WARNING, logger="zkconsumer.connector")
-    topic = topic_factory(names.topic, 4)
     g = names.group
-    workload = Workload(stack.bootstrap, topic, 4)
-    collector = Collector()
-    try:
-        with _consuming(stack, g, topic, ["a", "b"], collector) as (a, b):
-            wait_until(lambda: owners_settled(zk, g, topic), 30, "two members settled")
-            _consumes_new_messages(workload, collector, 100)
-
-            zk.delete(zp.id_path(g, a.consumer_id))
-            wait_until(lambda: _registered(zk, g, a) and owners_settled(zk, g, topic)
-                       and len(group_owners(zk, g, topic)) == 4
-                       and len(a.owned_partitions()) + len(b.owned_partitions()) == 4,
-                       30, "a registered again and every partition owned")
-            assert {th.rsplit("-", 1)[0] for th in group_owners(zk, g, topic).values()} == {
-                a.consumer_id, b.consumer_id}
-            _consumes_new_messages(workload, collector, 200)
-            assert _reregistrations(caplog, a) == 1
-            assert _reregistrations(caplog, b) == 0
-            assert zp.id_path(g, a.consumer_id) in caplog.text  # the warning names it
-    finally:
-        workload.close()
-    assert not collector.errors
+    with _settled_group(stack, zk, names, topic_factory, ["a", "b"]) as (
+            topic, workload, collector, (a, b)):
+        zk.delete(zp.id_path(g, a.consumer_id))
+        wait_until(lambda: _registered(zk, g, a) and owners_settled(zk, g, topic)
+                   and len(group_owners(zk, g, topic)) == 4
+                   and len(a.owned_partitions()) + len(b.owned_partitions()) == 4,
+                   30, "a registered again and every partition owned")
+        assert {th.rsplit("-", 1)[0] for th in group_owners(zk, g, topic).values()} == {
+            a.consumer_id, b.consumer_id}
+        _consumes_new_messages(workload, collector, 200)
+        assert _reregistrations(caplog, a) == 1
+        assert _reregistrations(caplog, b) == 0
+        assert zp.id_path(g, a.consumer_id) in caplog.text  # the warning names it
 
 
 def test_the_group_tree_deleted_under_running_members_is_made_again(
@@ -125,27 +135,18 @@ def test_the_group_tree_deleted_under_running_members_is_made_again(
     """``deleteall /consumers/G`` while two members consume: both register again, every
     partition is owned again and consumption goes on."""
     caplog.set_level(logging.WARNING, logger="zkconsumer.connector")
-    topic = topic_factory(names.topic, 4)
     g = names.group
-    workload = Workload(stack.bootstrap, topic, 4)
-    collector = Collector()
-    try:
-        with _consuming(stack, g, topic, ["a", "b"], collector) as members:
-            wait_until(lambda: owners_settled(zk, g, topic), 30, "two members settled")
-            _consumes_new_messages(workload, collector, 100)
-
-            wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
-            wait_until(lambda: all(_registered(zk, g, c) for c in members)
-                       and owners_settled(zk, g, topic)
-                       and len(group_owners(zk, g, topic)) == 4
-                       and sum(len(c.owned_partitions()) for c in members) == 4,
-                       30, "both registered again and every partition owned")
-            _consumes_new_messages(workload, collector, 200)
-            assert [_reregistrations(caplog, c) for c in members] == [1, 1]
-            assert zp.ids_dir(g) in caplog.text  # what was missing, named
-    finally:
-        workload.close()
-    assert not collector.errors
+    with _settled_group(stack, zk, names, topic_factory, ["a", "b"]) as (
+            topic, workload, collector, members):
+        wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
+        wait_until(lambda: all(_registered(zk, g, c) for c in members)
+                   and owners_settled(zk, g, topic)
+                   and len(group_owners(zk, g, topic)) == 4
+                   and sum(len(c.owned_partitions()) for c in members) == 4,
+                   30, "both registered again and every partition owned")
+        _consumes_new_messages(workload, collector, 200)
+        assert [_reregistrations(caplog, c) for c in members] == [1, 1]
+        assert zp.ids_dir(g) in caplog.text  # what was missing, named
 
 
 def test_a_member_whose_group_tree_is_deleted_resumes_where_it_was(
@@ -154,28 +155,20 @@ def test_a_member_whose_group_tree_is_deleted_resumes_where_it_was(
     """The offsets go with the group's tree: the member writes what it consumed before it
     registers again, so that its claim reads that, not auto.offset.reset (smallest here:
     every message was delivered again)."""
-    topic = topic_factory(names.topic, 4)
     g = names.group
-    workload = Workload(stack.bootstrap, topic, 4)
-    collector = Collector()
-    try:
-        with _consuming(stack, g, topic, ["a"], collector) as (a,):
-            wait_until(lambda: owners_settled(zk, g, topic), 30, "the member settled")
-            _consumes_new_messages(workload, collector, 100)
-            # Committed and unchanged since: the store believes ZooKeeper holds these.
-            a.commit_offsets()
-            positions = {tp.partition: info.consumed_offset
-                         for tp, info in a.partition_infos().items()}
-            assert committed_offsets(zk, g, topic) == positions
+    with _settled_group(stack, zk, names, topic_factory, ["a"]) as (
+            topic, workload, collector, (a,)):
+        # Committed and unchanged since: the store believes ZooKeeper holds these.
+        a.commit_offsets()
+        positions = {tp.partition: info.consumed_offset
+                     for tp, info in a.partition_infos().items()}
+        assert committed_offsets(zk, g, topic) == positions
 
-            wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
-            wait_until(lambda: _registered(zk, g, a) and len(group_owners(zk, g, topic)) == 4,
-                       30, "registered again, every partition owned")
-            assert committed_offsets(zk, g, topic) == positions
-            _consumes_new_messages(workload, collector, 100)
-    finally:
-        workload.close()
-    assert not collector.errors
+        wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
+        wait_until(lambda: _registered(zk, g, a) and len(group_owners(zk, g, topic)) == 4,
+                   30, "registered again, every partition owned")
+        assert committed_offsets(zk, g, topic) == positions
+        _consumes_new_messages(workload, collector, 100)
     again = sorted(k for k, n in collector.counts.items() if n > 1)
     assert not again, f"{len(again)} messages delivered again, e.g. {again[:3]}"
 
