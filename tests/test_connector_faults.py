@@ -19,7 +19,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.security import ACL, ANYONE_ID_UNSAFE, OPEN_ACL_UNSAFE, Permissions
 
-from tests.faults.harness import Collector, Workload, committed_offsets, member_props
+from tests.faults.harness import Collector, Workload, member_props
 from tests.support import NullFetcher, StackInfo, group_owners, owners_settled, wait_until
 from zkconsumer import (
     ConsumerConfig,
@@ -147,30 +147,6 @@ def test_the_group_tree_deleted_under_running_members_is_made_again(
         _consumes_new_messages(workload, collector, 200)
         assert [_reregistrations(caplog, c) for c in members] == [1, 1]
         assert zp.ids_dir(g) in caplog.text  # what was missing, named
-
-
-def test_a_member_whose_group_tree_is_deleted_resumes_where_it_was(
-    stack, zk, names, topic_factory
-) -> None:
-    """The offsets go with the group's tree: the member writes what it consumed before it
-    registers again, so that its claim reads that, not auto.offset.reset (smallest here:
-    every message was delivered again)."""
-    g = names.group
-    with _settled_group(stack, zk, names, topic_factory, ["a"]) as (
-            topic, workload, collector, (a,)):
-        # Committed and unchanged since: the store believes ZooKeeper holds these.
-        a.commit_offsets()
-        positions = {tp.partition: info.consumed_offset
-                     for tp, info in a.partition_infos().items()}
-        assert committed_offsets(zk, g, topic) == positions
-
-        wait_until(lambda: _delete_tree(zk, zp.group_dir(g)), 10, "the tree deleted")
-        wait_until(lambda: _registered(zk, g, a) and len(group_owners(zk, g, topic)) == 4,
-                   30, "registered again, every partition owned")
-        assert committed_offsets(zk, g, topic) == positions
-        _consumes_new_messages(workload, collector, 100)
-    again = sorted(k for k, n in collector.counts.items() if n > 1)
-    assert not again, f"{len(again)} messages delivered again, e.g. {again[:3]}"
 
 
 # -- the ZooKeeper connection lost during shutdown() ---------------------------------------

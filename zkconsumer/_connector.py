@@ -942,19 +942,6 @@ class ZookeeperConsumerConnector:
                     self.log.warning("%s is missing while the ZooKeeper session lives (deleted "
                                      "by hand, or by a process with the same consumer.id "
                                      "leaving): registering again", e)
-                    # The group's offsets may have gone with it (a deleted group tree): what
-                    # this member consumed is written first, every offset of it (the store's
-                    # cache would skip those it believes written), so that whoever claims
-                    # these partitions next, this member included, resumes there rather than
-                    # at auto.offset.reset.
-                    self._offsets.forget()
-                    try:
-                        self._commit(retry_on_failure=False)
-                    except _CONNECTION_ERRORS as e2:
-                        raise _Disconnected() from e2
-                    except Exception as e2:  # noqa: BLE001 - registering matters more
-                        self.log.warning("writing the consumed offsets before registering "
-                                         "again failed: %r", e2)
                     try:
                         self._register(replace_stale=False)
                     except _CONNECTION_ERRORS as e2:

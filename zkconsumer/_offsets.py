@@ -55,11 +55,6 @@ class OffsetStore(Protocol):
         """Store these offsets; return how many were written. Raises on failure."""
         ...
 
-    def forget(self) -> None:
-        """Forget what the store believes is committed: the next commit writes every offset
-        it is given (the group's offsets were deleted behind its back)."""
-        ...
-
     def close(self) -> None: ...
 
 
@@ -173,11 +168,6 @@ class ZkOffsetStore:
             cause = transaction_cause(tx.operations, results)
             raise failed[0] if cause is None else cause[1]
 
-    def forget(self) -> None:
-        with self._lock:
-            self._checkpointed.clear()
-            self._commits += 1  # and a read under way must not cache what it got
-
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
         # Pipelined, like read(): every create is sent before the first answer is awaited.
         with self._send_guard():  # writes of the offsets too
@@ -283,9 +273,6 @@ class KafkaOffsetStore:
             self._metrics.record_commit("kafka", len(valid))
         return len(valid)
 
-    def forget(self) -> None:
-        pass  # every commit is sent: Kafka keeps no cache here
-
     def _drop(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:
@@ -322,10 +309,6 @@ class DualOffsetStore:
         written = self.kafka_store.commit(offsets)
         self.zk_store.commit(offsets)
         return written
-
-    def forget(self) -> None:
-        self.kafka_store.forget()
-        self.zk_store.forget()
 
     def close(self) -> None:
         try:
