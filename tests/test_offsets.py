@@ -307,3 +307,10 @@ def test_a_commit_that_fails_after_it_was_sent_forgets_the_cached_offset(
     assert zk.get(zp.offset_path(g, t, 0))[0] == b"7"
     assert store.commit({tp: 5}) == 1
     assert zk.get(zp.offset_path(g, t, 0))[0] == b"5"
+
+
+def test_a_kafka_refusal_says_offset_or_offsets() -> None:
+    one = OffsetCommitError("g", {("t", 0): "UnknownTopicOrPartitionError"})
+    assert str(one) == "Kafka refused 1 offset of group 'g': t:0=UnknownTopicOrPartitionError"
+    two = OffsetCommitError("g", {("t", 1): "B", ("t", 0): "A"})
+    assert str(two) == "Kafka refused 2 offsets of group 'g': t:0=A, t:1=B"

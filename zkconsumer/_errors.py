@@ -122,7 +122,8 @@ class OffsetCommitError(ZkConsumerError):
                     "based member cannot commit to Kafka while they are there; see the "
                     "README's migration paths)")
         super().__init__(
-            f"Kafka refused {len(errors)} offset(s) of group {group!r}: {shown}{more}{hint}"
+            f"Kafka refused {len(errors)} offset{'' if len(errors) == 1 else 's'} of group "
+            f"{group!r}: {shown}{more}{hint}"
         )
         self.group = group
         self.errors = dict(errors)
