@@ -13,6 +13,8 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -791,6 +793,28 @@ def test_offsets_of_partitions_a_topic_no_longer_has_only_warn_and_are_never_cop
     assert code == 0 and "SAFE to switch" in out, out
 
 
+@contextmanager
+def _listed_in_zookeeper_only(stack: StackInfo, zk: KazooClient,
+                              names: Any) -> Iterator[tuple[str, str]]:
+    """``(ghost, short)``: a topic registered in /brokers/topics only, never on the broker,
+    and one ZooKeeper lists with 2 partitions while the broker has 1 (2 messages in it);
+    their znodes deleted at the end. Needs the bridge's stack (skipped elsewhere)."""
+    if stack.local is None:
+        # A ZooKeeper-mode Kafka creates what a hand-written znode registers.
+        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
+    ghost, short = names("ghost"), names("short")
+    for topic in (ghost, short):
+        zk.create(zp.topic_path(topic), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+                  makepath=True)
+    try:
+        create_topic(stack.bootstrap, short, 1)
+        fill(stack, short, 1, 2)
+        yield ghost, short
+    finally:
+        zk.delete(zp.topic_path(ghost))
+        zk.delete(zp.topic_path(short))
+
+
 def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
 ) -> None:
@@ -799,20 +823,9 @@ def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
     did): status waited out its whole log end lookup (15 s) for it, then called every
     partition of every topic "log range unknown", a blocker. It asks the brokers first now,
     as the copy does; the same for a partition the brokers lack."""
-    if stack.local is None:
-        # A ZooKeeper-mode Kafka creates what a hand-written znode registers.
-        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
     group, live = names.group, topic2
-    ghost = names("ghost")  # registered in ZooKeeper only, never on the broker
-    short = names("short")  # ZooKeeper lists 2 partitions, the broker has 1
-    zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
-              makepath=True)
-    zk.create(zp.topic_path(short), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
-              makepath=True)
-    try:
-        create_topic(stack.bootstrap, short, 1)
+    with _listed_in_zookeeper_only(stack, zk, names) as (ghost, short):
         fill(stack, live, 2, 3)
-        fill(stack, short, 1, 2)
         set_zk(zk, group, live, {0: 3, 1: 2})
         set_kafka(stack.bootstrap, group, live, {0: 3, 1: 2})
         set_zk(zk, group, short, {0: 2, 1: 5})
@@ -820,9 +833,6 @@ def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
         set_zk(zk, group, ghost, {0: 7})  # Kafka refuses offsets of a topic it lacks
         status = migration_status(zk, group, stack.bootstrap)
         code, out, err = status_cli(capsys, stack, group, "--json")
-    finally:
-        zk.delete(zp.topic_path(ghost))
-        zk.delete(zp.topic_path(short))
     assert {(p.topic, p.partition): (p.state, p.log_start, p.log_end)
             for p in status.partitions} == {
         (live, 0): ("equal", 0, 3), (live, 1): ("equal", 0, 3),
@@ -852,20 +862,9 @@ def test_copy_skips_what_only_zookeeper_lists_as_status_says(
     copy planned to write them, Kafka refused them and the copy failed after writing the
     rest, so no copy of such a group ever came out clean. The copy asks the brokers as
     status does, and skips them (the dry run says so too)."""
-    if stack.local is None:
-        # A ZooKeeper-mode Kafka creates what a hand-written znode registers.
-        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
     group, live = names.group, topic2
-    ghost = names("ghost")  # registered in ZooKeeper only, never on the broker
-    short = names("short")  # ZooKeeper lists 2 partitions, the broker has 1
-    zk.create(zp.topic_path(ghost), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
-              makepath=True)
-    zk.create(zp.topic_path(short), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
-              makepath=True)
-    try:
-        create_topic(stack.bootstrap, short, 1)
+    with _listed_in_zookeeper_only(stack, zk, names) as (ghost, short):
         fill(stack, live, 2, 3)
-        fill(stack, short, 1, 2)
         set_zk(zk, group, live, {0: 3, 1: 2})
         set_zk(zk, group, short, {0: 2, 1: 5})
         set_zk(zk, group, ghost, {0: 7, 1: 4})
@@ -879,9 +878,6 @@ def test_copy_skips_what_only_zookeeper_lists_as_status_says(
         back = copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
                             check_interval_s=0.1)
         in_zk = read_zk_offsets(zk, group)
-    finally:
-        zk.delete(zp.topic_path(ghost))
-        zk.delete(zp.topic_path(short))
     expected = {
         (live, 0): "copy", (live, 1): "copy", (short, 0): "copy",
         (short, 1): "skip_partition_missing",
