@@ -416,3 +416,39 @@ def test_a_release_refused_part_way_forgets_what_it_deleted(
     _, _, owned, held = refused[0]
     assert owned == held, "a partition deleted is still believed owned (or the reverse)"
     assert {tp.topic for tp in held} == set(topics)  # the refused one of b is still held
+
+
+def test_an_uncertain_owner_znode_is_read_back_after_a_sync(
+    stack, zk, names, topic_factory
+) -> None:
+    """A release reads back the owner znodes it is unsure of (a create or delete whose answer
+    was lost) after a ``sync``: on an ensemble, the server it reconnected to may not have
+    applied the create yet, and a znode the session holds would be forgotten yet held until
+    the session ends (its next owner waiting for ever). The sync is pipelined before the
+    reads, so ZooKeeper answers them after it."""
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    calls: list[str] = []
+    with ExitStack() as es:
+        a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=NullFetcher)
+        es.callback(a.shutdown)
+        a.create_message_streams({topic: 1})
+        assert len(a.owned_partitions()) == 4
+        for name in ("sync_async", "exists_async"):
+            real = getattr(a._zk, name)
+
+            def call(path: str, *args: Any, _name: str = name, _real: Any = real,
+                     **kwargs: Any) -> Any:
+                calls.append(_name)
+                return _real(path, *args, **kwargs)
+
+            setattr(a._zk, name, call)
+        a._uncertain.update(a._owned)  # as after a lost answer
+        b = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=NullFetcher)
+        es.callback(b.shutdown)
+        b.create_message_streams({topic: 1})  # a releases two of its (uncertain) four
+        wait_until(lambda: owners_settled(zk, g, topic), 30, "settled")
+        assert len(a.owned_partitions()) == len(b.owned_partitions()) == 2
+    assert "exists_async" in calls, "no owner znode was read back"
+    assert "sync_async" in calls, "read back without a sync"
+    assert calls.index("sync_async") < calls.index("exists_async")

@@ -1345,6 +1345,12 @@ class ZookeeperConsumerConnector:
                 if doubtful:
                     with self._live_session():
                         session = self._session_id()
+                        # A sync first: after a reconnection to another server of the
+                        # ensemble, a follower that has not applied our create yet would
+                        # say missing, and a znode we hold would be forgotten yet held
+                        # until the session ends. The session's reads wait behind its sync
+                        # (pipelined: no extra round trip).
+                        self._zk.sync_async(zp.owners_dir(self.group))
                         reads = [(tp, self._zk.exists_async(path(self.group, tp.topic,
                                                                 tp.partition)))
                                  for tp in doubtful]
