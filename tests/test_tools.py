@@ -506,9 +506,7 @@ def test_reset_offsets(
                  "--to", "1969-12-31T00:00:00Z") == (
         "zkconsumer offsets reset: --to '1969-12-31T00:00:00Z' is before 1970, when Kafka "
         "timestamps begin")
-    assert fails(capsys, "offsets", "reset", *zkc, "--group", names("none"), "--topic", topic,
-                 "--to", "earliest").startswith(
-        f"zkconsumer offsets reset: group '{names('none')}'")
+    # (A group that does not exist yet is seeded: test_reset_seeds_a_group_not_there_yet.)
     dead = f"127.0.0.1:{free_port()}"
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
                  "--to", "latest", "--force", "--bootstrap-server", dead) == (
@@ -2159,3 +2157,429 @@ def test_zookeeper_only_says_what_it_leaves_out(capsys: pytest.CaptureFixture[st
     # The second exception to "a command that fails writes nothing": Kafka failing after
     # ZooKeeper was written.
     assert "exits with status 2 having written ZooKeeper's offsets" in readme
+
+
+# --------------------------------------------------------------------------------------
+# groups delete: the group's offsets in Kafka
+
+
+def test_groups_delete_warns_when_kafka_still_holds_the_groups_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It said "deleted group g: N znodes" while Kafka still held the group's offsets: a
+    member with offsets.storage=kafka (or dual commit) restarted resumed from those, not
+    from auto.offset.reset. They are not deleted (a migrated group lives there), but said."""
+    from zkconsumer import _admin
+
+    t1, t2 = topic_factory(names("t1"), 2), topic_factory(names("t2"), 1)
+    produce(stack.bootstrap, t1, [(p, None, b"x") for p in (0, 1) for _ in range(3)])
+    g = names.group
+    seed(zk, g, {(t1, 0): 1, (t1, 1): 2, (t2, 0): 0})
+    kafka_commit(stack.bootstrap, g, {(t1, 0): 3, (t1, 1): 3, (t2, 0): 0})
+    zkc = ["--zookeeper", stack.zookeeper]
+    b = ["--bootstrap-server", stack.bootstrap]
+    warn = "zkconsumer groups delete: warning:"
+    also = ("a member with offsets.storage=kafka or dual commit resumes from them, not from "
+            "auto.offset.reset; to delete them, once no modern consumer uses the group: "
+            f"kafka-consumer-groups.sh --bootstrap-server {stack.bootstrap}")
+
+    rc, out, err = run(capsys, "groups", "delete", *zkc, *b, "--group", g, "--topic", t1)
+    assert (rc, out) == (0, f"deleted topic {t1} of group {g}: 3 znodes\n")
+    assert err == (f"{warn} Kafka still holds committed offsets of group {g} of topic {t1} for "
+                   f"2 partitions: {also} --delete-offsets --group {g} --topic {t1}\n")
+    # The brokers registered in ZooKeeper when --bootstrap-server is left out.
+    rc, out, err = run(capsys, "groups", "delete", *zkc, "--group", g)
+    assert (rc, out) == (0, f"deleted group {g}: 4 znodes\n")
+    assert err == (
+        f"{warn} Kafka still holds committed offsets of group {g} for 3 partitions: "
+        + also.replace(stack.bootstrap, _admin.find_bootstrap(zk)) + f" --delete --group {g}\n")
+    assert zk.exists(zp.group_dir(g)) is None
+    assert kafka_read(stack.bootstrap, g) == {(t1, 0): 3, (t1, 1): 3, (t2, 0): 0}
+
+    # Nothing in Kafka: nothing said.
+    h = names("h")
+    seed(zk, h, {(t1, 0): 1})
+    assert run(capsys, "groups", "delete", *zkc, "--group", h) == (
+        0, f"deleted group {h}: 4 znodes\n", "")
+    # Kafka cannot be asked: deleted all the same, and said that it was not checked.
+    seed(zk, h, {(t1, 0): 1})
+    dead = f"127.0.0.1:{free_port()}"
+    assert run(capsys, "groups", "delete", *zkc, "--group", h, "--bootstrap-server", dead) == (
+        0, f"deleted group {h}: 4 znodes\n",
+        f"{warn} not checked whether Kafka holds committed offsets of group {h} (a member "
+        "with offsets.storage=kafka or dual commit resumes from those): cannot reach any "
+        f"broker ({dead}: Connection refused)\n")
+
+
+def test_console_consumer_delete_consumer_offsets_warns_about_kafkas_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--delete-consumer-offsets goes through the same delete: the same warning; a throwaway
+    group, with nothing in Kafka, stays quiet."""
+    from zkconsumer import _admin
+
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"m0"), (0, None, b"m1")])
+    g = names.group
+    seed(zk, g, {(topic, 0): 1})
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 2})
+    zkc = ["--zookeeper", stack.zookeeper]
+    rc, out, err = run(capsys, "console-consumer", *zkc, "--topic", topic, "--group", g,
+                       "--from-beginning", "--delete-consumer-offsets", "--max-messages", "2")
+    assert (rc, out) == (0, "m0\nm1\n"), err
+    assert err == (
+        f"zkconsumer console-consumer: warning: Kafka still holds committed offsets of group "
+        f"{g} for 1 partition: a member with offsets.storage=kafka or dual commit resumes from "
+        "them, not from auto.offset.reset; to delete them, once no modern consumer uses the "
+        f"group: kafka-consumer-groups.sh --bootstrap-server {_admin.find_bootstrap(zk)} "
+        f"--delete --group {g}\n"
+        "Processed a total of 2 messages\n")
+    # The throwaway group: nothing but the count.
+    rc, out, err = run(capsys, "console-consumer", *zkc, "--topic", topic, "--from-beginning",
+                       "--max-messages", "1")
+    assert (rc, out, err) == (0, "m0\n", "Processed a total of 1 message\n")
+    # Unless told to commit to Kafka: its offsets there are left, and said.
+    rc, out, err = run(capsys, "console-consumer", *zkc, "--topic", topic, "--from-beginning",
+                       "--max-messages", "1", "--consumer-property", "offsets.storage=kafka",
+                       "--consumer-property", "auto.commit.enable=true")
+    assert (rc, out) == (0, "m0\n"), err
+    first, count = err.splitlines()
+    assert first.startswith("zkconsumer console-consumer: warning: Kafka still holds committed "
+                            "offsets of group console-consumer-"), err
+    assert first.endswith(" for 1 partition: a member with offsets.storage=kafka or dual "
+                          "commit resumes from them, not from auto.offset.reset; to delete "
+                          "them, once no modern consumer uses the group: kafka-consumer-groups"
+                          f".sh --bootstrap-server {_admin.find_bootstrap(zk)} --delete --group "
+                          f"{first.split(' group ')[1].split()[0]}"), err
+    assert count == "Processed a total of 1 message"
+
+
+# --------------------------------------------------------------------------------------
+# --force writes with live members
+
+
+def test_forced_writes_say_the_live_members_overwrite_the_offsets(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    """reset and import --force wrote silently; the live members neither re-read the
+    offsets nor keep them (a member's next commit overwrites them)."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    seed(zk, g, {(topic, 0): 0})
+    members = [f"{g}_{c}" for c in "abcd"]
+    for m in members:
+        fake_member(zk, g, m, topic)
+    zkc = ["--zookeeper", stack.zookeeper]
+    tail = ("they do not re-read the offsets, and a member's next commit after consuming "
+            "overwrites them; stop them first for the new offsets to take effect; they are "
+            "read when a member next claims the partition\n")
+    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "latest",
+             "--force"]
+    for extra in ([], ["--json"], ["--dry-run"]):
+        rc, _, err = run(capsys, *reset, *extra)
+        assert (rc, err) == (
+            0, f"zkconsumer offsets reset: warning: group {g} has 4 live members ({g}_a, "
+            f"{g}_b, {g}_c and 1 more): {tail}"), extra
+    lines = tmp_path / "offsets.txt"
+    lines.write_text(f"{zp.offset_path(g, topic, 0)}:0\n")
+    for m in members[1:]:
+        zk.delete(zp.id_path(g, m))
+    rc, _, err = run(capsys, "offsets", "import", *zkc, "--input", str(lines), "--force")
+    assert (rc, err) == (
+        0, f"zkconsumer offsets import: warning: group {g} has 1 live member ({g}_a): it does "
+        "not re-read the offsets, and a member's next commit after consuming overwrites "
+        "them; stop it first for the new offsets to take effect; they are read when a member "
+        "next claims the partition\n")
+    # No member: nothing to say.
+    zk.delete(zp.id_path(g, members[0]))
+    assert run(capsys, *reset)[::2] == (0, "")
+    assert run(capsys, "offsets", "import", *zkc, "--input", str(lines), "--force")[::2] == (
+        0, "")
+
+
+# --------------------------------------------------------------------------------------
+# console-consumer: what can fail at start fails before --delete-consumer-offsets deletes
+
+
+def test_console_consumer_fails_before_deleting_when_its_metrics_port_is_taken(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It deleted the group, then failed with "[Errno 98] Address already in use", naming
+    no key: the offsets were gone for nothing."""
+    from zkconsumer import ZkConsumerError, ZookeeperConsumerConnector
+
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    seed(zk, g, {(topic, 0): 1})
+    before = tree(zk, zp.group_dir(g))
+    argv = ["console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic, "--group", g,
+            "--from-beginning", "--delete-consumer-offsets", "--max-messages", "1"]
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = fails(capsys, *argv, "--consumer-property", f"metrics.port={port}")
+    assert line == (f"zkconsumer console-consumer: cannot serve metrics on metrics.port={port}: "
+                    "Address already in use; choose a free port (0: any)")
+    assert tree(zk, zp.group_dir(g)) == before
+
+    # A failure that can only come once the group is deleted (registering, the first
+    # rebalance) says the offsets are gone.
+    def broken(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise ZkConsumerError("the first rebalance failed")
+
+    monkeypatch.setattr(ZookeeperConsumerConnector, "create_message_streams", broken)
+    assert fails(capsys, *argv) == (
+        f"zkconsumer console-consumer: the first rebalance failed (group {g}'s offsets were "
+        "already deleted by --delete-consumer-offsets)")
+    assert zk.exists(zp.group_dir(g)) is None
+    # Without the flag, nothing was deleted: nothing said of it.
+    seed(zk, g, {(topic, 0): 1})
+    assert fails(capsys, *argv[:-4]) == (
+        "zkconsumer console-consumer: the first rebalance failed")
+
+
+# --------------------------------------------------------------------------------------
+# names no consumer can use
+
+
+def test_names_no_consumer_can_use_are_refused_or_named(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    """import wrote offsets of groups and topics no consumer can use (Kafka's and the legacy
+    ConsumerConfig's rule: [a-zA-Z0-9._-]); describe and reset of such a group said "not
+    found". A group that exists under such a name is still shown and deletable."""
+    topic = topic_factory(names.topic, 1)
+    zkc = ["--zookeeper", stack.zookeeper]
+    g = names.group
+    legal = "legal are a-z A-Z 0-9 . _ -"
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"{zp.offset_path(g, topic, 0)}:1\n"
+                   f"/consumers/a b-{names.suffix}/offsets/{topic}/0:1\n"
+                   f"/consumers/{g}/offsets/or:ders/0:1\n")
+    before = tree(zk, zp.CONSUMERS)
+    assert fails(capsys, "offsets", "import", *zkc, "--input", str(bad)) == (
+        f"zkconsumer offsets import: {bad}: 2 malformed lines, nothing written: line 2: "
+        f"'a b-{names.suffix}' is not a legal group name: contains illegal characters (' '); "
+        f"{legal}; line 3: 'or:ders' is not a legal topic name: contains illegal characters "
+        f"(':'); {legal}")
+    assert tree(zk, zp.CONSUMERS) == before
+
+    odd = f"bad group-{names.suffix}"
+    reset = ["offsets", "reset", *zkc, "--topic", topic, "--to", "earliest"]
+    assert fails(capsys, *reset, "--group", odd) == (
+        f"zkconsumer offsets reset: '{odd}' is not a legal group name: contains illegal "
+        f"characters (' '); {legal}")
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", "or:ders", "--to",
+                 "earliest") == (
+        f"zkconsumer offsets reset: 'or:ders' is not a legal topic name: contains illegal "
+        f"characters (':'); {legal}")
+    for argv in (["groups", "describe"], ["groups", "delete"], ["verify-rebalance"],
+                 ["offsets", "export"]):
+        command = " ".join(argv)
+        assert fails(capsys, *argv, *zkc, "--group", odd) == (
+            f"zkconsumer {command}: '{odd}' is not a legal group name: contains illegal "
+            f"characters (' '); {legal} (and there is no /consumers/{odd})"), argv
+    assert tree(zk, zp.CONSUMERS) == before
+
+    # One a broken tool made: shown and deleted (not written: reset refuses it as above).
+    seed(zk, odd, {(topic, 0): 0})
+    rows = run_json(capsys, "groups", "describe", *zkc, "--group", odd)
+    assert [(r["group"], r["partition"], r["offset"]) for r in rows] == [(odd, 0, 0)]
+    assert run(capsys, "groups", "delete", *zkc, "--group", odd)[:2] == (
+        0, f"deleted group {odd}: 4 znodes\n")
+
+
+# --------------------------------------------------------------------------------------
+# offsets reset of a group not there yet
+
+
+def test_reset_seeds_a_group_not_there_yet(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """"group 'g' not found": the legacy UpdateOffsetsInZK wrote for any group id, and
+    operators set offsets before a group's first start. Allowed, and said (a typo shows)."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    g = names.group
+    reset = ["offsets", "reset", "--zookeeper", stack.zookeeper, "--group", g, "--topic", topic,
+             "--to", "latest"]
+    note = (f"zkconsumer offsets reset: note: group {g} had no znodes in ZooKeeper (no "
+            f"/consumers/{g}): its offsets ")
+    rows = [{"group": g, "topic": topic, "partition": 0, "old_offset": None, "offset": 3},
+            {"group": g, "topic": topic, "partition": 1, "old_offset": None, "offset": 0}]
+    rc, out, err = run(capsys, *reset, "--dry-run", "--json")
+    assert (rc, json.loads(out), err) == (0, rows, note + "would be created\n")
+    rc, out, err = run(capsys, *reset, "--dry-run")
+    assert (rc, err) == (0, note + "would be created\n")
+    assert out.splitlines()[0] == f"would reset group {g}, topic {topic} to latest (dry run: " \
+                                  "nothing written)"
+    assert zk.exists(zp.group_dir(g)) is None
+    rc, out, err = run(capsys, *reset, "--json")
+    assert (rc, json.loads(out), err) == (0, rows, note + "were created\n")
+    assert offset_znodes(zk, g, topic, 2) == {0: 3, 1: 0}
+    # There now: no note.
+    rc, out, err = run(capsys, *reset)
+    assert (rc, err) == (0, "")
+
+
+# --------------------------------------------------------------------------------------
+# a member whose ids znode does not decode
+
+
+def test_a_member_whose_registration_does_not_decode_is_one_whose_subscription_is_unknown(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`groups list` counted it, `describe` did not, `verify-rebalance` verified the rest as
+    if it were not there (exit 0), and a raw logging line said so twice."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    fake_member(zk, g, f"{g}_a", topic)
+    zk.create(zp.id_path(g, f"{g}_b"), b"not json", ephemeral=True)
+    zk.create(zp.owner_path(g, topic, 0), zp.encode_owner(f"{g}_a-0"), makepath=True)
+    zk.create(zp.owner_path(g, topic, 1), zp.encode_owner(f"{g}_b-0"), makepath=True)
+    seed(zk, g, {(topic, 0): 0, (topic, 1): 0})
+    zkc = ["--zookeeper", stack.zookeeper]
+    why = f"cannot decode consumer registration at {zp.id_path(g, f'{g}_b')}: invalid JSON ("
+
+    assert [r for r in run_json(capsys, "groups", "list", *zkc) if r["group"] == g] == [
+        {"group": g, "members": 2}]
+    # describe (a real process: a logged line would show): counted, listed, said once.
+    done = subprocess.run(_cli("groups", "describe", *zkc, "--group", g), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"Group {g}: 2 registered members, total lag 0"
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"zkconsumer groups describe: warning: member {g}_b: subscription "
+                           f"unknown ({why}") and line.endswith(
+        "); only the partitions it owns or has offsets for are shown for it"), line
+    members = run_json(capsys, "groups", "describe", *zkc, "--group", g, "--members")
+    assert [(m["consumer_id"], m["pattern"], m["threads"], m["owned_partitions"])
+            for m in members] == [(f"{g}_a", "static", [f"{g}_a-0"], 1),
+                                  (f"{g}_b", "unknown", [f"{g}_b-0"], 1)]
+    # verify: its part is not verified (exit 1), as for an unreadable regex.
+    done = subprocess.run(_cli("verify-rebalance", *zkc, "--group", g), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.startswith(
+        f"rebalance not verified for group '{g}': 1 of 2 partitions checked are owned by live "
+        f"threads; cannot verify the part of member {g}_b: its subscription is unknown "
+        f"({why}"), done.stdout
+
+
+# --------------------------------------------------------------------------------------
+# groups describe: offsets below the log start
+
+
+def test_describe_warns_about_offsets_below_the_log_start(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """describe_group classified with no log start: an offset below it (messages deleted by
+    retention) was never warned about. (Tansu cannot move a log start: it drops the
+    connection on DeleteRecords; the brokers' answer is given as data.)"""
+    from zkconsumer import _admin
+    from zkconsumer._admin import describe_group
+
+    topic = topic_factory(names.topic, 3)
+    produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(3) for _ in range(10)])
+    g = names.group
+    seed(zk, g, {(topic, 0): 2, (topic, 1): 7, (topic, 2): 4})
+    tp = [TopicPartition(topic, p) for p in range(3)]
+    # The real read: every log start is 0 on a fresh topic, nothing to say.
+    desc = describe_group(zk, g, stack.bootstrap)
+    assert desc.log_starts == {t: 0 for t in tp}
+    assert desc.bad_offsets == {} and desc.bad_offsets_warnings() == []
+
+    asked: list[tuple[str, list[TopicPartition]]] = []
+
+    def starts(servers: str, tps: Any) -> dict[TopicPartition, int]:
+        asked.append((servers, sorted(tps)))
+        return {tp[0]: 5, tp[1]: 5, tp[2]: 5}
+
+    desc = describe_group(zk, g, stack.bootstrap, log_start_offsets=starts)
+    assert asked == [(stack.bootstrap, tp)]
+    assert [(r.partition, r.offset, r.log_end_offset, r.lag)
+            for r in desc.bad_offsets["below_log_start"]] == [(0, 2, 10, 8), (2, 4, 10, 6)]
+    expected = (
+        f"offsets below the log start on 2 partitions ({topic}:0 offset 2 log start 5, "
+        f"{topic}:2 offset 4 log start 5): the messages there were deleted (retention) and "
+        "the lag counts them, but a member fetching there resets the offset by "
+        "auto.offset.reset (smallest: to the log start; largest: to the log end)")
+    assert desc.bad_offsets_warnings() == [expected]
+
+    # The command says it, --json too (its rows as they were).
+    monkeypatch.setattr(_admin._KafkaGroups, "log_starts",
+                        lambda self, servers, tps: starts(servers, tps))
+    for extra in ([], ["--json"]):
+        rc, out, err = run(capsys, "groups", "describe", "--zookeeper", stack.zookeeper,
+                           "--group", g, *extra)
+        assert (rc, err) == (0, f"zkconsumer groups describe: warning: {expected}\n")
+    assert sorted(json.loads(out)[0]) == sorted(
+        ["group", "topic", "partition", "offset", "log_end_offset", "lag", "owner",
+         "offset_source", "zookeeper_offset", "kafka_offset"])
+
+    # The log starts not read: said, once the log ends were.
+    def refused(self: Any, servers: str, tps: Any) -> dict[TopicPartition, int]:
+        raise RuntimeError("ListOffsets failed")
+
+    monkeypatch.setattr(_admin._KafkaGroups, "log_starts", refused)
+    rc, out, err = run(capsys, "groups", "describe", "--zookeeper", stack.zookeeper,
+                       "--group", g)
+    assert (rc, err) == (0, "zkconsumer groups describe: warning: offsets below the log start "
+                            "not checked: log start offsets unknown: ListOffsets failed\n")
+
+
+# --------------------------------------------------------------------------------------
+# offsets export of a group whose offsets are Kafka's only
+
+
+def test_export_says_when_a_groups_offsets_are_only_in_kafka(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    """"exported 0 offsets of 0 groups", with no word that the group's offsets are in Kafka."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    zk.ensure_path(zp.ids_dir(g))  # a group committing to Kafka only: no offsets znode
+    kafka_commit(stack.bootstrap, g, {(topic, 0): 1, (topic, 1): 0})
+    out_file = tmp_path / "offsets.txt"
+    rc, out, err = run(capsys, "offsets", "export", "--zookeeper", stack.zookeeper, "--group",
+                       g, "--output", str(out_file))
+    assert (rc, out) == (0, f"exported 0 offsets of 0 groups to {out_file}\n")
+    assert err == (f"zkconsumer offsets export: warning: group {g} has no offsets in ZooKeeper "
+                   "(nothing of it exported); its offsets in Kafka (2 partitions) are not in "
+                   "the line format, which holds ZooKeeper's only\n")
+    assert out_file.read_text() == ""
+
+
+def test_flag_properties_are_compared_as_the_config_parses_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`auto.offset.reset=largest ` (padded) was not refused with --from-beginning: the raw
+    string was compared, ConsumerConfig strips it. Likewise each key a flag sets."""
+    address = f"127.0.0.1:{free_port()}"  # refused before connecting
+    base = ["console-consumer", "--zookeeper", address, "--topic", "t"]
+    prefix = "zkconsumer console-consumer: --consumer-property"
+    assert fails(capsys, *base, "--from-beginning", "--consumer-property",
+                 "auto.offset.reset= largest ") == (
+        f"{prefix} auto.offset.reset= largest  conflicts with --from-beginning, which sets "
+        "auto.offset.reset=smallest (start at the earliest offset when the group has none "
+        "committed); leave one out")
+    assert fails(capsys, *base, "--timeout-ms", "100", "--consumer-property",
+                 "consumer.timeout.ms=+200 ").startswith(
+        f"{prefix} consumer.timeout.ms=+200  conflicts with --timeout-ms 100")
+    # Agreeing once parsed: no conflict (it goes on, to the unreachable ZooKeeper).
+    for extra in (["--group", "a", "--consumer-property", "group.id= a "],
+                  ["--consumer-property", f"zookeeper.connect= {address}/ "],
+                  ["--timeout-ms", "100", "--consumer-property", "consumer.timeout.ms= 100"]):
+        assert fails(capsys, *base, *extra, "--connect-timeout", "1") == (
+            f"zkconsumer console-consumer: cannot connect to ZooKeeper at {address} within "
+            "1 s"), extra

@@ -56,7 +56,7 @@ from kazoo.exceptions import KazooException, NoAuthError, NoNodeError, NotEmptyE
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
-from ._config import CONFIG_KEYS, ConsumerConfig, read_properties
+from ._config import CONFIG_KEYS, ConsumerConfig, legal_id_problem, read_properties
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._filters import filter_from_registration
 from ._tls import with_tls_deadline
@@ -81,6 +81,7 @@ __all__ = [
     "ImportResult",
     "KafkaGroupActiveError",
     "KafkaImport",
+    "KafkaOffsetsLeft",
     "KafkaUnknownError",
     "MemberInfo",
     "OffsetEntry",
@@ -90,6 +91,7 @@ __all__ = [
     "ResetRow",
     "ResetTarget",
     "StoreDifference",
+    "UNKNOWN_PATTERN",
     "UnknownGroupError",
     "UnknownTopicError",
     "VerifyResult",
@@ -109,12 +111,17 @@ __all__ = [
     "group_exists",
     "import_offsets",
     "kafka_differences",
+    "kafka_offsets_left",
+    "kafka_security",
+    "legal_name_problem",
     "list_groups",
     "name_problem",
+    "not_found_message",
     "parse_offset_lines",
     "parse_reset_target",
     "partition_lag",
     "read_members",
+    "registered_members",
     "reset_offsets",
     "resume_offset",
     "security_config",
@@ -290,9 +297,13 @@ class GroupDescription:
     reached, OffsetFetch failed), so that the offsets are ZooKeeper's alone; else None."""
     bad_offsets: dict[str, list[PartitionStatus]] = field(default_factory=dict)
     """Partitions whose committed offset no member can resume from, by class as ``migrate
-    status`` names them (:func:`zkconsumer._migrate.classify`): ``above_log_end``,
-    ``topic_missing`` (not in ``/brokers/topics``), ``partition_missing`` (the topic has
-    fewer partitions). See :meth:`bad_offsets_warnings`."""
+    status`` names them (:func:`zkconsumer._migrate.classify`): ``below_log_start``
+    (messages deleted by retention), ``above_log_end``, ``topic_missing`` (not in
+    ``/brokers/topics``), ``partition_missing`` (the topic has fewer partitions). See
+    :meth:`bad_offsets_warnings`."""
+    log_starts: dict[TopicPartition, int] = field(default_factory=dict)
+    """The log start of each partition with a committed offset, where the brokers told it
+    (not in the rows' JSON form, which stays as it was)."""
 
     @property
     def offsets_in_kafka(self) -> bool:
@@ -320,9 +331,17 @@ class GroupDescription:
 
     def bad_offsets_warnings(self, limit: int = 3) -> list[str]:
         """What to know about :attr:`bad_offsets`, one line per class naming up to ``limit``
-        partitions: an offset past the log end shows lag 0, yet a member fetching there
-        resets it; the offsets of a topic or partition that does not exist are stale."""
+        partitions: an offset below the log start counts deleted messages in its lag, one
+        past the log end shows lag 0, yet a member fetching at either resets it; the
+        offsets of a topic or partition that does not exist are stale."""
         out = []
+        below = self.bad_offsets.get("below_log_start", [])
+        if below:
+            starts = self.log_starts
+            out.append(
+                f"offsets below the log start on {_partitions(below, limit, starts=starts)}: "
+                "the messages there were deleted (retention) and the lag counts them, but "
+                f"{OUT_OF_LOG_RESET} (smallest: to the log start; largest: to the log end)")
         past = self.bad_offsets.get("above_log_end", [])
         if past:
             out.append(
@@ -369,11 +388,19 @@ class GroupDescription:
         return [*self.partitions, *idle]
 
 
-def _partitions(rows: Sequence[PartitionStatus], limit: int, log_end: bool = False) -> str:
+def _partitions(rows: Sequence[PartitionStatus], limit: int, log_end: bool = False,
+                starts: Mapping[TopicPartition, int] | None = None) -> str:
     """"2 partitions (t:0 offset 7, t:1 offset 9)", up to ``limit`` named; ``log_end``:
-    with each log end."""
+    with each log end; ``starts``: with each log start found there."""
+
+    def start(r: PartitionStatus) -> str:
+        if starts is None or r.topic is None or r.partition is None:
+            return ""
+        found = starts.get(TopicPartition(r.topic, r.partition))
+        return "" if found is None else f" log start {found}"
+
     shown = ", ".join(
-        f"{r.topic}:{r.partition} offset {r.offset}"
+        f"{r.topic}:{r.partition} offset {r.offset}" + start(r)
         + (f" log end {r.log_end_offset}" if log_end else "") for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
     return f"{len(rows)} partition{'s' if len(rows) != 1 else ''} ({shown}{more})"
@@ -652,12 +679,19 @@ def command_config(path: str | None) -> dict[str, Any]:
     """
     if path is None:
         return {}
-    kwargs = _read_command_config(path)[1].kafka_client_kwargs()
-    kwargs.pop("client_id", None)
     try:
-        return with_tls_deadline(kwargs)
+        return kafka_security(_read_command_config(path)[1])
     except ConfigError as e:
         raise AdminError(f"{path}: {e}") from None
+
+
+def kafka_security(config: ConsumerConfig) -> dict[str, Any]:
+    """The brokers' security settings of ``config`` as the tools' kafka-python clients take
+    them (what :func:`command_config` makes of a file; the console consumer's come from its
+    connector's config). ConfigError when its certificate files do not load."""
+    kwargs = config.kafka_client_kwargs()
+    kwargs.pop("client_id", None)
+    return with_tls_deadline(kwargs)
 
 
 def command_config_properties(path: str | None) -> dict[str, str]:
@@ -868,16 +902,42 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
+def legal_name_problem(value: str, what: str) -> str | None:
+    """Why no consumer can use ``value`` as a ``what`` ("group" or "topic") name, or None:
+    the legacy ConsumerConfig's rule for group.id, Kafka's for topics ([a-zA-Z0-9._-])."""
+    problem = legal_id_problem(value)
+    return None if problem is None else f"{value!r} is not a legal {what} name: {problem}"
+
+
+def _check_legal_name(value: str, what: str) -> str:
+    """A name a write is about to create: a path component and legal; AdminError if not
+    (a group or topic no consumer can use would only hold offsets nobody reads)."""
+    _check_name(value, what)
+    problem = legal_name_problem(value, what)
+    if problem is not None:
+        raise AdminError(problem)
+    return value
+
+
+def not_found_message(what: str, value: str, missing: str) -> str:
+    """"group 'g' not found in ZooKeeper (no /consumers/g)"; for an illegal name (a typo
+    more likely than a group a broken tool made), that it is not a legal name."""
+    problem = legal_name_problem(value, what)
+    if problem is not None:
+        return f"{problem} (and there is no {missing})"
+    return f"{what} {value!r} not found in ZooKeeper (no {missing})"
+
+
 def group_exists(zk: KazooClient, group: str) -> bool:
     _check_name(group, "group")
     return zk.exists(zp.group_dir(group)) is not None
 
 
 def _require_group(zk: KazooClient, group: str) -> None:
+    """UnknownGroupError unless ``/consumers/<group>`` exists (under any name: a group a
+    broken tool made under an illegal one can still be described and deleted)."""
     if not group_exists(zk, group):
-        raise UnknownGroupError(
-            f"group {group!r} not found in ZooKeeper (no {zp.group_dir(group)})"
-        )
+        raise UnknownGroupError(not_found_message("group", group, zp.group_dir(group)))
 
 
 def list_groups(zk: KazooClient) -> list[GroupSummary]:
@@ -888,11 +948,19 @@ def list_groups(zk: KazooClient) -> list[GroupSummary]:
             for group, result in pending]
 
 
-def read_members(zk: KazooClient, group: str) -> dict[str, zp.ConsumerRegistration]:
-    """Registered members: consumer id -> registration (unreadable ones are logged, skipped)."""
+def read_members(
+    zk: KazooClient, group: str
+) -> tuple[dict[str, zp.ConsumerRegistration], dict[str, str]]:
+    """Registered members: consumer id -> registration; and apart, those whose ids znode
+    does not decode, consumer id -> why (the ZkDataError's text, naming the znode).
+
+    Such a member is registered all the same (``groups list`` counts it, deletes are refused
+    while it is there), only its subscription is unknown: the callers treat it as one whose
+    wildcard regex cannot be read (:func:`_readable_members`), and say so once."""
     ids = sorted(_children(zk, zp.ids_dir(group)))
     data = _get_many(zk, [zp.id_path(group, c) for c in ids])
     members: dict[str, zp.ConsumerRegistration] = {}
+    undecodable: dict[str, str] = {}
     for cid in ids:
         path = zp.id_path(group, cid)
         raw = data[path]
@@ -901,8 +969,13 @@ def read_members(zk: KazooClient, group: str) -> dict[str, zp.ConsumerRegistrati
         try:
             members[cid] = zp.ConsumerRegistration.decode(raw, path)
         except ZkDataError as e:
-            log.warning("skipping member %s: %s", cid, e)
-    return members
+            undecodable[cid] = str(e)
+    return members, undecodable
+
+
+def registered_members(zk: KazooClient, group: str) -> list[str]:
+    """The consumer ids registered in ``group`` (its ids znodes, decodable or not), sorted."""
+    return sorted(_children(zk, zp.ids_dir(group)))
 
 
 def _member_threads(consumer_id: str, reg: zp.ConsumerRegistration) -> list[str]:
@@ -1169,6 +1242,23 @@ class _KafkaGroups:
 
         return [m.member_id for m in _modern_group(self._admin, group)[1]]
 
+    def log_starts(
+        self, servers: str, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The log start of each of ``tps`` (ListOffsets(earliest), which Tansu answers
+        right, unlike latest: the log ends come from :func:`_log_end_offsets`), as
+        ``migrate status`` reads them (:func:`zkconsumer._migrate.broker_log_range`).
+        ``servers``: this client's, taken for the signature of the readers it stands in
+        for."""
+        from kafka import TopicPartition as KTP
+        from kafka.admin import OffsetSpec
+
+        if not tps:
+            return {}
+        found = self._admin.list_partition_offsets(
+            {KTP(t, p): OffsetSpec.EARLIEST for t, p in tps})
+        return {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in found.items()}
+
     def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit ``offsets`` for ``group`` (raises as ``write_kafka_offsets`` does)."""
         from ._migrate import write_kafka_offsets
@@ -1405,6 +1495,8 @@ def describe_group(
     *,
     log_end_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
+    log_start_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+    | None = None,
     kafka: Mapping[str, Any] | None = None,
 ) -> GroupDescription:
     """Per partition: committed offset, log end, lag, owner; idle threads; members.
@@ -1425,14 +1517,20 @@ def describe_group(
     partitions the group has offsets for or owns, log end unknown, with a warning naming
     the znode (:func:`_read_registry`). ``kafka``: the brokers' security settings as
     kafka-python arguments (:func:`command_config`). ``log_end_offsets`` (servers,
-    partitions) replaces the log end read. Kafka is asked through the client ``offsets
-    reset|import|export`` use (:func:`_kafka_groups`).
+    partitions) replaces the log end read, ``log_start_offsets`` the log start read
+    (ListOffsets(earliest) through the same admin client: right on Tansu too, unlike
+    latest). Kafka is asked through the client ``offsets reset|import|export`` use
+    (:func:`_kafka_groups`).
+
+    A member whose ids znode does not decode counts as a member whose subscription is
+    unknown (as one whose wildcard regex cannot be read): listed, with a warning.
     """
     _require_group(zk, group)
-    members = read_members(zk, group)
+    members, undecodable_ids = read_members(zk, group)
     zk_offsets = _read_offsets(zk, group)
     owners = _read_owners(zk, group)
     readable, unreadable = _readable_members(members)
+    unreadable.update(undecodable_ids)
     warnings = [
         f"member {cid}: subscription unknown ({why}); only the partitions it owns or has "
         "offsets for are shown for it"
@@ -1451,52 +1549,71 @@ def describe_group(
     unreachable: str | None = None
     kafka_found: Mapping[TopicPartition, int] = {}
     kafka_error: str | None = None
+    client: _KafkaGroups | None = None
     try:
         client = _kafka_groups(zk, bootstrap, kafka)
     except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
         unreachable = kafka_error = _reason(e)
     else:
         servers = client.servers
-        with client:
+    try:
+        if client is not None:
             try:
                 kafka_found = client.offsets(group)
             except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
                 kafka_error = _reason(e)
                 log.debug("committed offsets in Kafka failed", exc_info=True)
-    if kafka_error is not None:
-        kafka_error = (f"committed offsets in Kafka unknown, so the offsets shown are "
-                       f"ZooKeeper's only (a group committing to Kafka may be further on): "
-                       f"{kafka_error}")
+        if kafka_error is not None:
+            kafka_error = (f"committed offsets in Kafka unknown, so the offsets shown are "
+                           f"ZooKeeper's only (a group committing to Kafka may be further on): "
+                           f"{kafka_error}")
 
-    topics = sorted(set(subscribed) | {tp.topic for tp in zk_offsets}
-                    | {tp.topic for tp in kafka_found} | {tp.topic for tp in owners})
-    tps: set[TopicPartition] = set(zk_offsets) | set(kafka_found) | set(owners)
-    known: list[TopicPartition] = []  # partitions the broker registry knows
-    registry, undecodable = _read_registry(zk, topics)
-    warnings.extend(
-        f"{_partitions_unknown(topic, why)}; shown are the partitions the group has offsets "
-        "for or owns, log end unknown"
-        for topic, why in undecodable.items()
-    )
-    for topic, partitions in registry.items():
-        if partitions is None:
-            continue
-        for p in partitions:
-            tp = TopicPartition(topic, p)
-            tps.add(tp)
-            known.append(tp)
+        topics = sorted(set(subscribed) | {tp.topic for tp in zk_offsets}
+                        | {tp.topic for tp in kafka_found} | {tp.topic for tp in owners})
+        tps: set[TopicPartition] = set(zk_offsets) | set(kafka_found) | set(owners)
+        known: list[TopicPartition] = []  # partitions the broker registry knows
+        registry, undecodable = _read_registry(zk, topics)
+        warnings.extend(
+            f"{_partitions_unknown(topic, why)}; shown are the partitions the group has "
+            "offsets for or owns, log end unknown"
+            for topic, why in undecodable.items()
+        )
+        for topic, partitions in registry.items():
+            if partitions is None:
+                continue
+            for p in partitions:
+                tp = TopicPartition(topic, p)
+                tps.add(tp)
+                known.append(tp)
 
-    ends: Mapping[TopicPartition, int] = {}
-    error: str | None = None
-    if known and (servers is None or unreachable is not None):
-        error = f"log end offsets unknown: {unreachable}"
-    elif known and servers is not None:
-        reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
-        try:
-            ends = reader(servers, known)
-        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
-            error = f"log end offsets unknown: {e}"
-            log.debug("log end offsets failed", exc_info=True)
+        ends: Mapping[TopicPartition, int] = {}
+        starts: Mapping[TopicPartition, int] = {}
+        error: str | None = None
+        if known and (servers is None or unreachable is not None):
+            error = f"log end offsets unknown: {unreachable}"
+        elif known and servers is not None:
+            reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
+            try:
+                ends = reader(servers, known)
+            except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+                error = f"log end offsets unknown: {e}"
+                log.debug("log end offsets failed", exc_info=True)
+            # The log starts, for offsets below them (messages deleted by retention): asked
+            # only where an offset is committed.
+            committed = [tp for tp in known if tp in zk_offsets or tp in kafka_found]
+            start_reader = log_start_offsets or (
+                client.log_starts if client is not None else None)
+            if committed and start_reader is not None:
+                try:
+                    starts = start_reader(servers, committed)
+                except Exception as e:  # noqa: BLE001 - said in a warning: not checked
+                    log.debug("log start offsets failed", exc_info=True)
+                    if error is None:  # (else the brokers failed: said once already)
+                        warnings.append(f"offsets below the log start not checked: log start "
+                                        f"offsets unknown: {_reason(e)}")
+    finally:
+        if client is not None:
+            client.close()
 
     from ._migrate import classify  # late: _migrate imports this module
 
@@ -1515,7 +1632,7 @@ def describe_group(
             continue  # whether its partition exists, and its log end, are unknown
         # As `migrate status` classes it (the larger of both stores, as here).
         partitions = registry.get(tp.topic)
-        state = classify(z, k, None, end, topic_exists=partitions is not None,
+        state = classify(z, k, starts.get(tp), end, topic_exists=partitions is not None,
                          partition_exists=tp.partition in (partitions or ()))
         if offset is not None and state in _BAD_OFFSET_CLASSES:
             bad.setdefault(state, []).append(row)
@@ -1528,12 +1645,23 @@ def describe_group(
         idle.extend(t for t in threads if t not in owning)
         owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
         infos.append(MemberInfo(group, cid, reg.pattern, dict(reg.subscription), threads, owned))
+    for cid in undecodable_ids:
+        # Its threads are unknown but for those owning partitions.
+        threads = sorted({o for o in owners.values() if _consumer_of(o) == cid})
+        owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
+        infos.append(MemberInfo(group, cid, UNKNOWN_PATTERN, {}, threads, owned))
+    infos.sort(key=lambda m: m.consumer_id)
     return GroupDescription(group, rows, sorted(idle), infos, error, warnings, kafka_error,
-                            bad)
+                            bad, dict(starts))
+
+
+#: The pattern :class:`MemberInfo` shows for a member whose ids znode does not decode.
+UNKNOWN_PATTERN = "unknown"
 
 
 #: The classes of :func:`zkconsumer._migrate.classify` ``groups describe`` warns about.
-_BAD_OFFSET_CLASSES = ("above_log_end", "topic_missing", "partition_missing")
+_BAD_OFFSET_CLASSES = ("below_log_start", "above_log_end", "topic_missing",
+                       "partition_missing")
 
 
 def _consumer_of(thread_id: str) -> str | None:
@@ -1710,8 +1838,10 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
                 _children(zk, zp.owners_dir(group))
             )
             if topic not in topics:
+                illegal = legal_name_problem(topic, "topic")
                 raise UnknownTopicError(
                     f"group {group!r} has no offsets or owners for topic {topic!r}"
+                    + ("" if illegal is None else f", and {illegal}")
                 )
             whole = topics == {topic}
         if whole:
@@ -1749,6 +1879,61 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
             continue
         return DeleteResult(group, topic, len(paths), whole)
     raise AdminError(f"{action}: the group kept changing; nothing deleted")
+
+
+@dataclass(frozen=True)
+class KafkaOffsetsLeft:
+    """What Kafka holds for a group whose znodes ``groups delete`` removed (all its topics,
+    or ``topic``): a member with ``offsets.storage=kafka`` (dual commit or not) resumes from
+    those, not from ``auto.offset.reset``. Never deleted by the tools: after a migration the
+    modern group lives there under the same id. ``error``: why Kafka could not be asked."""
+
+    group: str
+    topic: str | None
+    partitions: list[TopicPartition]
+    servers: str | None = None
+    error: str | None = None
+
+    def warning(self, command_config: str | None = None) -> str | None:
+        """What to tell the user (None: nothing in Kafka): how many partitions, what a
+        member resumes from, and Kafka's own tool's command that deletes them."""
+        of = "" if self.topic is None else f" of topic {self.topic}"
+        if self.error is not None:
+            return (f"not checked whether Kafka holds committed offsets of group "
+                    f"{self.group}{of} (a member with offsets.storage=kafka or dual commit "
+                    f"resumes from those): {self.error}")
+        if not self.partitions:
+            return None
+        config = f" --command-config {command_config}" if command_config else ""
+        what = (f"--delete --group {self.group}" if self.topic is None
+                else f"--delete-offsets --group {self.group} --topic {self.topic}")
+        return (f"Kafka still holds committed offsets of group {self.group}{of} for "
+                f"{counted(len(self.partitions), 'partition')}: a member with "
+                "offsets.storage=kafka or dual commit resumes from them, not from "
+                "auto.offset.reset; to delete them, once no modern consumer uses the group: "
+                f"kafka-consumer-groups.sh --bootstrap-server {self.servers}{config} {what}")
+
+
+def kafka_offsets_left(
+    zk: KazooClient, group: str, topic: str | None = None, bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+) -> KafkaOffsetsLeft:
+    """The group's committed offsets in Kafka (of ``topic`` only, when given), asked as
+    ``groups describe`` asks (one OffsetFetch, to ``bootstrap`` or the brokers registered in
+    ZooKeeper); after :func:`delete_group`, what is left where a member may resume from.
+    Never raises for want of Kafka: ``error`` says why it could not be asked."""
+    try:
+        client = _kafka_groups(zk, bootstrap, kafka)
+    except Exception as e:  # noqa: BLE001 - said in the warning: not checked
+        return KafkaOffsetsLeft(group, topic, [], error=_reason(e))
+    with client:
+        try:
+            found = client.offsets(group)
+        except Exception as e:  # noqa: BLE001 - said in the warning: not checked
+            log.debug("committed offsets in Kafka failed", exc_info=True)
+            return KafkaOffsetsLeft(group, topic, [], client.servers, _reason(e))
+    tps = sorted(tp for tp in found if topic is None or tp.topic == topic)
+    return KafkaOffsetsLeft(group, topic, tps, client.servers)
 
 
 # --------------------------------------------------------------------------------------
@@ -1801,6 +1986,10 @@ def parse_offset_lines(lines: Iterable[str], source: str = "input") -> list[Offs
         except ValueError:
             problems.append((n, f"not /consumers/<group>/offsets/<topic>/<partition>:<offset>: "
                                 f"{line.strip()[:120]!r}"))
+            continue
+        illegal = legal_name_problem(group, "group") or legal_name_problem(topic, "topic")
+        if illegal is not None:  # offsets no consumer could ever read
+            problems.append((n, illegal))
             continue
         entry = OffsetEntry(group, topic, partition, offset)
         first = seen.get(entry.path)
@@ -1866,6 +2055,10 @@ def import_offsets(
     with a warning logged naming the znode (:func:`_read_registry`).
     """
     groups = sorted({e.group for e in entries})
+    for group in groups:
+        _check_legal_name(group, "group")
+    for topic in sorted({e.topic for e in entries}):
+        _check_legal_name(topic, "topic")
     if not force:
         for group in groups:
             _require_no_members(zk, group, *_IMPORT_REFUSAL)
@@ -2097,9 +2290,13 @@ def reset_offsets(
     group has active members in Kafka, whatever ``force``; refuses when Kafka cannot be
     asked, unless ``zookeeper_only`` (ZooKeeper alone, Kafka not asked): as
     :func:`import_offsets`.
+
+    The group need not exist: as the legacy UpdateOffsetsInZK, offsets are seeded for a
+    group before its first start (the caller says so: a typo would go unnoticed). Names
+    no consumer can use are refused (:func:`legal_name_problem`).
     """
-    _require_group(zk, group)
-    _check_name(topic, "topic")
+    _check_legal_name(group, "group")
+    _check_legal_name(topic, "topic")
     partitions = topic_partitions(zk, topic)
     if partitions is None:
         raise UnknownTopicError(
@@ -2241,11 +2438,12 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     (its owners are checked, with a warning logged naming the znode: :func:`_read_registry`).
     """
     _require_group(zk, group)
-    members = read_members(zk, group)
-    if not members:
+    members, undecodable_ids = read_members(zk, group)
+    if not members and not undecodable_ids:
         return VerifyResult(group, False, f"group {group!r} has no registered members")
     all_topics = _children(zk, zp.BROKER_TOPICS)
     readable, unreadable = _readable_members(members)
+    unreadable.update(undecodable_ids)  # its ids znode does not decode: subscription unknown
     subscribed = consumers_for_topic(readable, all_topics, True)
     owners = _read_owners(zk, group)
 

@@ -24,6 +24,7 @@ from the environment (``ZKCONSUMER_ZOOKEEPER_AUTH`` / ``ZKCONSUMER_ZOOKEEPER_ACL
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
 import logging
@@ -37,7 +38,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
@@ -47,6 +48,10 @@ from . import _admin
 from . import _zkpaths as zp
 from ._errors import ConsumerTimeoutException, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
+
+if TYPE_CHECKING:
+    from ._config import ConsumerConfig
+    from ._connector import ZookeeperConsumerConnector
 
 __all__ = ["register"]
 
@@ -304,6 +309,7 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
 def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     group = _name(args.group, "group")
     topic = _name(args.topic, "topic") if args.topic is not None else None
+    kafka = _admin.command_config(args.command_config)  # a bad file: nothing deleted
     result = _admin.delete_group(zk, group, topic)
     if result.group_deleted:
         extra = f" (topic {topic} was its only topic)" if topic is not None else ""
@@ -311,7 +317,29 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     else:
         print(f"deleted topic {topic} of group {group}: "
               f"{_count(result.deleted_znodes, 'znode')}")
+    # Kafka's offsets are not deleted (after a migration the modern group lives there under
+    # the same id), but a member committing there resumes from them: say so.
+    left = _admin.kafka_offsets_left(zk, group, topic, args.bootstrap_server, kafka)
+    warning = left.warning(args.command_config)
+    if warning is not None:
+        print(f"zkconsumer groups delete: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _warn_live_members(zk: KazooClient, command: str, groups: Sequence[str]) -> None:
+    """After a --force write: the live members of ``groups`` neither re-read the offsets
+    written nor keep them (a member's next commit of a partition it owns overwrites them)."""
+    for group in groups:
+        ids = _admin.registered_members(zk, group)
+        if not ids:
+            continue
+        n = len(ids)
+        shown = ", ".join(ids[:3]) + (f" and {n - 3} more" if n > 3 else "")
+        print(f"zkconsumer {command}: warning: group {group} has {_count(n, 'live member')} "
+              f"({shown}): {'it does' if n == 1 else 'they do'} not re-read the offsets, and "
+              "a member's next commit after consuming overwrites them; stop "
+              f"{'it' if n == 1 else 'them'} first for the new offsets to take effect; they "
+              "are read when a member next claims the partition", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------------------
@@ -380,8 +408,15 @@ def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
     by_group: dict[str, list[_admin.StoreDifference]] = {}
     for d in differences:
         by_group.setdefault(d.group, []).append(d)
+    exported = {e.group for e in entries}
     for group, diffs in by_group.items():
         n = len(diffs)
+        if group not in exported:
+            # Nothing of it in the lines at all: not "other offsets" but none.
+            print(f"{warn} group {group} has no offsets in ZooKeeper (nothing of it "
+                  f"exported); its offsets in Kafka ({_count(n, 'partition')}) are not in the "
+                  "line format, which holds ZooKeeper's only", file=sys.stderr)
+            continue
         shown = ", ".join(f"{d.topic}:{d.partition} zookeeper {_cell(d.zookeeper_offset)} "
                           f"kafka {d.kafka_offset}" for d in diffs[:3])
         print(f"{warn} group {group}: Kafka holds other offsets than ZooKeeper for {n} "
@@ -421,6 +456,8 @@ def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.Offs
             bootstrap=args.bootstrap_server, kafka=_admin.command_config(args.command_config),
             zookeeper_only=args.zookeeper_only)
     _warn_unusable_offsets(result)
+    if args.force:
+        _warn_live_members(zk, "offsets import", result.groups)
     if args.json:
         if args.dry_run:
             _print_json([{**c.to_json(), "dry_run": True} for c in result.changes])
@@ -514,6 +551,7 @@ def _cmd_offsets_reset(args: argparse.Namespace) -> int:
 @_handler
 def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
            target: _admin.ResetTarget) -> int:
+    new_group = not _admin.group_exists(zk, group)
     with _progress("resetting offsets") as bar:
         rows = _admin.reset_offsets(
             zk, group, topic, target, args.bootstrap_server, force=args.force,
@@ -529,6 +567,14 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
         print(f"zkconsumer offsets reset: note: offset {target} is outside the log of "
               f"{len(clamped)} of {_count(len(rows), 'partition')}, clamped: {shown}{more}",
               file=sys.stderr)
+    if new_group:
+        # Seeding a group before its first start is what the legacy tool was for; a typo in
+        # --group would do the same, so it is said.
+        print(f"zkconsumer offsets reset: note: group {group} had no znodes in ZooKeeper "
+              f"(no {zp.group_dir(group)}): its offsets "
+              f"{'would be' if args.dry_run else 'were'} created", file=sys.stderr)
+    if args.force:
+        _warn_live_members(zk, "offsets reset", [group])
     if args.json:
         _print_json([r.to_json() for r in rows])
         return 0
@@ -703,48 +749,96 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
         return EXIT_SIGTERM  # after the same clean-up as Ctrl-C
 
 
+def _parsed(key: str, value: str) -> object:
+    """``value`` of ``key`` as ConsumerConfig takes it (stripped, typed, normalised), or
+    ``value`` itself when it is not valid (the config built later says what is wrong)."""
+    from . import ConsumerConfig
+    from ._errors import ConfigError
+
+    base: dict[str, object] = {"zookeeper.connect": "localhost:2181", "group.id": "g"}
+    try:
+        return ConsumerConfig({**base, key: value}).get(key)
+    except ConfigError:
+        return value
+
+
 def _flag_properties(args: argparse.Namespace, props: dict[str, str]) -> None:
     """Check the ``--consumer-property`` keys that a flag sets, as Kafka's console consumer
     does: each is taken when its flag is not given (group.id as --group: a group of the
     user's, never deleted) and refused when it says otherwise than the flag. --zookeeper is
-    always given: the tool's own client reads, checks and deletes the group there."""
+    always given: the tool's own client reads, checks and deletes the group there. Values
+    are compared as ConsumerConfig parses them (``largest `` is ``largest``)."""
 
     def conflict(key: str, flag: str, sets: str, fix: str = "leave one out") -> ZkConsumerError:
         return _command_error(f"--consumer-property {key}={props[key]} conflicts with {flag}, "
                               f"which sets {sets}; {fix}")
 
     zookeeper = props.get("zookeeper.connect")
-    if zookeeper is not None and zookeeper.strip() != args.zookeeper.strip():
+    if zookeeper is not None and (
+            _parsed("zookeeper.connect", zookeeper)
+            != _parsed("zookeeper.connect", args.zookeeper)):
         raise conflict("zookeeper.connect", f"--zookeeper {args.zookeeper}",
                        "it (the tool reads and deletes the group there too)", "leave it out")
     group = props.get("group.id")
     if group is not None:
+        parsed = _parsed("group.id", group)
         if args.group is None:
-            problem = _admin.name_problem(group, "group")
+            problem = _admin.name_problem(str(parsed), "group")
             if problem is not None:
                 raise _command_error(f"bad --consumer-property group.id: {problem}")
-            args.group = group
-        elif group != args.group:
+            args.group = str(parsed)
+        elif parsed != args.group:
             raise conflict("group.id", f"--group {args.group}", "it")
-    if args.from_beginning and props.get("auto.offset.reset") == "largest":
+    reset = props.get("auto.offset.reset")
+    if args.from_beginning and reset is not None and _parsed("auto.offset.reset",
+                                                             reset) == "largest":
         raise conflict("auto.offset.reset", "--from-beginning", "auto.offset.reset=smallest "
                        "(start at the earliest offset when the group has none committed)")
-    timeout = props.get("consumer.timeout.ms", "").strip()
-    if (args.timeout_ms is not None and re.fullmatch(r"-?[0-9]+", timeout)
-            and int(timeout) != args.timeout_ms):  # (not a number: ConsumerConfig says so)
-        raise conflict("consumer.timeout.ms", f"--timeout-ms {args.timeout_ms}", "it (exit "
-                       "when no message arrives for that long)")
+    timeout = props.get("consumer.timeout.ms")
+    if args.timeout_ms is not None and timeout is not None:
+        parsed = _parsed("consumer.timeout.ms", timeout)
+        if isinstance(parsed, int) and parsed != args.timeout_ms:  # (else: not a number,
+            # ConsumerConfig says so)
+            raise conflict("consumer.timeout.ms", f"--timeout-ms {args.timeout_ms}", "it "
+                           "(exit when no message arrives for that long)")
+
+
+#: The errno values of a metrics.port the connector cannot bind.
+_BIND_ERRNOS = (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL)
+
+
+def _start_connector(config: ConsumerConfig) -> ZookeeperConsumerConnector:
+    """The console consumer's connector, not yet registered in its group (that is done by
+    create_message_streams): everything that can fail at its start (metrics.port taken,
+    ZooKeeper login, the Kafka offset store) fails here, before any offset is deleted."""
+    from . import create_consumer_connector
+
+    try:
+        return create_consumer_connector(config)
+    except OSError as e:
+        if config.metrics_port is not None and e.errno in _BIND_ERRNOS:
+            raise _command_error(
+                f"cannot serve metrics on metrics.port={config.metrics_port}: "
+                f"{e.strerror or e}; choose a free port (0: any)") from e
+        raise
+
+
+def _failure_text(e: BaseException) -> str:
+    """``e`` for a one-line message (kazoo's and kafka-python's often have no text)."""
+    if isinstance(e, ZkConsumerError | OSError):
+        return str(e)
+    return f"{type(e).__name__} {e}".rstrip()
 
 
 @_handler
 def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                       consumer_props: dict[str, str], output: _Output,
                       topic_filter: TopicFilter | None) -> int:
-    from . import ConsumerConfig, create_consumer_connector
+    from . import ConsumerConfig
 
     if topic_filter is None and zk.exists(zp.topic_path(args.topic)) is None:
-        raise _command_error(f"topic {args.topic!r} not found in ZooKeeper "
-                             f"(no {zp.topic_path(args.topic)})")
+        raise _command_error(_admin.not_found_message("topic", args.topic,
+                                                      zp.topic_path(args.topic)))
 
     throwaway = args.group is None
     group = _throwaway_group(zk) if throwaway else args.group
@@ -766,6 +860,7 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         settings.setdefault("auto.commit.enable", "false")
     config = ConsumerConfig(settings)
 
+    delete = False
     if not throwaway:
         has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
             zk.get_children(zp.offsets_dir(group)))
@@ -773,20 +868,25 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
             raise _command_error(
                 f"found previous offset information for group {group}; pass "
                 "--delete-consumer-offsets to delete it, or leave out --from-beginning")
-        if args.delete_consumer_offsets and _admin.group_exists(zk, group):
-            _admin.delete_group(zk, group)  # refuses while members are registered
+        delete = args.delete_consumer_offsets and _admin.group_exists(zk, group)
 
     count = 0
     connector = None
+    deleted = False
+    failed = False
     try:
         with _sigterm_as_interrupt():
-            connector = create_consumer_connector(config)
-            if topic_filter is None:
-                stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
-            else:
-                stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
+            connector = _start_connector(config)
+            if delete:
+                _admin.delete_group(zk, group)  # refuses while members are registered
+                deleted = True
+                _warn_kafka_offsets_left(zk, group, config)
             try:
-                for message in stream:
+                if topic_filter is None:
+                    stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+                else:
+                    stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
+                for message in _messages(stream):
                     # Counted before it is written: a Ctrl-C (or SIGTERM) is taken when the
                     # write's system call returns, and the message printed must be counted.
                     count += 1
@@ -799,18 +899,50 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                         break
                     if args.max_messages is not None and count >= args.max_messages:
                         break
-            except ConsumerTimeoutException:
-                pass  # --timeout-ms passed with no message: a normal end
+            except Exception as e:
+                if not deleted:
+                    raise
+                # Not "nothing written": say what the flag already did.
+                raise _command_error(
+                    f"{_failure_text(e)} (group {group}'s offsets were already deleted by "
+                    "--delete-consumer-offsets)") from e
+    except Exception:
+        failed = True  # its one line says what happened
+        raise
     finally:
         if connector is not None:
             connector.shutdown()
         if throwaway:
             _delete_quietly(zk, group,
                             lambda: _admin.connect(args.zookeeper, args.connect_timeout),
-                            None if connector is None else connector.consumer_id)
-        print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
-              file=sys.stderr)
+                            None if connector is None else connector.consumer_id, config)
+        if not failed:
+            print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
+                  file=sys.stderr)
     return 0
+
+
+def _messages(stream: Any) -> Iterator[Any]:
+    """The stream's messages until --timeout-ms passes with none (a normal end)."""
+    try:
+        yield from stream
+    except ConsumerTimeoutException:
+        return
+
+
+def _warn_kafka_offsets_left(zk: KazooClient, group: str, config: ConsumerConfig) -> None:
+    """Warn when Kafka holds committed offsets of the group just deleted, or could not be
+    asked (the brokers of ``config``'s security settings, as registered in ZooKeeper): a
+    member committing there resumes from them."""
+    try:
+        kafka = _admin.kafka_security(config)
+    except ZkConsumerError as e:
+        left = _admin.KafkaOffsetsLeft(group, None, [], error=str(e))
+    else:
+        left = _admin.kafka_offsets_left(zk, group, kafka=kafka)
+    warning = left.warning()
+    if warning is not None:
+        print(f"zkconsumer console-consumer: warning: {warning}", file=sys.stderr)
 
 
 def _throwaway_group(zk: KazooClient) -> str:
@@ -823,10 +955,12 @@ def _throwaway_group(zk: KazooClient) -> str:
 
 
 def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooClient],
-                    member: str | None) -> None:
+                    member: str | None, config: ConsumerConfig | None = None) -> None:
     """Delete the throwaway ``group``. ``member``: this process's own consumer id, whose
     registration a shutdown without ZooKeeper left to its session's expiry (nobody else
-    registers in a throwaway group)."""
+    registers in a throwaway group). ``config``: its connector's; with offsets.storage=kafka
+    (the only way a throwaway group gets offsets in Kafka), Kafka is asked whether it holds
+    any, which are not deleted: said in a warning, nothing said otherwise."""
     fresh: KazooClient | None = None
 
     def delete(client: KazooClient) -> None:
@@ -838,6 +972,8 @@ def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooCl
             except NoNodeError:
                 pass
         _admin.delete_group(client, group)
+        if config is not None and config.offsets_storage == "kafka":
+            _warn_kafka_offsets_left(client, group, config)
 
     try:
         try:
@@ -927,8 +1063,11 @@ def register(sub: Any) -> None:
     p = gsub.add_parser(
         "delete", help="delete a group (or one topic of it) with no registered member",
         description="Delete /consumers/G, or only topic T's offsets and owners (the whole "
-        "group when T is its only topic). Refused while members are registered.")
-    _add_common(p, json_flag=False)
+        "group when T is its only topic). Refused while members are registered. The group's "
+        "committed offsets in Kafka (offsets.storage=kafka, dual commit) are not deleted: a "
+        "warning says when it has any (a member committing there resumes from them), or "
+        "when Kafka could not be asked.")
+    _add_common(p, bootstrap=True, json_flag=False)
     p.add_argument("--group", required=True, metavar="G")
     p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
     p.set_defaults(func=_cmd_groups_delete, command="groups delete")

@@ -50,6 +50,7 @@ __all__ = [
     "ZkAcl",
     "ZkSaslLogin",
     "config_table_markdown",
+    "legal_id_problem",
     "read_properties",
 ]
 
@@ -146,7 +147,9 @@ def _check_zk_connect(value: str) -> str | None:
     return None
 
 
-def _check_legal_id(value: str) -> str | None:
+def legal_id_problem(value: str) -> str | None:
+    """Why ``value`` is not a legal group.id / client.id, or None: the legacy ConsumerConfig's
+    rule, which is also Kafka's for topic names (the tools check names with it too)."""
     if not _LEGAL_ID.fullmatch(value):
         bad = sorted({c for c in value if not _LEGAL_ID.fullmatch(c)})
         shown = ", ".join(repr(c) for c in bad)
@@ -360,7 +363,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="How far a ZooKeeper follower may be behind the leader.",
     ),
     ConfigKey(
-        "group.id", "str", required=True, check=_check_legal_id, check_doc="`[a-zA-Z0-9._-]+`",
+        "group.id", "str", required=True, check=legal_id_problem, check_doc="`[a-zA-Z0-9._-]+`",
         doc="The consumer group; members share partitions and offsets under `/consumers/<group>`.",
     ),
     ConfigKey(
@@ -368,7 +371,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="Fixed consumer id suffix (`<group>_<consumer.id>`); generated when unset.",
     ),
     ConfigKey(
-        "client.id", "str", derived_from="group.id", check=_check_legal_id,
+        "client.id", "str", derived_from="group.id", check=legal_id_problem,
         check_doc="`[a-zA-Z0-9._-]+`", kafka_kwarg="client_id",
         doc="Client id sent to the brokers with each request.",
     ),
