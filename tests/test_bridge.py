@@ -312,3 +312,191 @@ def test_a_refused_deregistration_still_closes_the_session(
     assert not failed, failed
     # The session was closed all the same: its ephemeral went at once, not after a timeout.
     wait_until(lambda: zk.exists(root + zp.broker_path(1)) is None, 3, "the session closed")
+
+
+def test_topics_with_names_kafka_forbids_are_skipped_with_one_warning(
+    stack: StackInfo, zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tansu accepts `..` and `a/b`: the bridge failed every round on them (no later topic,
+    no broker registration again), and made `a/b`'s marker as `a`'s, deleting a hand-written
+    /brokers/topics/a as its own."""
+    root = f"/bridge-{names.suffix}"
+    theirs = zp.TopicAssignment({0: [1]}).encode()
+    zk.create(root + zp.topic_path("a"), theirs, makepath=True)
+    bad = {"..": _parts(1), "a/b": _parts(1), "x" * 250: _parts(1)}
+    with _bridge_on(stack, zk, root) as bridge, \
+            caplog.at_level(logging.INFO, logger="zkconsumer.bridge"):
+        bridge._admin = _Admin([1])
+        for good in ("ok", "later"):
+            bridge._admin.topics = [_topic(t, 1) for t in (*bad, "ok", good)]
+            bridge.run_round()
+            assert zk.exists(root + zp.topic_path(good)), good
+        bridge._admin = _Admin([1], {"ok": 1})
+        for _ in range(3):  # `a` missing from the answers: it was never the bridge's
+            bridge.run_round()
+        assert bridge.rounds == 5
+        assert zk.exists(root + zp.broker_path(1))
+        assert zk.get(root + zp.topic_path("a"))[0] == theirs
+        assert zk.get_children(root + MANAGED_DIR) == ["ok"]
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 3, warnings  # one per name, not one per round
+        assert all("not a legal Kafka topic name" in w for w in warnings), warnings
+
+
+def test_a_topic_that_fails_does_not_stop_the_others_nor_the_brokers(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(ClusterView({}, {"a": _parts(1)}))
+        zk.set_acls(root + zp.topic_path("a"), READ_ONLY)  # no write: its round fails
+        with pytest.raises(Exception, match=r"refused access to /brokers/topics/a"):
+            bridge.apply(ClusterView(BROKER, {"a": _parts(2), "b": _parts(1)}))
+        assert zk.exists(root + zp.topic_path("b"))  # sorted after the failing one
+        assert zk.exists(root + zp.partition_state_path("b", 0))
+        assert zk.exists(root + zp.broker_path(1))
+
+
+def test_a_missing_chroot_is_created_as_a_broker_did(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """`--zookeeper host:port/kafka/x` on a fresh ZooKeeper: every request failed (NoNode) and
+    the bridge did nothing for ever."""
+    chroot = f"/bridge-{names.suffix}/kafka"
+    bridge = Bridge(f"{stack.zookeeper}{chroot}", stack.bootstrap, interval_s=0.05, environ={})
+    bridge._admin = _Admin([1], {"t": 1})
+    with running_bridge(bridge) as failed:
+        wait_until(lambda: zk.exists(chroot + zp.broker_path(1)), 15, "broker registered")
+        assert zk.exists(chroot + zp.partition_state_path("t", 0))
+    assert not failed, failed
+
+
+def test_a_managed_topic_edited_by_hand_is_written_again(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """The README says an assignment written by hand to a managed topic does not last: the
+    bridge compared with what it remembered writing, not with ZooKeeper. What ZooKeeper
+    holds is watched: an unchanged tree is not read again every round."""
+    root = f"/bridge-{names.suffix}"
+    topic, state = root + zp.topic_path("t"), root + zp.partition_state_path("t", 1)
+    other = root + zp.partition_state_path("t", 2)
+    view = ClusterView(BROKER, {"t": _parts(3)})
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(view)
+        bridge.apply(view)  # reads what it wrote, with watches
+        written, written_state = zk.get(topic)[0], zk.get(state)[0]
+        reads: list[str] = []
+        real_get = bridge._zk.get_async
+
+        def counted(path: str, *args: Any, **kwargs: Any) -> Any:
+            reads.append(path)
+            return real_get(path, *args, **kwargs)
+
+        bridge._zk.get_async = counted
+        bridge.apply(view)
+        assert reads == []  # nothing changed: nothing read
+        zk.set(topic, zp.TopicAssignment({p: [1] for p in range(5)}).encode())
+        zk.delete(state)
+        zk.set(other, zp.PartitionState(7, 9, 1, [7]).encode())
+
+        def repaired() -> bool:
+            bridge.apply(view)
+            return zk.get(topic)[0] == written and zk.exists(state) is not None \
+                and zp.PartitionState.decode(zk.get(other)[0]).leader == 1
+
+        wait_until(repaired, 10, "the hand-made changes undone")
+        assert zk.get(state)[0] == written_state
+        unchanged = zk.exists(topic).mzxid
+        bridge.apply(view)
+        assert zk.exists(topic).mzxid == unchanged  # what matches is not written again
+
+
+def test_a_topic_created_again_with_fewer_partitions_loses_their_states(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    root = f"/bridge-{names.suffix}"
+    partitions = root + zp.partitions_dir("t")
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(ClusterView(BROKER, {"t": _parts(4)}))
+        assert sorted(zk.get_children(partitions)) == ["0", "1", "2", "3"]
+        bridge.apply(ClusterView(BROKER, {}))  # deleted: missing from one answer
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))  # and created again
+        assert zp.TopicAssignment.decode(zk.get(root + zp.topic_path("t"))[0]).partitions \
+            == {0: [1], 1: [1]}
+        assert sorted(zk.get_children(partitions)) == ["0", "1"]
+
+
+def test_stop_ends_a_bridge_still_connecting_to_zookeeper(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """SIGINT/SIGTERM were ignored until --connect-timeout ran out (zk.start blocked)."""
+    import threading
+
+    from zkconsumer._stack import free_port
+
+    bridge = Bridge(f"127.0.0.1:{free_port()}", "127.0.0.1:1", connect_timeout_s=60.0,
+                    environ={})
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            bridge.run()
+        except BaseException as e:  # noqa: BLE001 - checked below
+            failed.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    with caplog.at_level(logging.DEBUG, logger="kazoo"):
+        thread.start()
+        wait_until(lambda: any("Connection dropped" in r.getMessage() for r in caplog.records),
+                   15, "a connection attempt refused")
+        bridge.stop()
+        thread.join(5)
+    assert not thread.is_alive(), "stop() did not end the connect"
+    assert not failed, failed
+
+
+def test_zookeeper_away_is_not_a_kazoo_warning_every_second(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """kazoo logs each refused connection attempt as a WARNING; the bridge's own client
+    demotes them (the bridge says once that ZooKeeper is away), other clients keep them."""
+    from zkconsumer._errors import ZkConsumerError
+    from zkconsumer._stack import free_port
+
+    bridge = Bridge(f"127.0.0.1:{free_port()}", "127.0.0.1:1", connect_timeout_s=2.5,
+                    environ={})
+    with caplog.at_level(logging.DEBUG, logger="kazoo"):
+        with pytest.raises(ZkConsumerError, match="cannot connect to ZooKeeper"):
+            bridge.run()
+        dropped = [r for r in caplog.records if r.getMessage().startswith("Connection dropped")]
+        assert len(dropped) >= 2
+        assert {r.levelno for r in dropped} == {logging.DEBUG}
+        other = KazooClient(hosts=f"127.0.0.1:{free_port()}")
+        other.logger.warning("Connection dropped: %s", "x")  # another client's: as it was
+        assert caplog.records[-1].levelno == logging.WARNING
+
+
+def test_the_bridge_makes_the_paths_a_zookeeper_mode_broker_made(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """kafka-consumer-groups.sh --zookeeper --list failed on a missing /consumers before any
+    legacy consumer ran. /consumers stays open whatever the ACL, as Kafka kept it."""
+    from kazoo.security import ACL, Id
+
+    root = f"/bridge-{names.suffix}"
+    kafka = ["/consumers", "/brokers/ids", "/brokers/topics", "/brokers/seqid",
+             "/config/changes", "/config/topics", "/config/clients", "/config/users",
+             "/config/brokers", "/config/ips", "/admin/delete_topics",
+             "/isr_change_notification", "/latest_producer_id_block",
+             "/log_dir_event_notification"]
+    bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, interval_s=0.05,
+                    environ={"ZKCONSUMER_ZOOKEEPER_ACL": "ip:127.0.0.1:cdrwa,world:anyone:r"})
+    bridge._admin = _Admin([1])
+    with running_bridge(bridge) as failed:
+        wait_until(lambda: zk.exists(root + zp.broker_path(1)), 15, "broker registered")
+    assert not failed, failed
+    for path in kafka:
+        assert zk.exists(root + path), path
+    assert zk.get_acls(root + "/consumers")[0] == OPEN_ACL_UNSAFE
+    assert sorted(zk.get_acls(root + "/brokers/ids")[0], key=str) == sorted(
+        [ACL(31, Id("ip", "127.0.0.1")), ACL(1, Id("world", "anyone"))], key=str)

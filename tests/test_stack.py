@@ -552,3 +552,67 @@ def test_down_forgets_the_ports_so_the_next_up_picks_free_ones(tmp_path: Path) -
     LocalStack(tmp_path / "stack").down()  # nothing running
     state = json.loads((tmp_path / "stack" / "stack.json").read_text())
     assert (state["zk_port"], state["broker_port"]) == (0, 0)
+
+
+def test_the_bridge_answers_only_with_a_registration_naming_this_stacks_broker(
+    stack: StackInfo, tmp_path: Path
+) -> None:
+    """A registration restored from ZooKeeper's data with the session of a bridge killed in
+    an earlier run (its broker on another port) made `up` report a stack that was not."""
+    from zkconsumer._stack import free_port
+
+    if stack.local is None:
+        pytest.skip("the bridge is part of the local stack only")
+    probe = LocalStack(tmp_path / "probe")
+    probe.zk_port = stack.local.zk_port
+    probe.broker_port = stack.local.broker_port
+    assert probe._bridge_registered()
+    probe.broker_port = free_port()  # another run's broker: what is registered is not it
+    assert not probe._bridge_registered()
+
+
+def test_up_starts_zookeeper_as_empty_as_the_broker(tmp_path: Path) -> None:
+    """The broker keeps nothing across down/up: ZooKeeper kept a group's offsets, and a topic
+    created again resumed from them, skipping messages."""
+    from tests.support import started_zk
+
+    directory = tmp_path / "stack"
+    offset = zp.offset_path("g", "t", 0)
+    try:
+        first = LocalStack(directory)
+        first.up()
+        with started_zk(first.zookeeper) as client:
+            client.create(offset, zp.encode_offset(42), makepath=True)
+        first.down()
+        again = LocalStack(directory)
+        again.up()
+        with started_zk(again.zookeeper) as client:
+            assert client.exists(offset) is None
+            assert client.exists(zp.BROKER_IDS)  # the bridge made its paths again
+    finally:
+        LocalStack(directory).down()
+
+
+def test_up_and_down_on_a_directory_in_use_fail_at_once(tmp_path: Path) -> None:
+    """Two `stack up` on one directory both failed and left a stale stack.json."""
+    import fcntl
+
+    from zkconsumer._errors import StackError
+
+    directory = tmp_path / "stack"
+    directory.mkdir()
+    with open(directory / "stack.lock", "w") as held:  # what a running `up` holds
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        try:
+            started = time.monotonic()
+            for action in (LocalStack(directory).up, LocalStack(directory).down):
+                with pytest.raises(StackError, match=r"another `stack up` or `stack down` "
+                                   r"\(pid 4242\) is using"):
+                    action()
+            assert time.monotonic() - started < 5
+            assert not (directory / "stack.json").exists()
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+            LocalStack(directory).down()  # whatever a failure left running

@@ -15,12 +15,26 @@ changes the partition count the ZooKeeper-era way) is left alone: the bridge onl
 and deletes topics it marked as its own, and creates a topic's znode (never overwrites it)
 until it has marked it, so an admin tool's write racing its first one wins. A managed topic
 errored in one metadata answer is kept as it was; one missing from the answers is deleted
-after :data:`GONE_AFTER_ANSWERS` answers in a row. A managed topic's znode deleted by hand is
-written again.
+after :data:`GONE_AFTER_ANSWERS` answers in a row. Each round compares the cluster with what
+ZooKeeper holds of the managed topics, not with what the bridge remembers writing, and writes
+whatever differs: a topic znode or partition state deleted or edited by hand does not last,
+and the partitions a topic no longer has lose their state znodes. What ZooKeeper holds is
+read with watches set (all reads of a round sent before any answer is awaited) and kept
+until a watch reports a change, or the connection drops (kazoo then fires every watch): an
+unchanged tree costs no read. A name
+that cannot be a Kafka topic (Tansu accepts ``..`` and ``a/b``) is skipped with one warning;
+a topic whose writes fail does not keep the other topics, nor the broker registrations, from
+being written in the same round.
+
+At start, as a ZooKeeper-mode broker: a missing chroot (``host:port/kafka``) is created, and
+so are the persistent top-level paths such a broker made (:data:`TOP_LEVEL_PATHS`).
 
 Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event) is the only
-state shared with other threads; ``_resync`` is set from kazoo's state listener and only
-makes the next round rewrite everything (ephemerals vanish with an expired session). Which
+state shared with other threads (the connect at start waits on it too, so SIGTERM ends a
+bridge still waiting for ZooKeeper), besides two flags kazoo's threads set: ``_resync``, set
+from the state listener, makes the next round make the top-level paths again and read every
+topic again (ephemerals vanish with an expired session); and the topics a watch reported
+changed (``_changed``, under ``_watch_lock``), read again next round. Which
 broker registrations are the bridge's is then read back from ZooKeeper (the ephemerals of its
 session), not forgotten: a session that survived keeps them, and only those are deleted when
 a broker or the whole cluster goes away.
@@ -45,6 +59,7 @@ with another writer fails its round with one log line, not repeated while it las
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -62,7 +77,8 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, WatchedEvent
+from kazoo.security import OPEN_ACL_UNSAFE
 
 from . import _zkpaths as zp
 from ._admin import AUTH_ENV, security_config
@@ -71,6 +87,57 @@ from ._errors import ZkConsumerError
 log = logging.getLogger("zkconsumer.bridge")
 
 MANAGED_DIR = "/zkconsumer/bridge/topics"
+
+#: Kafka's ConfigType.all: the entity types of /config/<type>.
+_CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
+
+#: The persistent paths a ZooKeeper-mode broker makes at start (Kafka's
+#: ZkData.PersistentZkPaths, made by KafkaZkClient.createTopLevelPaths): tools read them
+#: before anything is written there (``kafka-consumer-groups.sh --zookeeper --list`` lists
+#: /consumers). _zkpaths names only the consumer and broker ones, so the others are spelled
+#: here. The bridge's own come first: a refusal names one of them.
+TOP_LEVEL_PATHS = (
+    zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR, zp.CONSUMERS, "/brokers/seqid",
+    "/config/changes", "/admin/delete_topics", "/isr_change_notification",
+    "/latest_producer_id_block", "/log_dir_event_notification",
+    *(f"/config/{t}" for t in _CONFIG_TYPES),
+)
+
+# Kafka's rule for a topic name (Topic.validate): anything else a cluster reports cannot be a
+# ZooKeeper-mode topic, and may not even be a znode name ("..", "a/b").
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}", re.ASCII)
+
+
+def legal_topic(name: str) -> bool:
+    """Whether ``name`` is a legal Kafka topic name."""
+    return _LEGAL_TOPIC.fullmatch(name) is not None and name not in (".", "..")
+
+
+class _OutageFilter(logging.Filter):
+    """kazoo logs every failed connection attempt at WARNING (``Connection dropped``,
+    ``Connection time-out``, ``Cannot resolve``), about once a second while ZooKeeper is away,
+    where the bridge says so once; and, as the connection retries never give up, "Failed
+    connecting ... within the connection retry policy" only when the bridge stops while
+    connecting. Those records of the bridge's own clients are demoted to DEBUG (dropped
+    unless its logger is enabled for DEBUG); every other passes as it is."""
+
+    _MESSAGES = frozenset({
+        "Connection dropped: %s", "Connection time-out: %s", "Transition to CONNECTING",
+        "Cannot resolve %s: %s",
+        "Failed connecting to Zookeeper within the connection retry policy.",
+    })
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING or record.msg not in self._MESSAGES:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+#: The logger of the bridge's kazoo clients: under "kazoo", so the levels set for kazoo
+#: apply, but filtered apart from every other client's (the connector's keep their warnings).
+KAZOO_LOG = logging.getLogger("kazoo.client.bridge")
+KAZOO_LOG.addFilter(_OutageFilter())
 
 # What a ZooKeeper request raises when the connection is gone (see the module docstring).
 _ZK_GONE = (KazooTimeoutError, ConnectionLoss, SessionExpiredError)
@@ -82,6 +149,10 @@ GONE_AFTER_ANSWERS = 2
 # As the connector and the tools: reconnect at least every second. kazoo's default backoff
 # grows to an hour, so after a long outage the bridge came back minutes late.
 _CONNECTION_RETRY: dict[str, Any] = {"max_tries": -1, "delay": 0.1, "max_delay": 1.0}
+
+
+class _StoppedError(ZkConsumerError):
+    """:meth:`Bridge.stop` was called while the bridge was connecting; never escapes run()."""
 
 
 class ZooKeeperRefusedError(ZkConsumerError):
@@ -106,6 +177,24 @@ class ClusterView:
     )
     # Topics the answer named with a topic-level error: unknown this round, not gone.
     errored: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class _TopicRead:
+    """Reads in flight of a managed topic's znodes, with watches (see :meth:`Bridge.apply`)."""
+
+    data: IAsyncResult  # /brokers/topics/<topic>
+    children: IAsyncResult  # its partitions directory
+    states: dict[int, IAsyncResult]  # partition -> its state znode
+
+
+@dataclass(frozen=True)
+class _Held:
+    """What ZooKeeper holds of a managed topic, as read with watches set."""
+
+    data: bytes  # /brokers/topics/<topic>
+    states: dict[int, bytes]  # partition -> its state znode, for those that exist
+    partitions: list[str]  # the children of its partitions directory
 
 
 def read_cluster(admin: Any) -> ClusterView:
@@ -172,10 +261,14 @@ class Bridge:
         self._resync = threading.Event()
         self._zk: KazooClient | None = None
         self._admin: Any = None
-        # What this bridge last wrote; compared each round so unchanged state costs nothing.
+        # The registrations this bridge last wrote (topics are read back from ZooKeeper).
         self._written_brokers: dict[int, bytes] = {}
-        self._written_topics: dict[str, bytes] = {}
-        self._written_states: dict[tuple[str, int], bytes] = {}
+        self._warned_names: set[str] = set()  # illegal topic names, warned once each
+        # managed topic -> what ZooKeeper holds of it, kept until a watch reports a change
+        self._held: dict[str, _Held] = {}
+        self._watch_lock = threading.Lock()
+        self._changed: set[str] = set()  # topics a watch reported changed, under the lock
+        self._all_changed = False  # the connection dropped: every watch fired
         self._unreachable_since: float | None = None
         self._paths_made = False  # the top-level paths exist (made again after a resync)
         # managed topic -> successful answers in a row it was missing from
@@ -189,7 +282,10 @@ class Bridge:
 
     def run(self) -> None:
         """Connect, then reconcile every interval until :meth:`stop`."""
-        zk = self._connect()
+        try:
+            zk = self._connect()
+        except _StoppedError:
+            return
         self._zk = zk
         try:
             try:
@@ -275,29 +371,52 @@ class Bridge:
                         "session expires", left)
 
     def _connect(self) -> KazooClient:
-        """A started client, logged in and with the default ACL from the environment;
-        ZkConsumerError (one line, no traceback in the CLI) if that cannot be."""
+        """A started client, logged in and with the default ACL from the environment, its
+        chroot created if missing; ZkConsumerError (one line, no traceback in the CLI) if that
+        cannot be, _StoppedError when :meth:`stop` is called meanwhile."""
         config = security_config(self._zk_connect, self._connect_timeout, self._environ)
         security: dict[str, Any] = {}
         if config is not None:
             from ._connector import kazoo_security_kwargs  # late: only a secured bridge needs it
 
             security = kazoo_security_kwargs(config)
+        zk = self._start_client(self._zk_connect, config, security, self._on_state)
         try:
-            zk = KazooClient(hosts=self._zk_connect, timeout=10.0,
+            if zk.chroot and self._wait(zk.exists_async("/"), zk.chroot) is None:
+                self._make_chroot(zk.chroot, config, security)
+        except BaseException as e:
+            zk.stop()
+            zk.close()
+            if isinstance(e, (*_ZK_GONE, KazooException)):
+                raise ZkConsumerError(f"cannot check the chroot {zk.chroot} on ZooKeeper at "
+                                      f"{self._zk_connect} ({type(e).__name__}: {e})") from None
+            raise
+        return zk
+
+    def _start_client(self, hosts: str, config: Any, security: dict[str, Any],
+                      listener: Any = None) -> KazooClient:
+        """A client of ``hosts`` started within ``--connect-timeout``. Not ``zk.start()``: it
+        waits without looking at the stop flag, and SIGTERM must end a bridge waiting for
+        ZooKeeper at start too."""
+        try:
+            zk = KazooClient(hosts=hosts, timeout=10.0, logger=KAZOO_LOG,
                              connection_retry=dict(_CONNECTION_RETRY), **security)
         except ValueError as e:
             raise ZkConsumerError(f"bad ZooKeeper address {self._zk_connect!r}: {e}") from None
-        zk.add_listener(self._on_state)
-        try:
-            zk.start(timeout=self._connect_timeout)
-        except KazooTimeoutError:
-            zk.stop()
-            zk.close()
-            raise ZkConsumerError(
-                f"cannot connect to ZooKeeper at {self._zk_connect} within "
-                f"{self._connect_timeout:g} s"
-            ) from None
+        if listener is not None:
+            zk.add_listener(listener)
+        connected = zk.start_async()
+        deadline = time.monotonic() + self._connect_timeout
+        while not connected.wait(max(0.0, min(0.1, deadline - time.monotonic()))):
+            if self._stop.is_set() or time.monotonic() >= deadline:
+                zk.stop()
+                zk.close()
+                if self._stop.is_set():
+                    raise _StoppedError("stopped while connecting to ZooKeeper")
+                raise ZkConsumerError(
+                    f"cannot connect to ZooKeeper at {self._zk_connect} within "
+                    f"{self._connect_timeout:g} s"
+                )
         if config is not None:
             from ._connector import check_kazoo_login
 
@@ -308,8 +427,23 @@ class Bridge:
                 raise
         return zk
 
+    def _make_chroot(self, chroot: str, config: Any, security: dict[str, Any]) -> None:
+        """Create the missing chroot through a client without it, as a ZooKeeper-mode broker
+        did at start (KafkaServer.initZk): until then every request in it fails (NoNode)."""
+        hosts = self._zk_connect.partition("/")[0]
+        root = self._start_client(hosts, config, security)
+        try:
+            self._wait(root.ensure_path_async(chroot), chroot)
+        except (*_ZK_GONE, KazooException) as e:
+            raise ZkConsumerError(f"cannot create the chroot {chroot} on ZooKeeper at {hosts} "
+                                  f"({type(e).__name__}: {e})") from None
+        finally:
+            root.stop()
+            root.close()
+        log.info("bridge: created the chroot %s on ZooKeeper %s", chroot, hosts)
+
     def _on_state(self, state: str) -> None:
-        # Never block in a kazoo callback: only flag a full rewrite for the next round.
+        # Never block in a kazoo callback: only flag the next round to make the paths again.
         if state == KazooState.LOST:
             self._resync.set()
 
@@ -325,9 +459,8 @@ class Bridge:
     def reconcile_once(self) -> None:
         if self._resync.is_set():
             self._resync.clear()
-            self._written_topics.clear()
-            self._written_states.clear()
             self._paths_made = False
+            self._held.clear()  # its watches may have gone with the session
         if not self._paths_made:
             self._make_paths()
         # Every round: which registrations are this session's is read back, not trusted
@@ -365,11 +498,18 @@ class Bridge:
         self.rounds += 1
 
     def _make_paths(self) -> None:
-        """The top-level paths, as a ZooKeeper-mode broker made them, even before any broker."""
+        """The top-level paths, as a ZooKeeper-mode broker made them, even before any broker:
+        all requests sent at once, the answers read in order (a refusal names the first path
+        refused)."""
         zk = self._zk
         assert zk is not None
-        for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
-            self._wait(zk.ensure_path_async(path), path)
+        # /consumers stays open whatever the ACL, as Kafka kept it (ZkData.defaultAcls):
+        # every legacy consumer writes under it.
+        pending = [(path, zk.ensure_path_async(
+            path, acl=OPEN_ACL_UNSAFE if path == zp.CONSUMERS else None))
+            for path in TOP_LEVEL_PATHS]
+        for path, result in pending:
+            self._wait(result, path)
         self._paths_made = True
 
     def _adopt_registrations(self) -> None:
@@ -397,38 +537,31 @@ class Bridge:
         self._written_brokers = owned
 
     def apply(self, view: ClusterView) -> None:
-        """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics)."""
+        """Make ZooKeeper match ``view`` (topics first, so brokers appear with their topics).
+        A topic whose writes fail does not stop the others nor the broker registrations: the
+        round raises its first failure at the end (a lost connection at once)."""
         zk = self._zk
         assert zk is not None
+        self._take_changes()
         managed = set(self._wait(zk.get_children_async(MANAGED_DIR), MANAGED_DIR))
         existing = set(self._wait(zk.get_children_async(zp.BROKER_TOPICS), zp.BROKER_TOPICS))
-        for topic, parts in sorted(view.topics.items()):
-            if topic in existing and topic not in managed:
-                continue  # someone else's topic znode: leave it alone
-            if topic not in existing:
-                # Never written, or deleted by hand: what was cached of it no longer holds.
-                self._forget_topic(topic)
-            assignment = zp.TopicAssignment({p: r for p, (r, _, _, _) in parts.items()})
-            data = assignment.encode()
-            if self._written_topics.get(topic) != data:
-                if topic not in managed:
-                    # The marker first: a round cut short in between leaves a managed topic
-                    # without its znode (written next round), never a topic znode the
-                    # bridge would then take for someone else's and leave for good.
-                    path = f"{MANAGED_DIR}/{topic}"
-                    self._wait(zk.ensure_path_async(path), path)
-                if not self._write_topic(topic, data, topic in existing):
-                    continue
-                self._written_topics[topic] = data
-                log.info("bridge: topic %s with %d partitions", topic, len(parts))
-            for p, (_, leader, epoch, isr) in parts.items():
-                state = zp.PartitionState(leader, epoch, 1, isr).encode()
-                if self._written_states.get((topic, p)) != state:
-                    if not self._write_state(topic, p, state):
-                        # Its topic znode was deleted meanwhile: written again next round.
-                        self._forget_topic(topic)
-                        break
-                    self._written_states[(topic, p)] = state
+        for topic in set(self._held) - (managed & existing):
+            del self._held[topic]  # deleted, or no longer the bridge's
+        # Someone else's topic znode (listed but not marked) is left alone.
+        mine = {topic: parts for topic, parts in view.topics.items()
+                if self._legal(topic) and (topic in managed or topic not in existing)}
+        # What ZooKeeper holds of those not read since their last change, every read sent
+        # before any answer is awaited.
+        reads = {topic: self._read_topic(topic, parts) for topic, parts in mine.items()
+                 if topic in existing and topic not in self._held}
+        failures: list[Exception] = []
+        for topic, parts in sorted(mine.items()):
+            try:
+                self._sync_topic(topic, parts, topic in managed, reads.get(topic))
+            except _ZK_GONE:
+                raise  # every other request would wait as long
+            except Exception as e:  # noqa: BLE001 - one topic must not stop the others
+                failures.append(e)
         # A topic errored in this answer is unknown, not gone; a missing one goes only after
         # GONE_AFTER_ANSWERS answers in a row.
         absent = managed - set(view.topics) - view.errored
@@ -437,9 +570,14 @@ class Bridge:
             if self._absent_answers[topic] < GONE_AFTER_ANSWERS:
                 continue
             log.info("bridge: topic %s is gone from the cluster", topic)
-            self._delete(zp.topic_path(topic), recursive=True)
-            self._delete(f"{MANAGED_DIR}/{topic}")
-            self._forget_topic(topic)
+            try:
+                self._delete(zp.topic_path(topic), recursive=True)
+                self._delete(self._marker(topic))
+            except _ZK_GONE:
+                raise
+            except Exception as e:  # noqa: BLE001 - as above
+                failures.append(e)
+                continue
             del self._absent_answers[topic]
 
         now_ms = int(time.time() * 1000)
@@ -484,6 +622,121 @@ class Bridge:
             log.info("bridge: broker %d left the cluster", bid)
             self._delete(zp.broker_path(bid))
             del self._written_brokers[bid]
+        if failures:
+            raise failures[0]
+
+    def _legal(self, topic: str) -> bool:
+        """Whether ``topic`` can be registered; warns once per name that cannot."""
+        if legal_topic(topic):
+            return True
+        if topic not in self._warned_names:
+            self._warned_names.add(topic)
+            log.warning("bridge: the cluster has a topic named %r, not a legal Kafka topic "
+                        "name ([a-zA-Z0-9._-], 1 to 249 characters, not '.' or '..'); it is "
+                        "not registered in ZooKeeper", topic)
+        return False
+
+    @staticmethod
+    def _marker(topic: str) -> str:
+        return f"{MANAGED_DIR}/{topic}"  # topic: a legal name, checked by _legal
+
+    @staticmethod
+    def _partition_dir(topic: str, partition: int) -> str:
+        return zp.partition_state_path(topic, partition).rsplit("/", 1)[0]
+
+    def _on_topic_watch(self, event: WatchedEvent) -> None:
+        # A kazoo callback: never block, only note which topic to read again next round. An
+        # event without a path (the connection dropped) fired every watch.
+        prefix = zp.BROKER_TOPICS + "/"
+        with self._watch_lock:
+            if event.path and event.path.startswith(prefix):
+                self._changed.add(event.path[len(prefix):].split("/", 1)[0])
+            else:
+                self._all_changed = True
+
+    def _take_changes(self) -> None:
+        """Forget what ZooKeeper held of the topics a watch reported changed since."""
+        with self._watch_lock:
+            changed, everything = self._changed, self._all_changed
+            self._changed, self._all_changed = set(), False
+        if everything:
+            self._held.clear()
+        for topic in changed:
+            self._held.pop(topic, None)
+
+    def _read_topic(
+        self, topic: str, parts: Mapping[int, tuple[list[int], int, int, list[int]]]
+    ) -> _TopicRead:
+        """Send the reads of a listed topic's znodes, each setting a watch (one per znode:
+        kazoo keeps a set of callbacks); answers awaited by :meth:`_sync_topic`."""
+        zk = self._zk
+        assert zk is not None
+        watch = self._on_topic_watch
+        return _TopicRead(
+            zk.get_async(zp.topic_path(topic), watch=watch),
+            zk.get_children_async(zp.partitions_dir(topic), watch=watch),
+            {p: zk.get_async(zp.partition_state_path(topic, p), watch=watch) for p in parts},
+        )
+
+    def _answer(self, result: IAsyncResult, path: str) -> Any:
+        """The answer of a read of ``path``; None when the znode does not exist."""
+        try:
+            return self._wait(result, path)
+        except NoNodeError:
+            return None
+
+    def _sync_topic(
+        self, topic: str, parts: Mapping[int, tuple[list[int], int, int, list[int]]],
+        marked: bool, read: _TopicRead | None,
+    ) -> None:
+        """Write what differs between ZooKeeper (``read``, or what was held of it since;
+        neither when the topic was not listed) and the cluster: the topic znode, the
+        partition states, and the partitions directories of partitions the topic no longer
+        has. Once anything is written, the topic is read again next round (which watches
+        what this round created)."""
+        zk = self._zk
+        assert zk is not None
+        data = zp.TopicAssignment({p: r for p, (r, _, _, _) in parts.items()}).encode()
+        if read is not None:
+            got = self._answer(read.data, zp.topic_path(topic))
+            if got is not None:  # else deleted since the listing: created below
+                states: dict[int, bytes] = {}
+                for p, result in read.states.items():
+                    state = self._answer(result, zp.partition_state_path(topic, p))
+                    if state is not None:
+                        states[p] = state[0]
+                children = self._answer(read.children, zp.partitions_dir(topic)) or []
+                self._held[topic] = _Held(got[0], states, children)
+        held = self._held.pop(topic, None)  # put back below when nothing differs
+        held_data = held.data if held is not None else None  # None: no topic znode
+        held_states = held.states if held is not None else {}
+        wanted = {p: zp.PartitionState(leader, epoch, 1, isr).encode()
+                  for p, (_, leader, epoch, isr) in parts.items()}
+        stale = [] if held is None else [
+            gone for gone in (zp.parse_id(c) for c in held.partitions)
+            if gone is not None and gone not in parts]
+        if held is not None and held_data == data and not stale and all(
+                held_states.get(p) == state for p, state in wanted.items()):
+            self._held[topic] = held
+            return
+        if held_data != data:
+            if not marked:
+                # The marker first: a round cut short in between leaves a managed topic
+                # without its znode (written next round), never a topic znode the bridge
+                # would then take for someone else's and leave for good.
+                path = self._marker(topic)
+                self._wait(zk.ensure_path_async(path), path)
+            if not self._write_topic(topic, data, held_data is not None):
+                return
+            log.info("bridge: topic %s with %d partitions", topic, len(parts))
+        for p, state in sorted(wanted.items()):
+            if held_states.get(p) != state and not self._write_state(topic, p, state):
+                return  # its topic znode was deleted meanwhile: written again next round
+        for gone in sorted(stale):
+            # Deleted and created again with fewer partitions within GONE_AFTER_ANSWERS: a
+            # reader must not find a leader for a partition that does not exist.
+            log.info("bridge: topic %s has no partition %d any more", topic, gone)
+            self._delete(self._partition_dir(topic, gone), recursive=True)
 
     # -- small ZooKeeper helpers -------------------------------------------------------------
     def _wait(self, result: IAsyncResult, path: str) -> Any:
@@ -496,11 +749,6 @@ class Bridge:
             return result.get(timeout=self._request_timeout)
         except NoAuthError:
             raise ZooKeeperRefusedError(self._zk_connect, path) from None
-
-    def _forget_topic(self, topic: str) -> None:
-        self._written_topics.pop(topic, None)
-        for stale in [k for k in self._written_states if k[0] == topic]:
-            del self._written_states[stale]
 
     def _write_topic(self, topic: str, data: bytes, listed: bool) -> bool:
         """Write a managed topic's znode; False when someone else created it first (an admin
@@ -522,9 +770,7 @@ class Bridge:
                     return True  # ours after all (a create left queued by a timeout)
             except NoNodeError:
                 pass  # deleted again: theirs all the same
-            marker = f"{MANAGED_DIR}/{topic}"
-            self._delete(marker)
-            self._forget_topic(topic)
+            self._delete(self._marker(topic))
             log.info("bridge: topic %s was written by someone else; leaving it alone", topic)
             return False
         return True
@@ -542,7 +788,7 @@ class Bridge:
         except NoNodeError:
             pass
         try:
-            for parent in (zp.partitions_dir(topic), path.rsplit("/", 1)[0]):
+            for parent in (zp.partitions_dir(topic), self._partition_dir(topic, partition)):
                 try:
                     self._wait(zk.create_async(parent), parent)
                 except NodeExistsError:

@@ -12,13 +12,21 @@ Processes run in their own sessions, so they outlive the command that started th
 pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
 command line still matches, never a stranger that reused a pid; it tries every component and
 then raises :class:`StackError` naming those that would not stop. A component is ready once
-its own process listens on its port (another listener there does not count). A failed ``up``
-stops only what it started itself. Components can be stopped and started one at a time on
+its own process listens on its port (another listener there does not count), and the
+bridge once ZooKeeper holds a registration naming this stack's broker. A failed ``up``
+stops only what it started itself. ``up`` and ``down`` hold an exclusive lock on
+``DIR/stack.lock`` (``flock``): another one on the same directory meanwhile fails at once
+with :class:`StackError`. The broker keeps nothing (memory storage), so ZooKeeper keeps
+nothing either: an ``up`` that starts both starts ZooKeeper on an empty data directory
+(offsets of a topic the broker no longer has would make its next incarnation skip
+messages). Components can be stopped and started one at a time on
 the same ports (the fault tests use this).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import shutil
@@ -34,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import _zkpaths as zp
 from ._errors import StackError
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
@@ -233,9 +242,41 @@ class LocalStack:
         tmp.replace(self.state_file)
 
     # -- whole stack ----------------------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold ``DIR/stack.lock`` exclusively, or StackError at once: two ``up`` on one
+        directory each started components the other then took for its own, and both failed
+        leaving a stale stack.json. Inside, the state is read again: the other process may
+        have changed it since this object was made."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = self.dir / "stack.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by the components
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise StackError(f"cannot lock {lock}: {e}") from None
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                raise StackError(f"another `stack up` or `stack down` (pid {holder}) is using "
+                                 f"{self.dir}; try again when it has finished") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            if self.state_file.exists():
+                self._load()
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def up(self, timeout: float = 60.0) -> dict[str, str]:
         """Start whatever is not running; return when everything answers."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            return self._up(timeout)
+
+    def _up(self, timeout: float) -> dict[str, str]:
+        if not self.running("zookeeper") and not self.running("broker"):
+            # The broker comes back empty: ZooKeeper must too (see the module docstring).
+            shutil.rmtree(self.dir / "zookeeper" / "data", ignore_errors=True)
         if not self.zk_port:
             self.zk_port = free_port()
         if not self.broker_port:
@@ -263,6 +304,12 @@ class LocalStack:
         """Stop what this stack started (bridge first, so it can deregister cleanly). Every
         component is tried; StackError afterwards names those that would not stop (they stay
         recorded in stack.json, for another try)."""
+        if not self.dir.is_dir():
+            return []  # nothing was ever started here
+        with self._locked():
+            return self._down(timeout)
+
+    def _down(self, timeout: float) -> list[str]:
         stopped = []
         failed: list[str] = []
         for name in reversed(COMPONENTS):
@@ -439,20 +486,36 @@ class LocalStack:
                      f"zkconsumer bridge --zookeeper {self.zookeeper} ")
 
     def _bridge_registered(self) -> bool:
-        """True when ZooKeeper lists at least one broker id (what the bridge writes)."""
+        """True when a broker registration in ZooKeeper names this stack's broker (what the
+        bridge writes). Any registration did not do: one restored with an old session from
+        ZooKeeper's data (a bridge killed, or one that could not deregister) names the broker
+        of an earlier run, and stays until that session expires."""
         out = zk_four_letter(self.zookeeper, "cons")
         if not out:
             return False
         import logging
 
         from kazoo.client import KazooClient
+        from kazoo.exceptions import NoNodeError
 
         quiet = logging.getLogger("zkconsumer.stack.probe")
         quiet.setLevel(logging.CRITICAL)
         zk = KazooClient(hosts=self.zookeeper, timeout=2.0, logger=quiet)
         try:
             zk.start(timeout=2.0)
-            return bool(zk.exists("/brokers/ids") and zk.get_children("/brokers/ids"))
+            ids = zk.get_children(zp.BROKER_IDS) if zk.exists(zp.BROKER_IDS) else []
+            for child in ids:
+                bid = zp.parse_id(child)
+                if bid is None:
+                    continue
+                try:
+                    data, _ = zk.get(zp.broker_path(bid))
+                    endpoint = zp.BrokerRegistration.decode(data).endpoint()
+                except (NoNodeError, ValueError):
+                    continue  # gone meanwhile, or not a registration the bridge writes
+                if endpoint == ("127.0.0.1", self.broker_port):
+                    return True
+            return False
         except Exception:  # noqa: BLE001 - not answering yet
             return False
         finally:
