@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import uuid
@@ -869,3 +870,282 @@ def test_the_hand_over_waits_for_a_batch_with_rows_and_commits_where_it_ended() 
     started.start()
     started.join(10)
     assert not started.is_alive()
+
+
+# -- lost data at the log end, option checks, executor clients ------------------------------------
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+@pytest.mark.parametrize("backend", ["kafka-python", "confluent"])
+def test_a_range_beyond_the_log_end_is_lost_data_not_a_stall(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture, backend: str, fail_on_data_loss: bool,
+) -> None:
+    """A planned range that runs past the log end (the topic recreated smaller, the log
+    truncated, after planning): the data-loss error at once, or (failOnDataLoss=false) the
+    rows that exist and a warning; never a wait for offsets that are not there."""
+    import time
+
+    import zkconsumer.spark as source
+
+    monkeypatch.setattr(source, "READ_STALL_S", 10.0)  # the no-progress guard, kept
+    monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
+    topic = topic_factory(names.topic, 1)
+    _produce(stack, topic, 1, 3)  # log end 3
+    props = (("zookeeper.connect", stack.zookeeper), ("group.id", names.group),
+             ("fetch.backend", backend))
+    for start, end, rows in [(0, 10, [0, 1, 2]), (5, 12, [])]:
+        rng = OffsetRange(topic, 0, start, end, (stack.bootstrap,), props, fail_on_data_loss)
+        began = time.monotonic()
+        caplog.clear()
+        lost = max(start, 3)
+        if fail_on_data_loss:
+            with pytest.raises(ZkConsumerError, match=rf"offsets \[{lost}, {end}\) of {topic}:0 "
+                                                      r"are beyond its log end 3.*set "
+                                                      r"failOnDataLoss=false"):
+                list(read_range(rng))
+        else:
+            with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+                got = [o for b in read_range(rng) for o in b.column("offset").to_pylist()]
+            assert got == rows
+            assert f"offsets [{lost}, {end}) of {topic}:0 are beyond its log end 3" in caplog.text
+        assert time.monotonic() - began < 8.0
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_out_of_range_beyond_the_log_end_is_not_reported_as_retention(
+    monkeypatch: pytest.MonkeyPatch, fail_on_data_loss: bool
+) -> None:
+    """A Kafka broker answers OFFSET_OUT_OF_RANGE for a fetch beyond the log end. That is no
+    data retention deleted (whose error says to set failOnDataLoss=false, even when it is):
+    with failOnDataLoss=false the range ends at the log end, with either client."""
+    from collections import namedtuple
+
+    from confluent_kafka import KafkaError
+    from kafka import TopicPartition as KTP
+    from kafka.errors import OffsetOutOfRangeError
+
+    import zkconsumer.spark as spark
+
+    record = namedtuple("record", "offset key value timestamp")
+
+    class Consumer:  # kafka-python's KafkaConsumer over a log of offsets 0-2, start 0
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            self.polls += 1
+            if self.polls > 1:
+                raise OffsetOutOfRangeError({KTP("t", 0): 3})
+            return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(3)]}
+
+        def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
+            return {tps[0]: 0}
+
+        def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
+            return {tps[0]: 3}
+
+        def position(self, tp: Any) -> int:
+            return 3
+
+        def assign(self, tps: Any) -> None: ...
+        def seek(self, tp: Any, offset: int) -> None: ...
+        def unsubscribe(self) -> None: ...
+        def close(self) -> None: ...
+
+    props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, fail_on_data_loss)
+    monkeypatch.setitem(spark._CLIENTS, ("kafka-python", rng.bootstrap, rng.props), Consumer())
+    beyond = r"offsets \[3, 10\) of t:0 are beyond its log end 3"
+    if fail_on_data_loss:
+        with pytest.raises(ZkConsumerError, match=beyond):
+            list(read_range(rng))
+    else:
+        assert [o for b in read_range(rng) for o in b.column("offset").to_pylist()] == [0, 1, 2]
+
+    class Message:  # confluent-kafka's error event
+        def error(self) -> KafkaError:
+            return KafkaError(KafkaError.OFFSET_OUT_OF_RANGE)
+
+    class Confluent:
+        def get_watermark_offsets(self, tp: Any) -> tuple[int, int]:
+            return 0, 3
+
+    if fail_on_data_loss:
+        with pytest.raises(ZkConsumerError, match=beyond):
+            spark._confluent_errors(Confluent(), rng, [Message()], 3)
+    else:
+        assert spark._confluent_errors(Confluent(), rng, [Message()], 3) == ([], 3, True)
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_batch_ending_beyond_the_log_end_fails_when_planned_or_ends_at_the_log_end(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture, fail_on_data_loss: bool,
+) -> None:
+    """endingOffsets past the log end: a clear error when the read is planned (not a task
+    stalled on offsets that are not there), or with failOnDataLoss=false a read up to the
+    log end, as Spark's Kafka source skips what is not there."""
+    import zkconsumer.spark as source
+    from zkconsumer.spark import ZkConsumerBatchReader
+
+    monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
+    topic = topic_factory(names.topic, 3)
+    _produce(stack, topic, 3, 5)  # log ends 5
+    reader = ZkConsumerBatchReader(parse_options({
+        "zookeeper.connect": stack.zookeeper, "topics": topic,
+        "startingOffsets": json.dumps({topic: {"2": 7}}),
+        "endingOffsets": json.dumps({topic: {"0": 8, "1": 3, "2": 9}}),
+        "failOnDataLoss": str(fail_on_data_loss).lower()}))
+    if fail_on_data_loss:
+        with pytest.raises(ZkConsumerSourceError, match=rf"^zkconsumer source: endingOffsets: "
+                                                        rf"{topic}:0 ends at 8, beyond its log "
+                                                        r"end 5"):
+            reader.partitions()
+        return
+    with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+        ranges = reader.partitions()
+    # Partition 2 starts beyond the log end too: nothing of it is there to read.
+    assert [(r.partition, r.start, r.end) for r in ranges] == [(0, 0, 5), (1, 0, 3)]
+    assert f"endingOffsets: {topic}:0 ends at 8, beyond its log end 5" in caplog.text
+    assert f"endingOffsets: {topic}:2 ends at 9, beyond its log end 5" in caplog.text
+
+
+def test_options_of_the_other_kind_of_read_fail_and_keys_without_effect_warn_once(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import zkconsumer.spark as source
+    from zkconsumer.spark import SCHEMA, ZkConsumerDataSource
+
+    monkeypatch.setattr(source, "_WARNED", set(), raising=False)
+    topic = topic_factory(names.topic, 1)
+    base = {"zookeeper.connect": stack.zookeeper, "group.id": names.group, "topics": topic}
+
+    def batch(**options: str) -> Any:
+        return ZkConsumerDataSource({**base, **options}).reader(SCHEMA)
+
+    def stream(**options: str) -> Any:
+        return ZkConsumerDataSource({**base, **options}).streamReader(SCHEMA)
+
+    for make, options, message in [
+        (batch, {"streams": "3"}, "streams applies to streaming queries only "
+                                  "(spark.readStream), not to batch reads"),
+        (batch, {"maxOffsetsPerTrigger": "9", "streams": "1"},
+         "maxOffsetsPerTrigger and streams apply to streaming queries only"),
+        (stream, {"endingOffsets": "latest"}, "endingOffsets applies to batch reads only "
+                                              "(spark.read), not to streams"),
+    ]:
+        with pytest.raises(ZkConsumerSourceError, match=re.escape(message)):
+            make(**options)
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "has no effect" in r.getMessage()]
+
+    with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+        keys = {"partition.assignment.strategy": "roundrobin", "consumer.timeout.ms": "100",
+                "auto.commit.enable": "false"}
+        batch(**keys)
+        assert warnings() == [
+            "zkconsumer source: the consumer.timeout.ms option has no effect in batch reads "
+            "(the source iterates no message stream)",
+            "zkconsumer source: the partition.assignment.strategy option has no effect in "
+            "batch reads (a batch read joins no group)"]
+        caplog.clear()
+        batch(**keys)  # once per process
+        # A stream uses the assignment strategy; auto.commit.enable=true is overridden.
+        stream(**{**keys, "auto.commit.enable": "true"})
+        assert warnings() == [
+            "zkconsumer source: the auto.commit.enable option has no effect in streams (the "
+            "source commits the group's offsets once per micro-batch)",
+            "zkconsumer source: the consumer.timeout.ms option has no effect in streams (the "
+            "source iterates no message stream)"]
+
+
+def test_a_misspelt_source_option_suggests_its_name() -> None:
+    base = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "a"}
+    for key, message in [  # Spark passes option names lower-cased
+        ("startingoffset", "unknown configuration key 'startingoffset' (did you mean "
+                           "'startingOffsets'?)"),
+        ("maxoffsetpertrigger", "(did you mean 'maxOffsetsPerTrigger'?)"),
+        ("failondatalos", "(did you mean 'failOnDataLoss'?)"),
+        ("stream", "(did you mean 'streams'?)"),
+        # Legacy keys still get theirs.
+        ("fetch.mesage.max.bytes", "(did you mean 'fetch.message.max.bytes'?)"),
+    ]:
+        with pytest.raises(ZkConsumerSourceError, match="^zkconsumer source: ") as info:
+            parse_options({**base, key: "1"})
+        assert message in str(info.value), (key, str(info.value))
+    # Not reported as a missing subscription.
+    with pytest.raises(ZkConsumerSourceError, match=r"'topic' \(did you mean 'topics'\?\)"):
+        parse_options({"zookeeper.connect": "zk:2181", "topic": "a"})
+
+
+def test_executor_clients_are_bounded_and_one_in_use_is_never_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python worker that runs reads with many group.ids keeps a few idle clients, closing
+    the least recently used, never the one a running task reads with."""
+    from collections import OrderedDict, namedtuple
+
+    import kafka
+
+    import zkconsumer.spark as spark
+
+    record = namedtuple("record", "offset key value timestamp")
+    made: list[Any] = []
+
+    class Consumer:  # kafka-python's KafkaConsumer over an endless log
+        def __init__(self, **kwargs: Any) -> None:
+            self.closed = False
+            self.position_ = 0
+            made.append(self)
+
+        def assign(self, tps: list[Any]) -> None:
+            assert not self.closed
+            self.tp = tps[0]
+
+        def seek(self, tp: Any, offset: int) -> None:
+            self.position_ = offset
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            assert not self.closed
+            first, self.position_ = self.position_, self.position_ + max_records
+            return {self.tp: [record(o, b"k", b"v", 1000) for o in range(first, self.position_)]}
+
+        def position(self, tp: Any) -> int:
+            return self.position_
+
+        def highwater(self, tp: Any) -> int:
+            return 10**9
+
+        def unsubscribe(self) -> None: ...
+
+        def close(self, **kwargs: Any) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", Consumer)
+    monkeypatch.setattr(spark, "_CLIENTS", OrderedDict())
+    monkeypatch.setattr(spark, "ARROW_BATCH_ROWS", 1)  # a batch per row: a task can pause
+    bound = 3
+    monkeypatch.setattr(spark, "MAX_IDLE_CLIENTS", bound, raising=False)
+
+    def rng(group: str) -> OffsetRange:
+        props = (("fetch.backend", "kafka-python"), ("group.id", group),
+                 ("zookeeper.connect", "127.0.0.1:1"))
+        return OffsetRange("t", 0, 0, 3, ("127.0.0.1:1",), props, True)
+
+    def offsets(batches: Iterator[Any]) -> list[int]:
+        return [o for b in batches for o in b.column("offset").to_pylist()]
+
+    running = read_range(rng("running"))
+    assert offsets([next(running)]) == [0]  # a task reading, paused between batches
+    for i in range(10):
+        assert offsets(read_range(rng(f"g{i}"))) == [0, 1, 2]
+    assert offsets(read_range(rng("g9"))) == [0, 1, 2]  # reused: no new client
+    assert len(made) == 11
+    open_clients = [c for c in made if not c.closed]
+    assert made[0] in open_clients and len(open_clients) == bound + 1
+    assert offsets(running) == [1, 2]
+    assert not made[0].closed and len([c for c in made if not c.closed]) == bound

@@ -24,7 +24,10 @@ How it works (the README's Spark section has the user's view and the options tab
 - **Executors** read one Kafka partition's offset range per Spark task in assign mode, never
   through ZooKeeper, with confluent-kafka when it is installed (about 3.5 times kafka-python's
   rate in ``tools/bench spark``), else kafka-python (each executor decides, unless
-  ``fetch.backend`` is given), and hand Spark Arrow record batches.
+  ``fetch.backend`` is given), and hand Spark Arrow record batches. A range that runs past
+  the log end (the log truncated, or the topic recreated, after it was planned) is lost data
+  (``failOnDataLoss``): the task fails, or ends its range at the log end. Each Python worker
+  keeps a few idle clients for its next tasks (:data:`MAX_IDLE_CLIENTS`).
 - **Batch** reads (``spark.read``) take ``startingOffsets``/``endingOffsets``.
 
 Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while
@@ -70,6 +73,7 @@ from __future__ import annotations
 
 import atexit
 import bisect
+import difflib
 import importlib.util
 import json
 import logging
@@ -78,6 +82,7 @@ import re
 import signal
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
@@ -109,7 +114,7 @@ from pyspark.sql.types import (
 )
 
 from . import _zkpaths as zp
-from ._config import ConsumerConfig
+from ._config import CONFIG_KEYS, ConsumerConfig
 from ._connector import ConsumerRebalanceListener, check_kazoo_login, kazoo_security_kwargs
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._filters import Blacklist, TopicFilter, Whitelist
@@ -168,6 +173,34 @@ SOURCE_KEYS = {
     "failondataloss": "failOnDataLoss",
     "streams": "streams",
 }
+#: Source options of one kind of read only: given to the other kind, they fail it.
+STREAM_ONLY = ("maxOffsetsPerTrigger", "streams")
+BATCH_ONLY = ("endingOffsets",)
+#: Legacy consumer keys that a createStream's kafkaParams may carry but that change nothing
+#: in the source: key -> why. Given, they are accepted (and validated) with a warning, once
+#: per process and key.
+_NO_EFFECT = {
+    "auto.commit.enable": "the source commits the group's offsets once per micro-batch",
+    "auto.commit.interval.ms": "the source commits the group's offsets once per micro-batch",
+    "offsets.commit.max.retries": "a commit the source misses is made by the next batch",
+    "consumer.timeout.ms": "the source iterates no message stream",
+    "queued.max.message.chunks": "the source queues no chunks: each task reads its range",
+    "num.consumer.fetchers": "each Spark task reads one partition with its own client",
+    "refresh.leader.backoff.ms": "the executors' clients find the leaders themselves",
+    "dual.commit.enabled": "the source keeps the group's offsets in ZooKeeper only",
+    "offsets.channel.backoff.ms": "the source keeps the group's offsets in ZooKeeper only",
+    "offsets.channel.socket.timeout.ms": "the source keeps the group's offsets in ZooKeeper only",
+    "zookeeper.sync.time.ms": "zkconsumer does not use it",
+}
+#: ... and in batch reads, which join no group.
+_NO_EFFECT_IN_BATCH = {
+    key: "a batch read joins no group"
+    for key in ("consumer.id", "partition.assignment.strategy", "rebalance.max.retries",
+                "rebalance.backoff.ms", "metrics.port")
+}
+_LEGACY_KEYS = frozenset(k.name for k in CONFIG_KEYS)
+#: (kind of read, key) pairs already warned about in this process.
+_WARNED: set[tuple[str, str]] = set()
 
 #: Used to validate batch reads that give no group.id (they never touch the group's znodes).
 _BATCH_GROUP = "zkconsumer-spark-batch"
@@ -211,6 +244,9 @@ class SourceOptions:
     bootstrap: tuple[str, ...] | None
     fail_on_data_loss: bool
     streams: int
+    #: The options given: the source's by their names (``startingOffsets``), legacy keys as
+    #: they are (``auto.commit.enable`` only when not ``false``, the value the source uses).
+    given: frozenset[str] = frozenset()
 
     def config(self) -> ConsumerConfig:
         return ConsumerConfig(dict(self.props))
@@ -290,6 +326,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if "path" in opts:
         raise _fail("load(path) is not supported: name the topics with .option('topics', ...)")
     source = {k: opts.pop(k) for k in list(opts) if k in SOURCE_KEYS}
+    misspelt = _misspelt_source_options(opts)
+    if misspelt:  # first: a misspelt topics would be reported as no subscription
+        raise _fail("; ".join(misspelt))
 
     given = [SOURCE_KEYS[k] for k in ("topics", "whitelist", "blacklist") if k in source]
     if len(given) != 1:
@@ -351,24 +390,60 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     fail_on_data_loss = (_parse_bool("failOnDataLoss", source["failondataloss"])
                          if "failondataloss" in source else True)
     streams = _parse_int("streams", source["streams"], 1) if "streams" in source else 1
+    named = {SOURCE_KEYS[k] for k in source}
+    named.update(k for k in opts if not (k == "auto.commit.enable"
+                                         and opts[k].strip().lower() == "false"))
     return SourceOptions(
         props=tuple(sorted(props.items())), group_given=group_given, topics=topics,
         topic_filter=topic_filter, starting=starting, ending=ending,
         max_offsets_per_trigger=max_per_trigger, bootstrap=bootstrap,
-        fail_on_data_loss=fail_on_data_loss, streams=streams,
+        fail_on_data_loss=fail_on_data_loss, streams=streams, given=frozenset(named),
     )
 
 
+def _misspelt_source_options(opts: Iterable[str]) -> list[str]:
+    """A message for each unknown key closer to a source option than to a legacy key.
+
+    The other unknown keys are left to :class:`ConsumerConfig`, whose message suggests the
+    legacy key they resemble.
+    """
+    candidates = [*SOURCE_KEYS, *sorted(_LEGACY_KEYS)]
+    out = []
+    for key in opts:
+        if key in _LEGACY_KEYS or key in SOURCE_KEYS:
+            continue
+        match = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+        if match and match[0] in SOURCE_KEYS:
+            out.append(f"unknown configuration key {key!r} (did you mean "
+                       f"{SOURCE_KEYS[match[0]]!r}?)")
+    return out
+
+
+def _check_kind(opts: SourceOptions, kind: str, wrong: Sequence[str], other: str,
+                api: str) -> None:
+    """Fail on the options of the other kind of read; warn about keys without effect."""
+    misplaced = [name for name in wrong if name in opts.given]
+    if misplaced:
+        verb = "applies" if len(misplaced) == 1 else "apply"
+        raise _fail(f"{' and '.join(misplaced)} {verb} to {other} only ({api}), not to "
+                    f"{kind}")
+    no_effect = {**_NO_EFFECT, **(_NO_EFFECT_IN_BATCH if kind == "batch reads" else {})}
+    for key in sorted(opts.given):
+        why = no_effect.get(key)
+        if why is not None and (kind, key) not in _WARNED:
+            _WARNED.add((kind, key))
+            log.warning("zkconsumer source: the %s option has no effect in %s (%s)", key,
+                        kind, why)
+
+
 def _check_batch_options(opts: SourceOptions) -> None:
-    if opts.max_offsets_per_trigger is not None:
-        raise _fail("maxOffsetsPerTrigger applies to streaming queries only (spark.readStream)")
+    _check_kind(opts, "batch reads", STREAM_ONLY, "streaming queries", "spark.readStream")
 
 
 def _check_stream_options(opts: SourceOptions) -> None:
     if not opts.group_given:
         raise _fail("a streaming query joins a consumer group: the group.id option is required")
-    if opts.ending is not None:
-        raise _fail("endingOffsets applies to batch reads only (spark.read), not to streams")
+    _check_kind(opts, "streams", BATCH_ONLY, "batch reads", "spark.read")
 
 
 # -- ZooKeeper and brokers ---------------------------------------------------------------------
@@ -559,9 +634,15 @@ class OffsetRange(InputPartition):
 
 
 _CLIENTS_LOCK = threading.Lock()
-#: Executor-side clients, one per (backend, bootstrap, props), reused across the tasks a Python
-#: worker runs (Spark reuses workers); guarded by ``_CLIENTS_LOCK``.
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
+#: Executor-side clients not in use, by (backend, bootstrap, props), the least recently used
+#: first: kept for the next tasks the Python worker runs (Spark reuses workers). A task takes
+#: its client out while it reads, so a client in use is never closed by the bound below.
+#: Guarded by ``_CLIENTS_LOCK``.
+_CLIENTS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+#: At most this many idle clients per Python worker; the least recently used one beyond is
+#: closed. Each holds sockets (and librdkafka's threads): a long-lived worker running reads
+#: with many group.ids or brokers would otherwise pile them up.
+MAX_IDLE_CLIENTS = 4
 
 
 def _arrow_schema() -> pa.Schema:
@@ -602,10 +683,68 @@ def _corrupt(rng: OffsetRange, at: int, detail: object) -> ZkConsumerError:
 
 def _data_loss(rng: OffsetRange, at: int, earliest: int | None) -> ZkConsumerError:
     where = f"earliest available is {earliest}" if earliest is not None else "out of range"
+    hint = "; set failOnDataLoss=false to skip lost data" if rng.fail_on_data_loss else ""
     return ZkConsumerError(
         f"zkconsumer source: offsets [{at}, {rng.end}) of {rng.topic}:{rng.partition} are no "
-        f"longer available ({where}); set failOnDataLoss=false to skip lost data"
+        f"longer available ({where}){hint}"
     )
+
+
+def _past_log_end(rng: OffsetRange, at: int, log_end: int) -> ZkConsumerError | None:
+    """Offsets ``[at, end)`` of the range are beyond the partition's log end: lost data.
+
+    The error to raise with failOnDataLoss; else None, after a warning: the range ends at
+    ``at`` (the next batch's plan goes on from the log end).
+    """
+    message = (f"offsets [{at}, {rng.end}) of {rng.topic}:{rng.partition} are beyond its log "
+               f"end {log_end} (the log was truncated or the topic recreated after the range "
+               "was planned)")
+    if rng.fail_on_data_loss:
+        return ZkConsumerError(f"zkconsumer source: {message}; set failOnDataLoss=false to "
+                               "go on from the log end")
+    log.warning("zkconsumer source: %s; the range ends at %d", message, at)
+    return None
+
+
+class _LogEndCheck:
+    """Whether a task's position has reached the log end before its range's end.
+
+    The hint is an answer without records whose high watermark is at or below the position.
+    The log end is then looked up afresh (a fetch's high watermark, as the plan does),
+    LOG_END_RETRIES more times LOG_END_RETRY_S apart while it stays there (a new leader's
+    high watermark may lag a moment), so that a stale high watermark never ends a range
+    early. A lookup that fails leaves the task to the no-progress guard (READ_STALL_S).
+    """
+
+    def __init__(self, rng: OffsetRange, config: ConsumerConfig) -> None:
+        self.rng = rng
+        self.config = config
+        self.known_end = -1  # a log end found beyond an earlier position
+        self.next_lookup = 0.0
+
+    def log_end(self, position: int, high_watermark: int | None) -> int | None:
+        """The log end when it is at or below ``position``, else None."""
+        if (high_watermark is None or high_watermark < 0
+                or position < max(high_watermark, self.known_end)
+                or time.monotonic() < self.next_lookup):
+            return None
+        tp = TopicPartition(self.rng.topic, self.rng.partition)
+        lookup = _OffsetLookup(self.config, self.rng.bootstrap)
+        try:
+            for attempt in range(LOG_END_RETRIES + 1):
+                if attempt:
+                    time.sleep(LOG_END_RETRY_S)
+                end = lookup.latest([tp])[tp]
+                if end > position:
+                    self.known_end = end
+                    return None
+            return end
+        except Exception as e:  # noqa: BLE001 - unknown: the no-progress guard decides
+            log.warning("%s:%d: looking up the log end failed: %r", tp.topic, tp.partition, e)
+            self.next_lookup = time.monotonic() + 5 * LOG_END_RETRY_S
+            return None
+        finally:
+            lookup.close()
 
 
 def read_range(rng: OffsetRange) -> Iterator[pa.RecordBatch]:
@@ -623,22 +762,32 @@ def read_range(rng: OffsetRange) -> Iterator[pa.RecordBatch]:
     return _read_kafka_python(rng, config)
 
 
-def _client(key: tuple[Any, ...], make: Any) -> Any:
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            client = _CLIENTS[key] = make()
-        return client
-
-
-def _drop_client(key: tuple[Any, ...]) -> None:
+def _take_client(key: tuple[Any, ...], make: Any) -> Any:
+    """An idle client for ``key``, taken out of the pool while the task uses it, or a new one."""
     with _CLIENTS_LOCK:
         client = _CLIENTS.pop(key, None)
-    if client is not None:
-        try:
-            client.close()
-        except Exception:  # noqa: BLE001 - already failing; the first error matters
-            log.debug("closing a client failed", exc_info=True)
+    return make() if client is None else client
+
+
+def _return_client(key: tuple[Any, ...], client: Any) -> None:
+    """Keep ``client`` for the next task, closing the least recently used beyond the bound."""
+    with _CLIENTS_LOCK:
+        evicted = []
+        previous = _CLIENTS.pop(key, None)  # one returned meanwhile (a concurrent task's)
+        if previous is not None and previous is not client:
+            evicted.append(previous)
+        _CLIENTS[key] = client
+        while len(_CLIENTS) > MAX_IDLE_CLIENTS:
+            evicted.append(_CLIENTS.popitem(last=False)[1])
+    for old in evicted:
+        _close_client(old)
+
+
+def _close_client(client: Any) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - nothing left to do with it
+        log.debug("closing a client failed", exc_info=True)
 
 
 def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
@@ -656,9 +805,10 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
         kwargs["max_poll_records"] = ARROW_BATCH_ROWS
         return KafkaConsumer(**kwargs)
 
-    consumer = _client(key, make)
+    consumer = _take_client(key, make)
     schema = _arrow_schema()
     ktp = KTP(rng.topic, rng.partition)
+    ends = _LogEndCheck(rng, config)
     ok = False
     try:
         consumer.assign([ktp])
@@ -678,7 +828,13 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                 )
             except OffsetOutOfRangeError:
                 earliest = int(consumer.beginning_offsets([ktp])[ktp])
-                if rng.fail_on_data_loss or earliest <= position:
+                if earliest <= position:
+                    # Out of range, not below the log start: beyond the log end.
+                    error = _past_log_end(rng, position, int(consumer.end_offsets([ktp])[ktp]))
+                    if error is not None:
+                        raise error from None
+                    break
+                if rng.fail_on_data_loss:
                     raise _data_loss(rng, position, earliest) from None
                 log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
                             rng.topic, rng.partition, position, earliest, earliest)
@@ -706,22 +862,31 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                 position = max(position, min(rng.end, consumer.position(ktp)))
             if records:
                 last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > READ_STALL_S:
-                raise ZkConsumerError(
-                    f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} at "
-                    f"offset {position} (range ends at {rng.end}) for {READ_STALL_S:.0f} s"
-                )
+            elif position < rng.end:
+                log_end = ends.log_end(position, consumer.highwater(ktp))
+                if log_end is not None:
+                    error = _past_log_end(rng, position, log_end)
+                    if error is not None:
+                        raise error
+                    break
+                if time.monotonic() - last_progress > READ_STALL_S:
+                    raise ZkConsumerError(
+                        f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
+                        f"at offset {position} (range ends at {rng.end}) for "
+                        f"{READ_STALL_S:.0f} s"
+                    )
             if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
                 yield _to_batch(schema, rng, keys, values, offsets, stamps)
                 keys, values, offsets, stamps = [], [], [], []
-        if offsets:  # read before a skip past lost data took the position beyond the range
+        if offsets:  # read before lost data ended the range, or a skip took it beyond
             yield _to_batch(schema, rng, keys, values, offsets, stamps)
+        consumer.unsubscribe()
         ok = True
     finally:
         if ok:
-            consumer.unsubscribe()
+            _return_client(key, consumer)
         else:
-            _drop_client(key)
+            _close_client(consumer)
 
 
 def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
@@ -732,9 +897,10 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
 
     key = ("confluent", rng.bootstrap, rng.props)
     conf = confluent_conf(config, rng.bootstrap, f"spark-{os.getpid()}")
-    consumer = _client(key, lambda: Consumer(conf))
+    consumer = _take_client(key, lambda: Consumer(conf))
     schema = _arrow_schema()
     ctp = CTP(rng.topic, rng.partition)
+    ends = _LogEndCheck(rng, config)
     ok = False
     try:
         consumer.assign([CTP(rng.topic, rng.partition, rng.start)])
@@ -742,8 +908,9 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
         last_progress = time.monotonic()
         while position < rng.end:
             messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
+            ended = False
             if [m for m in messages if m.error() is not None]:
-                messages, position = _confluent_errors(consumer, rng, messages, position)
+                messages, position, ended = _confluent_errors(consumer, rng, messages, position)
             if messages:
                 last_progress = time.monotonic()
                 # One partition, in offset order: keep what lies in [position, end).
@@ -761,28 +928,44 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
                                     [m.value() for m in messages], offsets, stamps)
                 if reached_end:
                     position = rng.end
-            else:
+            elif not ended:
                 pos = consumer.position([ctp])[0].offset
                 if pos is not None and pos > position:
                     position = min(rng.end, pos)  # past control records and gaps
-                elif time.monotonic() - last_progress > READ_STALL_S:
+                    continue
+                # The high watermark of the last fetch answer (-1001 before the first).
+                _, high = consumer.get_watermark_offsets(ctp, cached=True) or (None, None)
+                log_end = ends.log_end(position, high)
+                if log_end is not None:
+                    error = _past_log_end(rng, position, log_end)
+                    if error is not None:
+                        raise error
+                    break
+                if time.monotonic() - last_progress > READ_STALL_S:
                     raise ZkConsumerError(
                         f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
                         f"at offset {position} (range ends at {rng.end}) for "
                         f"{READ_STALL_S:.0f} s"
                     )
+            if ended:
+                break
+        consumer.unassign()
         ok = True
     finally:
         if ok:
-            consumer.unassign()
+            _return_client(key, consumer)
         else:
-            _drop_client(key)
+            _close_client(consumer)
 
 
 def _confluent_errors(
     consumer: Any, rng: OffsetRange, messages: list[Any], position: int
-) -> tuple[list[Any], int]:
-    """Drop error events from ``messages``; an offset reset means lost data (or a re-seek)."""
+) -> tuple[list[Any], int, bool]:
+    """Drop error events from ``messages``; an offset reset means lost data (or a re-seek).
+
+    (messages, position, whether the range ends at the position: failOnDataLoss=false and
+    the rest of the range is beyond the log end).
+    """
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as CTP
 
@@ -798,17 +981,23 @@ def _confluent_errors(
                 continue  # past the range: what comes before it is all the range has
             raise _corrupt(rng, max(position, m.offset()), err.str())
         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-            low, _ = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
-            if rng.fail_on_data_loss or low <= position:
+            low, high = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
+            if low <= position:
+                # Out of range, not below the log start: beyond the log end.
+                error = _past_log_end(rng, position, int(high))
+                if error is not None:
+                    raise error
+                return good, position, True
+            if rng.fail_on_data_loss:
                 raise _data_loss(rng, position, int(low))
             log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
                         rng.topic, rng.partition, position, low, low)
             consumer.assign([CTP(rng.topic, rng.partition, int(low))])
-            return [], int(low)
+            return [], int(low), False
         else:
             raise ZkConsumerError(f"zkconsumer source: reading {rng.topic}:{rng.partition}: "
                                   f"{err}")
-    return good, position
+    return good, position, False
 
 
 # -- offsets from the brokers (driver side) --------------------------------------------------
@@ -1473,20 +1662,46 @@ class ZkConsumerBatchReader(DataSourceReader):
             reset = config.auto_offset_reset
             begin = _resolve_spec(starting, tps, "earliest", committed, lookup, reset)
             finish = _resolve_spec(ending, tps, "latest", committed, lookup, reset)
+            backwards = [tp for tp in tps if finish[tp] < begin[tp]]
+            if backwards:
+                tp = backwards[0]
+                raise _fail(f"{tp.topic}:{tp.partition}: the ending offset {finish[tp]} is "
+                            f"before the starting offset {begin[tp]}")
+            if ending != "latest":
+                # A given (or committed) end beyond the log end: the executor would wait for
+                # offsets that do not exist.
+                self._check_log_ends(lookup, begin, finish)
         finally:
             if lookup is not None:
                 lookup.close()
             _close_zk(zk)
-        backwards = [tp for tp in tps if finish[tp] < begin[tp]]
-        if backwards:
-            tp = backwards[0]
-            raise _fail(f"{tp.topic}:{tp.partition}: the ending offset {finish[tp]} is before "
-                        f"the starting offset {begin[tp]}")
         return [
             OffsetRange(tp.topic, tp.partition, begin[tp], finish[tp], bootstrap, opts.props,
                         opts.fail_on_data_loss)
             for tp in tps if finish[tp] > begin[tp]
         ]
+
+    def _check_log_ends(self, lookup: _OffsetLookup, begin: Positions,
+                        finish: Positions) -> None:
+        """An ending offset beyond the log end fails the read (failOnDataLoss), or is moved
+        back to it with a warning (to the starting offset, when that is beyond it too)."""
+        wanted = [tp for tp in finish if finish[tp] > begin[tp]]
+        log_ends = lookup.latest(wanted)
+        beyond = [tp for tp in wanted if finish[tp] > log_ends[tp]]
+        for _ in range(LOG_END_RETRIES):
+            if not beyond:
+                break
+            time.sleep(LOG_END_RETRY_S)  # a new leader's high watermark may lag a moment
+            log_ends.update(lookup.latest(beyond))
+            beyond = [tp for tp in beyond if finish[tp] > log_ends[tp]]
+        for tp in beyond:
+            message = (f"endingOffsets: {tp.topic}:{tp.partition} ends at {finish[tp]}, beyond "
+                       f"its log end {log_ends[tp]}")
+            if self.opts.fail_on_data_loss:
+                raise _fail(f"{message}; give an offset up to the log end, or latest (with "
+                            "failOnDataLoss=false the read ends at the log end)")
+            log.warning("zkconsumer source: %s; reading up to the log end", message)
+            finish[tp] = max(begin[tp], log_ends[tp])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):
