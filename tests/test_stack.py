@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -589,6 +590,35 @@ def test_up_starts_zookeeper_as_empty_as_the_broker(tmp_path: Path) -> None:
         with started_zk(again.zookeeper) as client:
             assert client.exists(offset) is None
             assert client.exists(zp.BROKER_IDS)  # the bridge made its paths again
+    finally:
+        LocalStack(directory).down()
+
+
+def test_up_after_zookeeper_and_the_broker_died_starts_the_bridge_again(
+    tmp_path: Path,
+) -> None:
+    """ZooKeeper and the broker killed, the bridge alive: `up` emptied ZooKeeper and left the
+    bridge, which the empty server refused (its session had seen later zxids), retrying for
+    ever: `up` said ready, with no broker registered."""
+    from tests.support import started_zk
+
+    directory = tmp_path / "stack"
+    try:
+        first = LocalStack(directory)
+        first.up()
+        with started_zk(first.zookeeper) as client:
+            client.create("/filler", b"")
+            for i in range(200):  # the bridge's session sees these zxids
+                client.set("/filler", str(i).encode())
+        bridge = first.procs["bridge"].pid
+        for name in ("broker", "zookeeper"):
+            first.stop(name, sig=signal.SIGKILL)
+        again = LocalStack(directory)
+        again.up()
+        assert again.procs["bridge"].pid != bridge
+        with started_zk(again.zookeeper) as client:
+            wait_until(lambda: client.exists(zp.BROKER_IDS) is not None
+                       and bool(client.get_children(zp.BROKER_IDS)), 15, "broker registered")
     finally:
         LocalStack(directory).down()
 

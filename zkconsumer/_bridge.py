@@ -27,7 +27,8 @@ a topic whose writes fail does not keep the other topics, nor the broker registr
 being written in the same round.
 
 At start, as a ZooKeeper-mode broker: a missing chroot (``host:port/kafka``) is created, and
-so are the persistent top-level paths such a broker made (:data:`TOP_LEVEL_PATHS`).
+so are its own top-level paths (:data:`OWN_PATHS`) and, best effort, the other
+persistent ones such a broker made (:data:`KAFKA_PATHS`).
 
 Threading: :meth:`Bridge.run` loops in the caller's thread. ``_stop`` (an Event) is the only
 state shared with other threads (the connect at start waits on it too, so SIGTERM ends a
@@ -91,15 +92,21 @@ MANAGED_DIR = "/zkconsumer/bridge/topics"
 #: Kafka's ConfigType.all: the entity types of /config/<type>.
 _CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 
-#: The persistent paths a ZooKeeper-mode broker makes at start (Kafka's
+#: The paths the bridge writes under, made at start: one it may not create ends it.
+OWN_PATHS = (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR)
+
+#: The other persistent paths a ZooKeeper-mode broker made at start (Kafka's
 #: ZkData.PersistentZkPaths, made by KafkaZkClient.createTopLevelPaths): tools read them
 #: before anything is written there (``kafka-consumer-groups.sh --zookeeper --list`` lists
-#: /consumers). _zkpaths names only the consumer and broker ones, so the others are spelled
-#: here. The bridge's own come first: a refusal names one of them.
-TOP_LEVEL_PATHS = (
-    zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR, zp.CONSUMERS, "/brokers/seqid",
-    "/config/changes", "/admin/delete_topics", "/isr_change_notification",
-    "/latest_producer_id_block", "/log_dir_event_notification",
+#: /consumers). Made at start as well, best effort: the bridge itself needs none of them, so
+#: one it may not create (a secured Kafka's /config) is warned about once, not fatal.
+#: Not /latest_producer_id_block: Kafka makes it holding null and parses any data it finds,
+#: and kazoo can only create it empty (a broker started on this ZooKeeper later could then
+#: hand out no producer ids). _zkpaths names only the consumer and broker ones, so the
+#: others are spelled here.
+KAFKA_PATHS = (
+    zp.CONSUMERS, "/brokers/seqid", "/config/changes", "/admin/delete_topics",
+    "/isr_change_notification", "/log_dir_event_notification",
     *(f"/config/{t}" for t in _CONFIG_TYPES),
 )
 
@@ -127,9 +134,16 @@ class _OutageFilter(logging.Filter):
         "Failed connecting to Zookeeper within the connection retry policy.",
     })
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: The last record demoted, as text: why a connect that timed out failed.
+        self.last: str | None = None
+
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno != logging.WARNING or record.msg not in self._MESSAGES:
             return True
+        if record.msg.startswith(("Connection dropped", "Connection time-out", "Cannot")):
+            self.last = record.getMessage()
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
 
@@ -137,7 +151,8 @@ class _OutageFilter(logging.Filter):
 #: The logger of the bridge's kazoo clients: under "kazoo", so the levels set for kazoo
 #: apply, but filtered apart from every other client's (the connector's keep their warnings).
 KAZOO_LOG = logging.getLogger("kazoo.client.bridge")
-KAZOO_LOG.addFilter(_OutageFilter())
+_OUTAGES = _OutageFilter()
+KAZOO_LOG.addFilter(_OUTAGES)
 
 # What a ZooKeeper request raises when the connection is gone (see the module docstring).
 _ZK_GONE = (KazooTimeoutError, ConnectionLoss, SessionExpiredError)
@@ -264,6 +279,9 @@ class Bridge:
         # The registrations this bridge last wrote (topics are read back from ZooKeeper).
         self._written_brokers: dict[int, bytes] = {}
         self._warned_names: set[str] = set()  # illegal topic names, warned once each
+        self._warned_paths: set[str] = set()  # KAFKA_PATHS it may not create, warned once each
+        # Failures of a round besides the one it raises, logged once each until a round works.
+        self._other_failures: set[str] = set()
         # managed topic -> what ZooKeeper holds of it, kept until a watch reports a change
         self._held: dict[str, _Held] = {}
         self._watch_lock = threading.Lock()
@@ -334,6 +352,7 @@ class Bridge:
             self._failed(f"bridge round failed ({type(e).__name__}: {e}); retrying",
                          trace=True)
         else:
+            self._other_failures.clear()
             if self._last_failure is not None:
                 log.info("bridge: rounds work again")
                 self._last_failure = None
@@ -405,6 +424,7 @@ class Bridge:
             raise ZkConsumerError(f"bad ZooKeeper address {self._zk_connect!r}: {e}") from None
         if listener is not None:
             zk.add_listener(listener)
+        _OUTAGES.last = None
         connected = zk.start_async()
         deadline = time.monotonic() + self._connect_timeout
         while not connected.wait(max(0.0, min(0.1, deadline - time.monotonic()))):
@@ -413,9 +433,11 @@ class Bridge:
                 zk.close()
                 if self._stop.is_set():
                     raise _StoppedError("stopped while connecting to ZooKeeper")
+                # kazoo's own reason, demoted to DEBUG by _OutageFilter, is the one clue.
+                why = f" (last attempt: {_OUTAGES.last})" if _OUTAGES.last else ""
                 raise ZkConsumerError(
                     f"cannot connect to ZooKeeper at {self._zk_connect} within "
-                    f"{self._connect_timeout:g} s"
+                    f"{self._connect_timeout:g} s{why}"
                 )
         if config is not None:
             from ._connector import check_kazoo_login
@@ -499,17 +521,30 @@ class Bridge:
 
     def _make_paths(self) -> None:
         """The top-level paths, as a ZooKeeper-mode broker made them, even before any broker:
-        all requests sent at once, the answers read in order (a refusal names the first path
-        refused)."""
+        all requests sent at once, the answers read in order (a refusal of one of
+        :data:`OWN_PATHS` names the first refused; one of :data:`KAFKA_PATHS` is warned about
+        once and left)."""
         zk = self._zk
         assert zk is not None
         # /consumers stays open whatever the ACL, as Kafka kept it (ZkData.defaultAcls):
         # every legacy consumer writes under it.
         pending = [(path, zk.ensure_path_async(
             path, acl=OPEN_ACL_UNSAFE if path == zp.CONSUMERS else None))
-            for path in TOP_LEVEL_PATHS]
+            for path in (*OWN_PATHS, *KAFKA_PATHS)]
         for path, result in pending:
-            self._wait(result, path)
+            if path in OWN_PATHS:
+                self._wait(result, path)
+                continue
+            try:
+                self._wait(result, path)
+            except _ZK_GONE:
+                raise
+            except (ZooKeeperRefusedError, KazooException) as e:
+                if path not in self._warned_paths:
+                    self._warned_paths.add(path)
+                    log.warning("bridge: cannot create %s, which ZooKeeper-era tools read "
+                                "(%s); going on without it", path,
+                                e if isinstance(e, ZooKeeperRefusedError) else type(e).__name__)
         self._paths_made = True
 
     def _adopt_registrations(self) -> None:
@@ -623,6 +658,13 @@ class Bridge:
             self._delete(zp.broker_path(bid))
             del self._written_brokers[bid]
         if failures:
+            # The round raises the first (logged once by run_round); the others are logged
+            # here, once each, or a lasting failure of an early topic would hide them.
+            for other in failures[1:]:
+                text = f"{type(other).__name__}: {other}"
+                if text not in self._other_failures:
+                    self._other_failures.add(text)
+                    log.warning("bridge: this round also failed: %s", text)
             raise failures[0]
 
     def _legal(self, topic: str) -> bool:

@@ -275,7 +275,12 @@ class LocalStack:
 
     def _up(self, timeout: float) -> dict[str, str]:
         if not self.running("zookeeper") and not self.running("broker"):
-            # The broker comes back empty: ZooKeeper must too (see the module docstring).
+            # The broker comes back empty: ZooKeeper must too (see the module docstring). A
+            # bridge that outlived them goes first: an empty ZooKeeper refuses a session that
+            # has seen a later zxid than its own, so it would retry for ever, registering
+            # nothing; started again below, it makes a new session.
+            if self.running("bridge"):
+                self.stop("bridge")
             shutil.rmtree(self.dir / "zookeeper" / "data", ignore_errors=True)
         if not self.zk_port:
             self.zk_port = free_port()
