@@ -2202,6 +2202,13 @@ def test_groups_delete_warns_when_kafka_still_holds_the_groups_offsets(
     seed(zk, h, {(t1, 0): 1})
     assert run(capsys, "groups", "delete", *zkc, "--group", h) == (
         0, f"deleted group {h}: 4 znodes\n", "")
+    # A --bootstrap-server that is no address: refused before anything is deleted.
+    seed(zk, h, {(t1, 0): 1})
+    assert fails(capsys, "groups", "delete", *zkc, "--group", h, "--bootstrap-server",
+                 "nohostport") == (
+        "zkconsumer groups delete: bad broker address 'nohostport' (expected host:port)")
+    assert zk.exists(zp.group_dir(h)) is not None
+    zk.delete(zp.group_dir(h), recursive=True)
     # Kafka cannot be asked: deleted all the same, and said that it was not checked.
     seed(zk, h, {(t1, 0): 1})
     dead = f"127.0.0.1:{free_port()}"
@@ -2387,10 +2394,17 @@ def test_names_no_consumer_can_use_are_refused_or_named(
             f"characters (' '); {legal} (and there is no /consumers/{odd})"), argv
     assert tree(zk, zp.CONSUMERS) == before
 
-    # One a broken tool made: shown and deleted (not written: reset refuses it as above).
+    # One a broken tool made: shown, exported (a backup keeps it) with a warning that import
+    # refuses its lines, and deleted (not written: reset refuses it as above).
     seed(zk, odd, {(topic, 0): 0})
     rows = run_json(capsys, "groups", "describe", *zkc, "--group", odd)
     assert [(r["group"], r["partition"], r["offset"]) for r in rows] == [(odd, 0, 0)]
+    rc, out, err = run(capsys, "offsets", "export", *zkc, "--group", odd, "--zookeeper-only")
+    assert (rc, out) == (0, f"/consumers/{odd}/offsets/{topic}/0:0\n")
+    assert err == (
+        "zkconsumer offsets export: warning: 1 name no consumer can use, whose lines `offsets "
+        "import` refuses (remove them from the file to import the rest): "
+        f"'{odd}' is not a legal group name: contains illegal characters (' '); {legal}\n")
     assert run(capsys, "groups", "delete", *zkc, "--group", odd)[:2] == (
         0, f"deleted group {odd}: 4 znodes\n")
 

@@ -117,6 +117,7 @@ __all__ = [
     "list_groups",
     "name_problem",
     "not_found_message",
+    "parse_broker_list",
     "parse_offset_lines",
     "parse_reset_target",
     "partition_lag",
@@ -1084,18 +1085,28 @@ def find_bootstrap(
     return ",".join(addresses)
 
 
-def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
-    """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
-    connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
-    30 s before giving up, logging each attempt."""
-    problems = []
+def parse_broker_list(servers: str) -> list[tuple[str, str, int]]:
+    """``servers`` (``host:port,...``) as (entry, host, port); AdminError naming the first
+    that is not ``host:port``. Checked before a command writes, so that a typo in
+    ``--bootstrap-server`` cannot come after it."""
+    out = []
     for entry in (e.strip() for e in servers.split(",") if e.strip()):
         host, sep, port = entry.rpartition(":")
         host = host.strip("[]")
         if not sep or not host or not port.isdigit():
             raise AdminError(f"bad broker address {entry!r} (expected host:port)")
+        out.append((entry, host, int(port)))
+    return out
+
+
+def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
+    """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
+    connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
+    30 s before giving up, logging each attempt."""
+    problems = []
+    for entry, host, port in parse_broker_list(servers):
         try:
-            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            socket.create_connection((host, port), timeout=timeout_s).close()
             return
         except OSError as e:
             problems.append(f"{entry}: {e.strerror or e}")
@@ -1603,14 +1614,14 @@ def describe_group(
             committed = [tp for tp in known if tp in zk_offsets or tp in kafka_found]
             start_reader = log_start_offsets or (
                 client.log_starts if client is not None else None)
-            if committed and start_reader is not None:
+            # Not when the log ends failed: the brokers would make it wait as long again.
+            if committed and start_reader is not None and error is None:
                 try:
                     starts = start_reader(servers, committed)
                 except Exception as e:  # noqa: BLE001 - said in a warning: not checked
                     log.debug("log start offsets failed", exc_info=True)
-                    if error is None:  # (else the brokers failed: said once already)
-                        warnings.append(f"offsets below the log start not checked: log start "
-                                        f"offsets unknown: {_reason(e)}")
+                    warnings.append(f"offsets below the log start not checked: log start "
+                                    f"offsets unknown: {_reason(e)}")
     finally:
         if client is not None:
             client.close()

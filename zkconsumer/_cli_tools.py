@@ -310,6 +310,8 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     group = _name(args.group, "group")
     topic = _name(args.topic, "topic") if args.topic is not None else None
     kafka = _admin.command_config(args.command_config)  # a bad file: nothing deleted
+    if args.bootstrap_server is not None:
+        _admin.parse_broker_list(args.bootstrap_server)  # nor a typo in it
     result = _admin.delete_group(zk, group, topic)
     if result.group_deleted:
         extra = f" (topic {topic} was its only topic)" if topic is not None else ""
@@ -377,6 +379,7 @@ def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int
         entries = _admin.export_offsets(zk, groups or None, progress=bar)
     if not args.zookeeper_only:
         _warn_kafka_differences(zk, args, entries, groups)
+    _warn_illegal_names(entries)
     text = _admin.format_offset_lines(entries)
     if args.output not in (None, "-"):
         try:
@@ -392,6 +395,20 @@ def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int
         print(f"exported {_count(len(entries), 'offset')} of {_count(n_groups, 'group')} "
               f"to {args.output}")
     return 0
+
+
+def _warn_illegal_names(entries: list[_admin.OffsetEntry]) -> None:
+    """Exported all the same (a backup keeps what ZooKeeper holds), but ``offsets import``
+    refuses a file with such lines: say so now, not at the restore."""
+    bad = sorted({problem for e in entries
+                  for problem in (_admin.legal_name_problem(e.group, "group"),
+                                  _admin.legal_name_problem(e.topic, "topic"))
+                  if problem is not None})
+    if bad:
+        shown = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
+        print(f"zkconsumer offsets export: warning: {_count(len(bad), 'name')} no consumer can "
+              f"use, whose lines `offsets import` refuses (remove them from the file to "
+              f"import the rest): {shown}", file=sys.stderr)
 
 
 def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
@@ -809,8 +826,10 @@ _BIND_ERRNOS = (errno.EADDRINUSE, errno.EACCES, errno.EADDRNOTAVAIL)
 
 def _start_connector(config: ConsumerConfig) -> ZookeeperConsumerConnector:
     """The console consumer's connector, not yet registered in its group (that is done by
-    create_message_streams): everything that can fail at its start (metrics.port taken,
-    ZooKeeper login, the Kafka offset store) fails here, before any offset is deleted."""
+    create_message_streams): what can fail when it is made (metrics.port taken, the
+    ZooKeeper login, a bad configuration) fails here, before any offset is deleted. The Kafka
+    offset store connects later, at the first rebalance: its failure then says that the
+    offsets were already deleted."""
     from . import create_consumer_connector
 
     try:
