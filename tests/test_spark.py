@@ -882,14 +882,16 @@ def test_a_range_beyond_the_log_end_is_lost_data_not_a_stall(
     caplog: pytest.LogCaptureFixture, backend: str, fail_on_data_loss: bool,
 ) -> None:
     """A planned range that runs past the log end (the topic recreated smaller, the log
-    truncated, after planning): the data-loss error at once, or (failOnDataLoss=false) the
-    rows that exist and a warning; never a wait for offsets that are not there."""
+    truncated, after planning): the data-loss error, or (failOnDataLoss=false) the rows that
+    exist and a warning, at once when the broker answers out of range, else once the log end
+    has stayed there for LOG_END_CONFIRM_S; never the no-progress guard's wait."""
     import time
 
     import zkconsumer.spark as source
 
     monkeypatch.setattr(source, "READ_STALL_S", 10.0)  # the no-progress guard, kept
     monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
+    monkeypatch.setattr(source, "LOG_END_CONFIRM_S", 1.0)  # 30 s: a lagging high watermark
     topic = topic_factory(names.topic, 1)
     _produce(stack, topic, 1, 3)  # log end 3
     props = (("zookeeper.connect", stack.zookeeper), ("group.id", names.group),
@@ -1149,3 +1151,291 @@ def test_executor_clients_are_bounded_and_one_in_use_is_never_closed(
     assert made[0] in open_clients and len(open_clients) == bound + 1
     assert offsets(running) == [1, 2]
     assert not made[0].closed and len([c for c in made if not c.closed]) == bound
+
+
+
+# -- a lagging high watermark (a leader change) ----------------------------------------------------
+
+
+class _LaggingLog:
+    """Offsets 0-9 of t:0 whose reader reaches 5, then sees a high watermark of 3 (a new
+    leader's, lagging the old one's until its followers catch up) for ``lag_s`` seconds
+    (None: for ever), then 5-9. ``lookups`` counts the log end lookups, ``clients`` the
+    lookup clients made."""
+
+    def __init__(self, lag_s: float | None) -> None:
+        self.lag_s = lag_s
+        self.lag_from: float | None = None
+        self.lookups = 0
+        self.clients = 0
+
+    def high(self) -> int:
+        import time
+
+        if self.lag_from is None:
+            return 5
+        lagging = self.lag_s is None or time.monotonic() < self.lag_from + self.lag_s
+        return 3 if lagging else 10
+
+    def fetch(self, position: int, most: int) -> tuple[list[int], int | None]:
+        """A fetch at ``position``: the offsets it answers and the answer's high watermark
+        (None: no answer yet). Sleeps a moment when it has no offsets."""
+        import time
+
+        if position < 5:
+            last = min(5, position + most)
+            if last == 5:
+                self.lag_from = time.monotonic()  # the leader changes after this answer
+            return list(range(position, last)), 5
+        high = self.high()
+        offsets = list(range(position, min(high, position + most)))
+        if not offsets:
+            time.sleep(0.01)
+        return offsets, high
+
+    def lookup_class(self) -> Any:
+        log = self
+
+        class Lookup:  # zkconsumer.spark._OffsetLookup
+            def __init__(self, config: Any, bootstrap: Any) -> None:
+                log.clients += 1
+
+            def latest(self, tps: list[Any]) -> dict[Any, int]:
+                log.lookups += 1
+                return {tps[0]: log.high()}
+
+            def close(self) -> None: ...
+
+        return Lookup
+
+
+def _kafka_python_fake(log: _LaggingLog) -> Any:
+    from collections import namedtuple
+
+    record = namedtuple("record", "offset key value timestamp")
+
+    class Consumer:  # kafka-python's KafkaConsumer
+        position_ = 0
+        high: int | None = None  # of the last fetch answer
+
+        def assign(self, tps: list[Any]) -> None:
+            self.tp = tps[0]
+
+        def seek(self, tp: Any, offset: int) -> None:
+            self.position_ = offset
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            offsets, high = log.fetch(self.position_, max_records)
+            self.high = high if high is not None else self.high
+            if not offsets:
+                return {}
+            self.position_ = offsets[-1] + 1
+            return {self.tp: [record(o, b"k", b"v", 1000) for o in offsets]}
+
+        def position(self, tp: Any) -> int:
+            return self.position_
+
+        def highwater(self, tp: Any) -> int | None:
+            return self.high
+
+        def unsubscribe(self) -> None: ...
+        def close(self, **kwargs: Any) -> None: ...
+
+    return Consumer()
+
+
+def _confluent_fake(log: _LaggingLog, cached: tuple[int, int] = (-1001, -1001)) -> Any:
+    """``cached``: the watermarks librdkafka has before this task's first fetch answer."""
+    from types import SimpleNamespace
+
+    class Message:
+        def __init__(self, offset: int) -> None:
+            self.offset_ = offset
+
+        def error(self) -> None:
+            return None
+
+        def offset(self) -> int:
+            return self.offset_
+
+        def key(self) -> bytes:
+            return b"k"
+
+        def value(self) -> bytes:
+            return b"v"
+
+        def timestamp(self) -> tuple[int, int]:
+            return 1, 1000
+
+    class Consumer:  # confluent-kafka's Consumer
+        def __init__(self) -> None:
+            self.position_ = 0
+            self.cached = cached
+
+        def assign(self, tps: list[Any]) -> None:
+            self.position_ = tps[0].offset
+
+        def consume(self, num: int, timeout: float) -> list[Any]:
+            offsets, high = log.fetch(self.position_, num)
+            if high is not None:
+                self.cached = (0, high)
+            if offsets:
+                self.position_ = offsets[-1] + 1
+            return [Message(o) for o in offsets]
+
+        def position(self, tps: list[Any]) -> list[Any]:
+            return [SimpleNamespace(offset=self.position_)]
+
+        def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
+            return self.cached
+
+        def unassign(self) -> None: ...
+        def close(self) -> None: ...
+
+    return Consumer()
+
+
+def _offsets_read(rng: OffsetRange) -> list[int]:
+    return [o for b in read_range(rng) for o in b.column("offset").to_pylist()]
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+@pytest.mark.parametrize("lag", ["shorter", "for ever"])
+@pytest.mark.parametrize("backend", ["kafka-python", "confluent"])
+def test_a_lagging_high_watermark_ends_a_range_only_once_it_stays_low_for_the_window(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, backend: str, lag: str,
+    fail_on_data_loss: bool,
+) -> None:
+    """After a leader change the new leader's high watermark may stay below the position
+    for up to replica.lag.time.max.ms: offsets that exist are neither skipped nor a failed
+    task then. A log end that stays low for LOG_END_CONFIRM_S is lost data, and the
+    no-progress guard never fires first meanwhile; the lookups reuse one client."""
+    import time
+    from collections import OrderedDict
+
+    import zkconsumer.spark as spark
+
+    window = 1.0
+    monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", window, raising=False)
+    monkeypatch.setattr(spark, "LOG_END_RETRY_S", 0.05)
+    monkeypatch.setattr(spark, "READ_STALL_S", 0.3)  # shorter than the window: must wait
+    log = _LaggingLog(0.4 if lag == "shorter" else None)
+    monkeypatch.setattr(spark, "_OffsetLookup", log.lookup_class())
+    props = (("fetch.backend", backend), ("group.id", "g"), ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, fail_on_data_loss)
+    client = _kafka_python_fake(log) if backend == "kafka-python" else _confluent_fake(log)
+    monkeypatch.setattr(spark, "_CLIENTS", OrderedDict({(backend, rng.bootstrap, props): client}))
+
+    began = time.monotonic()
+    got: list[int] = []
+    with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+        if lag == "shorter" or not fail_on_data_loss:
+            got = _offsets_read(rng)
+        else:
+            with pytest.raises(ZkConsumerError, match=r"offsets \[5, 10\) of t:0 are beyond "
+                                                      r"its log end 3, where it stayed for"):
+                list(read_range(rng))
+    took = time.monotonic() - began
+    assert log.lag_from is not None and log.lookups >= 1
+    assert "no progress" not in caplog.text
+    if lag == "shorter":
+        assert got == list(range(10))
+        assert "beyond its log end" not in caplog.text
+        assert log.lookups <= 0.4 / 0.05 + 2 and took < window
+    else:
+        if not fail_on_data_loss:
+            assert got == list(range(5))
+            assert "offsets [5, 10) of t:0 are beyond its log end 3" in caplog.text
+        assert window <= took < window + 2.0
+        assert log.lookups <= window / 0.05 + 2
+    assert log.clients == 1  # one lookup client for the window, not one per poll
+
+
+def test_a_reused_confluent_clients_cached_watermarks_are_no_hint_of_the_log_end(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """librdkafka keeps a partition's cached watermarks across unassign/assign: before this
+    task's first fetch answer they are the last task's (here: high watermark 5 at this
+    range's start 5). They cost no lookup and end nothing; once an answer is due, the same
+    watermarks are this task's (the log truncated to 5: the range ends after the window)."""
+    import time
+    from collections import OrderedDict
+
+    import zkconsumer.spark as spark
+
+    monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", 0.5, raising=False)
+    monkeypatch.setattr(spark, "LOG_END_RETRY_S", 0.5)
+    monkeypatch.setattr(spark, "READ_STALL_S", 10.0)
+    props = (("fetch.backend", "confluent"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+
+    class SlowAnswer(_LaggingLog):  # the first fetch answer comes after 0.3 s: 5-9
+        def fetch(self, position: int, most: int) -> tuple[list[int], int | None]:
+            if self.lag_from is None:
+                self.lag_from = time.monotonic()
+            if time.monotonic() < self.lag_from + 0.3:
+                time.sleep(0.01)
+                return [], None
+            return list(range(position, min(10, position + most))), 10
+
+        def high(self) -> int:
+            return 10
+
+    class Truncated(_LaggingLog):  # truncated to 5 after the range was planned
+        def fetch(self, position: int, most: int) -> tuple[list[int], int | None]:
+            time.sleep(0.01)
+            return [], 5
+
+        def high(self) -> int:
+            return 5
+
+    for log, rows in [(SlowAnswer(None), [5, 6, 7, 8, 9]), (Truncated(None), [])]:
+        rng = OffsetRange("t", 0, 5, 10, ("127.0.0.1:1",), props, False)
+        monkeypatch.setattr(spark, "_OffsetLookup", log.lookup_class())
+        client = _confluent_fake(log, cached=(0, 5))  # the last task read up to 5
+        monkeypatch.setattr(spark, "_CLIENTS",
+                            OrderedDict({("confluent", rng.bootstrap, props): client}))
+        caplog.clear()
+        began = time.monotonic()
+        with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+            assert _offsets_read(rng) == rows
+        if rows:
+            assert log.lookups == 0 and "beyond its log end" not in caplog.text
+        else:
+            assert "offsets [5, 10) of t:0 are beyond its log end 5" in caplog.text
+            assert time.monotonic() - began >= 0.5 and log.lookups >= 2
+
+
+def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_them() -> None:
+    """An OFFSET_OUT_OF_RANGE error event after records of the range in one consume(): the
+    error names the offsets after those records, and no confirmation window."""
+    from confluent_kafka import KafkaError
+
+    import zkconsumer.spark as spark
+
+    class Message:
+        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+            self.offset_, self.error_ = offset, error
+
+        def error(self) -> KafkaError | None:
+            return self.error_
+
+        def offset(self) -> int:
+            return self.offset_
+
+    class Confluent:
+        def get_watermark_offsets(self, tp: Any) -> tuple[int, int]:
+            return 0, 3
+
+    props = (("fetch.backend", "confluent"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    messages = [Message(0), Message(1), Message(2),
+                Message(3, KafkaError(KafkaError.OFFSET_OUT_OF_RANGE))]
+    failing = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, True)
+    with pytest.raises(ZkConsumerError, match=r"offsets \[3, 10\) of t:0 are beyond its log "
+                                              r"end 3 \(the broker answered offset 3 out of "
+                                              r"range"):
+        spark._confluent_errors(Confluent(), failing, messages, 0)
+    skipping = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, False)
+    good, position, ended = spark._confluent_errors(Confluent(), skipping, messages, 0)
+    assert [m.offset() for m in good] == [0, 1, 2] and ended

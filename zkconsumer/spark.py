@@ -26,8 +26,10 @@ How it works (the README's Spark section has the user's view and the options tab
   rate in ``tools/bench spark``), else kafka-python (each executor decides, unless
   ``fetch.backend`` is given), and hand Spark Arrow record batches. A range that runs past
   the log end (the log truncated, or the topic recreated, after it was planned) is lost data
-  (``failOnDataLoss``): the task fails, or ends its range at the log end. Each Python worker
-  keeps a few idle clients for its next tasks (:data:`MAX_IDLE_CLIENTS`).
+  (``failOnDataLoss``): the task fails, or ends its range at the log end, once the broker
+  answers its position out of range or the log end has stayed at or below it for
+  :data:`LOG_END_CONFIRM_S` (a new leader's high watermark may lag that long). Each Python
+  worker keeps a few idle clients for its next tasks (:data:`MAX_IDLE_CLIENTS`).
 - **Batch** reads (``spark.read``) take ``startingOffsets``/``endingOffsets``.
 
 Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while
@@ -143,10 +145,16 @@ log = logging.getLogger("zkconsumer.spark")
 #: A Trigger.AvailableNow run waits this many planning waits for a rebalance (or a ZooKeeper
 #: outage) to end before it fails: an empty batch would end it as if it had read everything.
 AVAILABLE_NOW_WAITS = 3
-#: A log end found below a partition's position is looked up again this often, this far
-#: apart, before it counts as lost data.
+#: When the driver plans, a log end found below a partition's position (or a batch read's
+#: endingOffsets) is looked up again this often, this far apart, before it counts as lost data.
 LOG_END_RETRIES = 3
 LOG_END_RETRY_S = 1.0
+#: An executor ends a range at its position as past the log end (lost data) only once the log
+#: end has stayed at or below the position this long, looked up at most every LOG_END_RETRY_S
+#: meanwhile. After a leader change the new leader's high watermark can stay below the old
+#: one's until its in-sync followers have caught up: for up to replica.lag.time.max.ms, whose
+#: default is 30 s. Offsets that exist must not be skipped (or a task failed) in that window.
+LOG_END_CONFIRM_S = 30.0
 
 #: The rows: what Spark's own Kafka source has, less the headers and timestamp type.
 SCHEMA = StructType(
@@ -206,7 +214,8 @@ _WARNED: set[tuple[str, str]] = set()
 _BATCH_GROUP = "zkconsumer-spark-batch"
 #: Rows per Arrow record batch handed to Spark.
 ARROW_BATCH_ROWS = 65_536
-#: An executor fails its task when an offset range makes no progress for this long.
+#: An executor fails its task when an offset range makes no progress for this long (not
+#: counting the time its log end is known to be at or below its position: see _LogEndCheck).
 READ_STALL_S = 60.0
 #: In JSON offset maps, as in Spark's Kafka source.
 EARLIEST, LATEST = -2, -1
@@ -690,15 +699,28 @@ def _data_loss(rng: OffsetRange, at: int, earliest: int | None) -> ZkConsumerErr
     )
 
 
-def _past_log_end(rng: OffsetRange, at: int, log_end: int) -> ZkConsumerError | None:
+def _past_log_end(rng: OffsetRange, at: int, log_end: int, *,
+                  out_of_range: bool = False) -> ZkConsumerError | None:
     """Offsets ``[at, end)`` of the range are beyond the partition's log end: lost data.
 
-    The error to raise with failOnDataLoss; else None, after a warning: the range ends at
-    ``at`` (the next batch's plan goes on from the log end).
+    Known either from the broker (``out_of_range``: it answered OFFSET_OUT_OF_RANGE for
+    ``at``, whose log start is not above it), or because the log end stayed at or below
+    ``at`` for LOG_END_CONFIRM_S (:class:`_LogEndCheck`). The error to raise with
+    failOnDataLoss; else None, after a warning: the range ends at ``at`` (the next batch's plan
+    goes on from the log end).
     """
-    message = (f"offsets [{at}, {rng.end}) of {rng.topic}:{rng.partition} are beyond its log "
-               f"end {log_end} (the log was truncated or the topic recreated after the range "
-               "was planned)")
+    where = f"{rng.topic}:{rng.partition}"
+    cause = "the log was truncated or the topic recreated after the range was planned"
+    if not out_of_range:
+        message = (f"offsets [{at}, {rng.end}) of {where} are beyond its log end {log_end}, "
+                   f"where it stayed for {LOG_END_CONFIRM_S:g} s ({cause}, or a new "
+                   "leader's high watermark lagged longer than that)")
+    elif log_end <= at:
+        message = (f"offsets [{at}, {rng.end}) of {where} are beyond its log end {log_end} "
+                   f"(the broker answered offset {at} out of range: {cause})")
+    else:  # the log grew again between the broker's answer and the lookup of its end
+        message = (f"offsets [{at}, {rng.end}) of {where} were beyond its log end (the broker "
+                   f"answered offset {at} out of range: {cause}; its log end is {log_end} now)")
     if rng.fail_on_data_loss:
         return ZkConsumerError(f"zkconsumer source: {message}; set failOnDataLoss=false to "
                                "go on from the log end")
@@ -709,11 +731,21 @@ def _past_log_end(rng: OffsetRange, at: int, log_end: int) -> ZkConsumerError | 
 class _LogEndCheck:
     """Whether a task's position has reached the log end before its range's end.
 
-    The hint is an answer without records whose high watermark is at or below the position.
-    The log end is then looked up afresh (a fetch's high watermark, as the plan does),
-    LOG_END_RETRIES more times LOG_END_RETRY_S apart while it stays there (a new leader's
-    high watermark may lag a moment), so that a stale high watermark never ends a range
-    early. A lookup that fails leaves the task to the no-progress guard (READ_STALL_S).
+    The hint is a fetch answer without records whose high watermark is at or below the
+    position. The log end is then looked up afresh (a fetch's high watermark, as the plan
+    does) at most every LOG_END_RETRY_S, with one client kept while it stays there, and the
+    range counts as past the log end only once it has stayed at or below the position for
+    LOG_END_CONFIRM_S. So a stale high watermark never ends a range early: neither a new
+    leader's, which lags the old one's for up to replica.lag.time.max.ms (30 s by default),
+    nor a reused confluent client's cached one, the last task's until this task's first fetch
+    answer (the reader takes no hint from it before). Progress, or a log end found above the
+    position (by a lookup, or a fetch answer's high watermark), starts the window again;
+    from a log end found above, no more lookups are made until the position passes it.
+
+    While the log end is known to be at or below the position, the no-progress guard
+    (READ_STALL_S) waits for the window (:meth:`stalled`). It is what ends a task whose log end
+    is above its position but whose records do not arrive, or whose log end is unknown (a
+    lookup that fails).
     """
 
     def __init__(self, rng: OffsetRange, config: ConsumerConfig) -> None:
@@ -721,29 +753,64 @@ class _LogEndCheck:
         self.config = config
         self.known_end = -1  # a log end found beyond an earlier position
         self.next_lookup = 0.0
+        #: Since when lookups have found the log end at or below the position (None: not).
+        self.low_since: float | None = None
+        #: When the log end was last known to be at or below the position.
+        self.low_until = 0.0
+        self._position: int | None = None
+        self._lookup: _OffsetLookup | None = None
 
     def log_end(self, position: int, high_watermark: int | None) -> int | None:
-        """The log end when it is at or below ``position``, else None."""
-        if (high_watermark is None or high_watermark < 0
-                or position < max(high_watermark, self.known_end)
-                or time.monotonic() < self.next_lookup):
+        """The log end once it has stayed at or below ``position`` for LOG_END_CONFIRM_S, else
+        None. ``high_watermark``: that of this task's last fetch answer (None: not known)."""
+        if position != self._position:  # progress: what was found is about another position
+            self._position = position
+            self._reset()
+        if high_watermark is not None and high_watermark > position:
+            self.known_end = max(self.known_end, high_watermark)  # the leader says: above
+            self._reset()
             return None
+        if self.low_since is None and (high_watermark is None or high_watermark < 0
+                                       or position < self.known_end):
+            return None
+        started = time.monotonic()
+        if started < self.next_lookup:
+            if self.low_since is not None:
+                self.low_until = started
+            return None
+        self.next_lookup = started + LOG_END_RETRY_S
         tp = TopicPartition(self.rng.topic, self.rng.partition)
-        lookup = _OffsetLookup(self.config, self.rng.bootstrap)
+        if self._lookup is None:
+            self._lookup = _OffsetLookup(self.config, self.rng.bootstrap)
         try:
-            for attempt in range(LOG_END_RETRIES + 1):
-                if attempt:
-                    time.sleep(LOG_END_RETRY_S)
-                end = lookup.latest([tp])[tp]
-                if end > position:
-                    self.known_end = end
-                    return None
-            return end
+            end = self._lookup.latest([tp])[tp]
         except Exception as e:  # noqa: BLE001 - unknown: the no-progress guard decides
             log.warning("%s:%d: looking up the log end failed: %r", tp.topic, tp.partition, e)
+            self._reset()
             self.next_lookup = time.monotonic() + 5 * LOG_END_RETRY_S
             return None
-        finally:
+        if end > position:
+            self.known_end = end
+            self._reset()
+            return None
+        self.low_until = time.monotonic()
+        if self.low_since is None:
+            self.low_since = self.low_until
+        return end if started - self.low_since >= LOG_END_CONFIRM_S else None
+
+    def stalled(self, last_progress: float) -> bool:
+        """Whether the no-progress guard ends the task: no progress for READ_STALL_S, not
+        counting the time the log end was known to be at or below the position."""
+        return (self.low_since is None
+                and time.monotonic() - max(last_progress, self.low_until) > READ_STALL_S)
+
+    def _reset(self) -> None:
+        self.low_since = None
+        self.close()
+
+    def close(self) -> None:
+        lookup, self._lookup = self._lookup, None
+        if lookup is not None:
             lookup.close()
 
 
@@ -830,7 +897,8 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                 earliest = int(consumer.beginning_offsets([ktp])[ktp])
                 if earliest <= position:
                     # Out of range, not below the log start: beyond the log end.
-                    error = _past_log_end(rng, position, int(consumer.end_offsets([ktp])[ktp]))
+                    error = _past_log_end(rng, position, int(consumer.end_offsets([ktp])[ktp]),
+                                          out_of_range=True)
                     if error is not None:
                         raise error from None
                     break
@@ -869,7 +937,7 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                     if error is not None:
                         raise error
                     break
-                if time.monotonic() - last_progress > READ_STALL_S:
+                if ends.stalled(last_progress):
                     raise ZkConsumerError(
                         f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
                         f"at offset {position} (range ends at {rng.end}) for "
@@ -883,6 +951,7 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
         consumer.unsubscribe()
         ok = True
     finally:
+        ends.close()
         if ok:
             _return_client(key, consumer)
         else:
@@ -904,10 +973,18 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
     ok = False
     try:
         consumer.assign([CTP(rng.topic, rng.partition, rng.start)])
+        # librdkafka keeps a partition's cached watermarks across unassign/assign: a reused
+        # client's are the last task's until this task's first fetch answer, and no hint of
+        # this task's log end. The answer is in once a message or event is consumed, or the
+        # watermarks change, or (the same watermarks again) once it is due.
+        inherited = _cached_watermarks(consumer, ctp)
+        answer_due = time.monotonic() + config.fetch_wait_max_ms / 1000 + LOG_END_RETRY_S
+        answered = False
         position = rng.start
         last_progress = time.monotonic()
         while position < rng.end:
             messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
+            answered = answered or bool(messages)
             ended = False
             if [m for m in messages if m.error() is not None]:
                 messages, position, ended = _confluent_errors(consumer, rng, messages, position)
@@ -933,15 +1010,18 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
                 if pos is not None and pos > position:
                     position = min(rng.end, pos)  # past control records and gaps
                     continue
-                # The high watermark of the last fetch answer (-1001 before the first).
-                _, high = consumer.get_watermark_offsets(ctp, cached=True) or (None, None)
+                cached = _cached_watermarks(consumer, ctp)
+                answered = (answered or cached != inherited
+                            or time.monotonic() >= answer_due)
+                # The high watermark of this task's last fetch answer (-1001 before the first).
+                high = cached[1] if answered and cached is not None else None
                 log_end = ends.log_end(position, high)
                 if log_end is not None:
                     error = _past_log_end(rng, position, log_end)
                     if error is not None:
                         raise error
                     break
-                if time.monotonic() - last_progress > READ_STALL_S:
+                if ends.stalled(last_progress):
                     raise ZkConsumerError(
                         f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
                         f"at offset {position} (range ends at {rng.end}) for "
@@ -952,10 +1032,20 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
         consumer.unassign()
         ok = True
     finally:
+        ends.close()
         if ok:
             _return_client(key, consumer)
         else:
             _close_client(consumer)
+
+
+def _cached_watermarks(consumer: Any, ctp: Any) -> tuple[int, int] | None:
+    """librdkafka's cached (low, high) watermarks of ``ctp``; None when it has none."""
+    try:
+        found = consumer.get_watermark_offsets(ctp, cached=True)
+    except Exception:  # noqa: BLE001 - the partition unknown to it yet: no hint
+        return None
+    return (int(found[0]), int(found[1])) if found else None
 
 
 def _confluent_errors(
@@ -963,8 +1053,8 @@ def _confluent_errors(
 ) -> tuple[list[Any], int, bool]:
     """Drop error events from ``messages``; an offset reset means lost data (or a re-seek).
 
-    (messages, position, whether the range ends at the position: failOnDataLoss=false and
-    the rest of the range is beyond the log end).
+    (messages, position, whether the range ends after the messages returned:
+    failOnDataLoss=false and the broker answered the offset after them out of range).
     """
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as CTP
@@ -983,8 +1073,13 @@ def _confluent_errors(
         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
             low, high = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
             if low <= position:
-                # Out of range, not below the log start: beyond the log end.
-                error = _past_log_end(rng, position, int(high))
+                # Out of range, not below the log start: beyond the log end. What this
+                # answer's messages hold of the range is read: the range ends after it.
+                at = position
+                for g in good:
+                    if at <= g.offset() < rng.end:
+                        at = g.offset() + 1
+                error = _past_log_end(rng, at, int(high), out_of_range=True)
                 if error is not None:
                     raise error
                 return good, position, True
