@@ -1530,8 +1530,8 @@ def test_migrate_json_is_one_object_as_the_readme_says(
                                            "out_of_range"]
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    tools = readme.split("\n## Operator tools\n")[1].split("\n## ")[0]
-    assert "`migrate status` and\n`migrate copy`" in tools and "print one object" in tools
+    tools = " ".join(readme.split("\n## Operator tools\n")[1].split("\n## ")[0].split())
+    assert "`migrate status` and `migrate copy`" in tools and "print one object" in tools
     section = readme.split("\n## Migrating to the modern group protocol\n")[1].split("\n## ")[0]
     status_doc, copy_doc = (" ".join(part.split()) for part in
                             section.split("\n### Path 2, stop and copy\n"))
