@@ -798,6 +798,25 @@ class _LogEndCheck:
             self.low_since = self.low_until
         return end if started - self.low_since >= LOG_END_CONFIRM_S else None
 
+    def range_ends(self, position: int, high_watermark: int | None,
+                   last_progress: float) -> bool:
+        """After a fetch answer without records short of the range's end: True when the
+        range ends at ``position`` (past the log end, failOnDataLoss=false: warned). Raises
+        the data-loss error (failOnDataLoss) or the no-progress one (:meth:`stalled`)."""
+        log_end = self.log_end(position, high_watermark)
+        if log_end is not None:
+            error = _past_log_end(self.rng, position, log_end)
+            if error is not None:
+                raise error
+            return True
+        if self.stalled(last_progress):
+            raise ZkConsumerError(
+                f"zkconsumer source: no progress reading {self.rng.topic}:"
+                f"{self.rng.partition} at offset {position} (range ends at {self.rng.end}) "
+                f"for {READ_STALL_S:.0f} s"
+            )
+        return False
+
     def stalled(self, last_progress: float) -> bool:
         """Whether the no-progress guard ends the task: no progress for READ_STALL_S, not
         counting the time the log end was known to be at or below the position."""
@@ -931,18 +950,8 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
             if records:
                 last_progress = time.monotonic()
             elif position < rng.end:
-                log_end = ends.log_end(position, consumer.highwater(ktp))
-                if log_end is not None:
-                    error = _past_log_end(rng, position, log_end)
-                    if error is not None:
-                        raise error
+                if ends.range_ends(position, consumer.highwater(ktp), last_progress):
                     break
-                if ends.stalled(last_progress):
-                    raise ZkConsumerError(
-                        f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
-                        f"at offset {position} (range ends at {rng.end}) for "
-                        f"{READ_STALL_S:.0f} s"
-                    )
             if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
                 yield _to_batch(schema, rng, keys, values, offsets, stamps)
                 keys, values, offsets, stamps = [], [], [], []
@@ -1015,18 +1024,8 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
                             or time.monotonic() >= answer_due)
                 # The high watermark of this task's last fetch answer (-1001 before the first).
                 high = cached[1] if answered and cached is not None else None
-                log_end = ends.log_end(position, high)
-                if log_end is not None:
-                    error = _past_log_end(rng, position, log_end)
-                    if error is not None:
-                        raise error
+                if ends.range_ends(position, high, last_progress):
                     break
-                if ends.stalled(last_progress):
-                    raise ZkConsumerError(
-                        f"zkconsumer source: no progress reading {rng.topic}:{rng.partition} "
-                        f"at offset {position} (range ends at {rng.end}) for "
-                        f"{READ_STALL_S:.0f} s"
-                    )
             if ended:
                 break
         consumer.unassign()
