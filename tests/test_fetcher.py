@@ -461,6 +461,52 @@ def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
         m.shutdown()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_lag_of_partitions_held_back_by_a_full_queue_follows_the_log_end(
+    backend: str, stack: StackInfo, names: Any, topic_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The application stops consuming: its partitions are paused (chunks held back by a full
+    queue), so no fetch brings their high watermark. ConsumerLag and MaxLag, what alerts on a
+    stuck consumer, must still grow with the log end, and not fall back to the stale high
+    watermark when a held chunk is finally put."""
+    import zkconsumer._fetcher as fetcher_module
+    from zkconsumer._metrics import ConsumerMetrics
+
+    # 5 s would make a slow test (raising=False: the test also runs against older code).
+    monkeypatch.setattr(fetcher_module, "HELD_LOG_END_REFRESH_S", 0.5, raising=False)
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, _values(20, 2))  # 10 per partition
+    metrics = ConsumerMetrics("client")
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                             "fetch.backend": backend})
+    m = FetcherManager(config, f"{names.group}_m", lambda: [stack.bootstrap], metrics=metrics)
+    try:
+        q = ChunkQueue(1)
+        infos = [_info(q, topic, p, 0) for p in range(2)]
+        m.start_connections(infos)
+        wait_until(lambda: q.qsize() == 1 and m.stats().full_queue_waits >= 1, 20,
+                   "one chunk queued, the other held back")
+        produce(stack.bootstrap, topic, _values(60, 2))  # log ends 40, nothing consumed
+        wait_until(
+            lambda: metrics.snapshot()["ConsumerLag"] == {topic: {0: 40, 1: 40}}, 20,
+            "ConsumerLag of the paused partitions at their log end",
+        )
+        assert metrics.snapshot()["MaxLag"] == 40
+        assert m.stats().chunks == 1  # still paused: the lag came from log end lookups
+        # The application reads the queued chunk; a held chunk goes in with the lag kept.
+        it = iter(KafkaStream(q, 20_000))
+        first = next(it)
+        for _ in range(first.offset + 1, infos[first.partition].fetched_offset):
+            next(it)
+        wait_until(lambda: m.stats().chunks == 2, 20, "a held chunk enqueued")
+        assert metrics.snapshot()["ConsumerLag"] == {
+            topic: {p: 40 - infos[p].consumed_offset for p in range(2)}
+        }
+    finally:
+        m.shutdown()
+
+
 def test_the_short_polls_of_a_held_chunk_do_not_count_as_fetch_requests(
     stack: StackInfo, names: Any, topic_factory: Any,
 ) -> None:

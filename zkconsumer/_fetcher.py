@@ -50,6 +50,8 @@ way zkconsumer computes a log end; see there for why it fetches), leaders with o
 ``KafkaAdminClient``. Some brokers (Tansu) never answer OFFSET_OUT_OF_RANGE for an offset past
 the log end; a fetcher therefore also treats a position above the partition's high watermark,
 seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup, as out of range.
+A partition held back by a full queue is paused, so no fetch answer updates its high watermark;
+for ConsumerLag its log end is looked up every :data:`HELD_LOG_END_REFRESH_S` instead.
 
 An unexpected exception in any background thread is kept (:attr:`FetcherManager.error`) and
 re-raised by :meth:`FetcherManager.check` as :class:`BackgroundThreadError`; it is never
@@ -96,6 +98,13 @@ FULL_QUEUE_WAIT_S = 0.1
 #: A position above the cached high watermark must persist this long before it is checked
 #: against a fresh log end (a cached high watermark may predate a seek).
 BEYOND_END_CONFIRM_S = 1.0
+#: A partition held back by a full queue (paused, so never fetched) this long has its log end
+#: looked up again, at most this often per fetcher thread, so ConsumerLag and MaxLag keep
+#: growing while the application is stuck.
+HELD_LOG_END_REFRESH_S = 5.0
+#: Longest such a lookup may take (it runs in the fetcher thread); a failure is retried at
+#: the next refresh.
+HELD_LOG_END_TIMEOUT_MS = 2_000
 #: At most this many records come back from one kafka-python poll (one fetch response per
 #: partition is already bounded by fetch.message.max.bytes).
 MAX_POLL_RECORDS = 1_000_000
@@ -875,16 +884,20 @@ class _SharedClient:
         self._closed = False  # close() came: a lookup under way then drops the client after
 
     @contextmanager
-    def _in_use(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except BaseException:
+    def _in_use(self, wait_s: float | None = None) -> Iterator[None]:
+        """Use the client; waiting at most ``wait_s`` (None: as long as it takes) for another
+        thread's use to end, else ``TimeoutError`` (an ``OSError``, so retried)."""
+        if not self._lock.acquire(timeout=-1 if wait_s is None else wait_s):
+            raise TimeoutError(f"{type(self).__name__} busy")
+        try:
+            yield
+        except BaseException:
+            self._drop()
+            raise
+        finally:
+            if self._closed:
                 self._drop()
-                raise
-            finally:
-                if self._closed:
-                    self._drop()
+            self._lock.release()
 
     def _drop(self) -> None:
         raise NotImplementedError
@@ -928,9 +941,15 @@ class _OffsetClient(_SharedClient):
                 return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
             return log_end_offsets(tps, consumer=consumer, timeout_ms=timeout_ms)
 
-    def log_end(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
-        timeout_ms = _request_timeout_ms(self._manager.config)
-        with self._in_use():
+    def log_end(
+        self, tps: Collection[TopicPartition], *, timeout_ms: int | None = None,
+        wait_s: float | None = None,
+    ) -> dict[TopicPartition, int]:
+        """:func:`log_end_offsets` within ``timeout_ms`` (default: the request timeout),
+        waiting at most ``wait_s`` for the client (see :meth:`_in_use`)."""
+        if timeout_ms is None:
+            timeout_ms = _request_timeout_ms(self._manager.config)
+        with self._in_use(wait_s):
             return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
 
     def _drop(self) -> None:
@@ -1050,8 +1069,9 @@ class _FetcherThread(threading.Thread):
     partitions in its hands); it is held only briefly and never during network calls.
     ``_gate`` is held while the thread changes an info's offsets or enqueues a chunk, each time
     after checking ``_stop_event``; :meth:`quiesce` takes it after :meth:`begin_stop`, so once
-    it returns the thread changes and enqueues nothing more. The backend client, ``_held``
-    and ``_beyond_end`` belong to this thread alone; ``_stop_event`` and ``_wake`` are Events.
+    it returns the thread changes and enqueues nothing more. The backend client, ``_held``,
+    ``_beyond_end``, ``_held_ends`` and ``_ends_looked_up`` belong to this thread alone;
+    ``_stop_event`` and ``_wake`` are Events.
     """
 
     def __init__(self, manager: FetcherManager, broker_id: int, fid: int) -> None:
@@ -1074,6 +1094,9 @@ class _FetcherThread(threading.Thread):
         self._inflight: dict[TopicPartition, PartitionTopicInfo] = {}
         self._held: dict[TopicPartition, _Held] = {}
         self._beyond_end: dict[TopicPartition, float] = {}
+        # Log ends of held partitions looked up by _refresh_held_lag, and when it last did.
+        self._held_ends: dict[TopicPartition, int] = {}
+        self._ends_looked_up = 0.0
 
     # -- called by the manager (under the manager's lock) --
     def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -1144,6 +1167,8 @@ class _FetcherThread(threading.Thread):
             self._wake.clear()
             self._apply_pending(backend)
             self._put_held(backend)
+            if self._held and metrics is not None:
+                self._refresh_held_lag(metrics)
             with self._lock:
                 if not self._partitions:
                     if not self._pending and not self.stopping:
@@ -1243,13 +1268,47 @@ class _FetcherThread(threading.Thread):
                 held.waits = periods
             if metrics is not None:  # under the gate, as in _loop
                 for tp, held in put:
-                    metrics.update_lag(tp.topic, tp.partition, held.info, backend.highwater(tp))
+                    # The client's high watermark is as old as the pause; a log end looked up
+                    # since is newer.
+                    hw = backend.highwater(tp)
+                    end = self._held_ends.pop(tp, None)
+                    if end is not None and (hw is None or end > hw):
+                        hw = end
+                    metrics.update_lag(tp.topic, tp.partition, held.info, hw)
         if waits:
             stats.add(full_queue_waits=waits)
         if not put:
             return
         stats.add(chunks=len(put), records=sum(len(h.records) for _, h in put))
         backend.resume([tp for tp, _ in put])
+
+    def _refresh_held_lag(self, metrics: FetchMetrics) -> None:
+        """ConsumerLag of the partitions held back for :data:`HELD_LOG_END_REFRESH_S`: they
+        are paused, so no fetch answer brings their log end; look it up (a fetch, see
+        :func:`log_end_offsets`), at most every :data:`HELD_LOG_END_REFRESH_S`, within
+        :data:`HELD_LOG_END_TIMEOUT_MS`. A failure is logged at DEBUG and retried later."""
+        now = time.monotonic()
+        if now - self._ends_looked_up < HELD_LOG_END_REFRESH_S:
+            return
+        stale = [tp for tp, h in self._held.items() if now - h.since >= HELD_LOG_END_REFRESH_S]
+        if not stale:
+            return
+        self._ends_looked_up = now
+        try:
+            ends = self.manager._offsets.log_end(
+                stale, timeout_ms=HELD_LOG_END_TIMEOUT_MS, wait_s=FULL_QUEUE_WAIT_S
+            )
+        except Exception as e:  # noqa: BLE001 - only a metric: never fatal, retried later
+            log.debug("%s: log end lookup of held partitions failed: %r", self.name, e)
+            return
+        with self._gate:  # as in _loop: no lag of a partition given away once stopped
+            if self.stopping:
+                return
+            for tp, end in ends.items():
+                held = self._held.get(tp)
+                if held is not None:
+                    self._held_ends[tp] = end
+                    metrics.update_lag(tp.topic, tp.partition, held.info, end)
 
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:
@@ -1367,6 +1426,7 @@ class _FetcherThread(threading.Thread):
         for tp in infos:
             # Never enqueued, so the fetched offset is still where the held chunk starts.
             self._held.pop(tp, None)
+            self._held_ends.pop(tp, None)
         return infos
 
     def _beyond_log_end(
