@@ -58,6 +58,7 @@ LEGACY_DEFAULTS: dict[str, object] = {
 EXTENSION_DEFAULTS: dict[str, object] = {
     "fetch.backend": "kafka-python",
     "metrics.port": None,
+    "metrics.address": "127.0.0.1",
     "zookeeper.auth": None,
     "zookeeper.acl": None,
     "bootstrap.servers": None,

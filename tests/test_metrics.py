@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import queue
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from itertools import islice
 from typing import Any
 
 import pytest
@@ -15,7 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import NullFetcher, StackInfo, wait_until
 from zkconsumer import ConsumerConfig, Whitelist, ZookeeperConsumerConnector
+from zkconsumer._errors import ConsumerTimeoutException
 from zkconsumer._metrics import FETCH_RATE_WINDOW_S, LEGACY_NAMES, ConsumerMetrics
+from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
+from zkconsumer._stream import CREATE_TIME, KafkaStream, MessageAndMetadata
 
 
 class FakeClock:
@@ -249,3 +255,206 @@ def test_a_wildcard_member_reports_0_for_each_existing_topic_its_filter_matches(
         assert b.metrics.snapshot()["OwnedPartitionsCount"] == {t1: 0, t2: 0}
         assert owned_series(b.metrics) == {t1: 0, t2: 0}
         assert other not in owned_series(a.metrics)
+
+
+# --------------------------------------------------------------------------------------
+# MessagesPerSec / BytesPerSec: messages handed out, not fetched
+
+
+def _chunk(info: PartitionTopicInfo, offsets: range) -> FetchedDataChunk:
+    return FetchedDataChunk(
+        [MessageAndMetadata(info.topic, info.partition, o, b"k", b"v" * 9, 0, CREATE_TIME)
+         for o in offsets], info, offsets.start)
+
+
+@pytest.mark.parametrize("decoder", [None, bytes.decode], ids=["plain", "decoding"])
+def test_messages_per_sec_counts_messages_handed_out_once_across_a_rebalance(
+    decoder: Any,
+) -> None:
+    """5 messages read of a 1000-message chunk count 5 (not 1000); the chunk dropped by a
+    rebalance and fetched again counts only what is handed out of it (not 1995 for 10)."""
+    m = ConsumerMetrics("app")
+    assert m.counts_bytes is False and m.snapshot()["BytesPerSec"] == {}  # bytes wanted now
+    q = ChunkQueue(4)
+    info = PartitionTopicInfo("t", 0, q, 0, 0, 1 << 20, "app", "app-0")
+    stream: KafkaStream[Any, Any] = KafkaStream(q, 0, decoder, decoder, "app", m)
+    it = iter(stream)
+    q.put(_chunk(info, range(0, 1000)))
+    assert [x.offset for x in islice(it, 5)] == [0, 1, 2, 3, 4]
+    snap = m.snapshot()  # the chunk the stream is in is counted as it is read
+    assert (snap["MessagesPerSec"], snap["BytesPerSec"]) == ({"t": 5}, {"t": 50})
+    # A rebalance drops the chunk (and the queue); the fetcher fetches from 5 again.
+    q.clear()
+    stream.clear()
+    assert info.consumed_offset == 5
+    assert m.snapshot()["MessagesPerSec"] == {"t": 5}
+    q.put(_chunk(info, range(5, 1005)))
+    assert [x.offset for x in islice(it, 5)] == [5, 6, 7, 8, 9]
+    assert m.snapshot()["MessagesPerSec"] == {"t": 10}
+    assert m.snapshot()["AllTopicsBytesPerSec"] == 100  # read twice: counted once
+    # Shutdown clears the stream too: what was handed out stays counted, once.
+    stream.clear()
+    assert m.snapshot()["MessagesPerSec"] == {"t": 10}
+
+
+def test_a_chunk_is_counted_as_the_iterator_leaves_it_without_a_read() -> None:
+    """Unread metrics: each chunk's messages handed out are counted as the iterator leaves
+    it (used up, or dropped), with no per-message call."""
+    recorded: list[tuple[str, int, int]] = []
+
+    class Recorder:
+        counts_bytes = True
+
+        def record_messages(self, topic: str, n: int, nbytes: int) -> None:
+            recorded.append((topic, n, nbytes))
+
+    q = ChunkQueue(4)
+    info = PartitionTopicInfo("t", 0, q, 0, 0, 1 << 20, "app", "app-0")
+    stream: KafkaStream[Any, Any] = KafkaStream(q, 0, metrics=Recorder())
+    it = iter(stream)
+    q.put(_chunk(info, range(0, 3)))
+    q.put(_chunk(info, range(3, 10)))
+    assert [x.offset for x in islice(it, 5)] == [0, 1, 2, 3, 4]
+    assert recorded == [("t", 3, 30)]  # the first chunk, left; the second is still read
+    stream.clear()
+    assert recorded == [("t", 3, 30), ("t", 2, 20)]
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)
+    assert recorded == [("t", 3, 30), ("t", 2, 20)]
+
+
+# --------------------------------------------------------------------------------------
+# The endpoint: its address, idle connections, close()
+
+
+def _idle_connections(port: int, n: int) -> list[socket.socket]:
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        out.append(s)
+    return out
+
+
+def _closed_by_server(s: socket.socket) -> bool:
+    s.settimeout(0.05)
+    try:
+        return s.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_the_endpoint_binds_127_0_0_1_unless_told() -> None:
+    assert ConsumerConfig({"zookeeper.connect": "h:2181", "group.id": "g"}) \
+        .metrics_address == "127.0.0.1"
+    m = ConsumerMetrics("app")
+    try:
+        m.serve(0)
+        assert m._server.server_address[0] == "127.0.0.1"
+    finally:
+        m.close()
+
+
+def test_idle_connections_end_after_the_client_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each idle connection held a thread for ever (300 connections, 300 threads)."""
+    import zkconsumer._metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "CLIENT_TIMEOUT_S", 0.3, raising=False)
+    m = ConsumerMetrics("app")
+    before = threading.active_count()
+    try:
+        port = m.serve(0, "127.0.0.1")
+        idle = _idle_connections(port, 20)
+        try:
+            wait_until(lambda: all(_closed_by_server(s) for s in idle), 10,
+                       "the server closed the idle connections")
+            wait_until(lambda: threading.active_count() == before + 1, 10,
+                       "their threads ended")
+            assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+        finally:
+            for s in idle:
+                s.close()
+    finally:
+        m.close()
+
+
+def test_close_cuts_idle_connections_without_waiting_for_them() -> None:
+    m = ConsumerMetrics("app")
+    before = threading.active_count()
+    port = m.serve(0, "127.0.0.1")
+    idle = _idle_connections(port, 5)
+    try:
+        wait_until(lambda: threading.active_count() >= before + 1 + len(idle), 10,
+                   "a thread per connection")
+        closer = threading.Thread(target=m.close, daemon=True)
+        closer.start()
+        closer.join(3)  # less than CLIENT_TIMEOUT_S: close() did not wait for them
+        assert not closer.is_alive(), "close() waits on idle connections"
+        wait_until(lambda: all(_closed_by_server(s) for s in idle), 3, "connections cut")
+        wait_until(lambda: threading.active_count() == before, 3, "no thread left")
+    finally:
+        for s in idle:
+            s.close()
+        m.close()
+
+
+# --------------------------------------------------------------------------------------
+# FetchQueueSize of wildcard streams: per matched topic, never the regex
+
+
+def test_a_wildcard_queue_has_a_series_per_subscribed_topic() -> None:
+    m = ConsumerMetrics("app")
+    q: queue.Queue[int] = queue.Queue()
+    q.put(1)
+    m.watch_wildcard_queue("app_c-0", q)
+    assert m.snapshot()["FetchQueueSize"] == {}  # no rebalance yet: nothing matched
+    m.set_subscribed_topics(["t", "u"])
+    assert m.snapshot()["FetchQueueSize"] == {"t": {"app_c-0": 1}, "u": {"app_c-0": 1}}
+    q.put(2)
+    m.set_subscribed_topics(["u", "v"])  # t deleted, v created
+    assert m.snapshot()["FetchQueueSize"] == {"u": {"app_c-0": 2}, "v": {"app_c-0": 2}}
+    assert queue_series(m) == {("u", "app_c-0"): 2, ("v", "app_c-0"): 2}
+    m.close()
+    assert m.snapshot()["FetchQueueSize"] == {}
+
+
+def queue_series(m: ConsumerMetrics) -> dict[tuple[str, str], float]:
+    out = {}
+    for family in text_string_to_metric_families(m.render().decode()):
+        for s in family.samples:
+            if s.name == "zkconsumer_fetch_queue_size":
+                out[(s.labels["topic"], s.labels["thread_id"])] = s.value
+    return out
+
+
+def test_a_wildcard_member_has_fetch_queue_size_per_matched_topic(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    t1 = topic_factory(names("w1"), 1)
+    topic_factory(names("x"), 1)
+    regex = f"w[0-9]-{names.suffix}"
+    with members(stack, names.group, "a") as (a,):
+        a.create_message_streams_by_filter(Whitelist(regex), 2)
+        threads = [f"{a.consumer_id}-0", f"{a.consumer_id}-1"]
+        wait_until(lambda: len(a.owned_partitions()) == 1, 30, "a owns w1")
+        assert queue_series(a.metrics) == {(t1, t): 0 for t in threads}
+        # A new matching topic gets its series at the rebalance its creation causes.
+        t2 = topic_factory(names("w2"), 1)
+        wait_until(lambda: len(a.owned_partitions()) == 2, 30, "a owns w2 too")
+        assert queue_series(a.metrics) == {(t, th): 0 for t in (t1, t2) for th in threads}
+        assert a.metrics.snapshot()["FetchQueueSize"] == {
+            t1: dict.fromkeys(threads, 0), t2: dict.fromkeys(threads, 0)}
+
+
+def test_a_connector_serves_on_its_metrics_address(stack: StackInfo, names: Any) -> None:
+    c = ZookeeperConsumerConnector(ConsumerConfig({
+        "zookeeper.connect": stack.zookeeper, "group.id": names.group,
+        "metrics.port": 0, "metrics.address": "0.0.0.0",
+    }), fetcher_factory=NullFetcher)
+    try:
+        assert c.metrics._server.server_address[0] == "0.0.0.0"
+        assert scrape(c.metrics_port or 0)[("zkconsumer_max_lag",
+                                            (("client_id", names.group),))] == 0
+    finally:
+        c.shutdown()

@@ -34,6 +34,7 @@ file with the ``java.util.Properties`` syntax; its errors name the file and line
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -156,6 +157,15 @@ def legal_id_problem(value: str) -> str | None:
         return f"contains illegal characters ({shown}); legal are a-z A-Z 0-9 . _ -"
     if value in (".", ".."):
         return "cannot be '.' or '..' (it is a ZooKeeper path element)"
+    return None
+
+
+def _check_bind_address(value: str) -> str | None:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        if not _HOST_RE.fullmatch(value):
+            return "is neither an IP address nor a host name"
     return None
 
 
@@ -477,6 +487,12 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey(
         "metrics.port", "int", min=0, max=65535, extension=True,
         doc="Serve metrics over HTTP on this port (0: any free port); unset: no server.",
+    ),
+    ConfigKey(
+        "metrics.address", "str", default="127.0.0.1", check=_check_bind_address,
+        check_doc="an IP address or host name", extension=True,
+        doc="Interface the metrics server binds (`0.0.0.0`: every IPv4 interface, `::` every "
+            "IPv6 one).",
     ),
     ConfigKey(
         "zookeeper.auth", "str", check=_check_zk_auth, redact=_redact_zk_auth,
@@ -1141,6 +1157,7 @@ class ConsumerConfig:
     offsets_commit_max_retries = _Setting[int]("offsets.commit.max.retries")
     fetch_backend = _Setting[Literal["kafka-python", "confluent"]]("fetch.backend")
     metrics_port = _Setting[int | None]("metrics.port")
+    metrics_address = _Setting[str]("metrics.address")
     zookeeper_auth = _Setting[str | None]("zookeeper.auth")
     zookeeper_acl = _Setting[str | None]("zookeeper.acl")
     bootstrap_servers = _Setting[str | None]("bootstrap.servers")

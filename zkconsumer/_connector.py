@@ -254,7 +254,8 @@ class ZookeeperConsumerConnector:
 
         self.metrics = ConsumerMetrics(config.client_id)
         self.metrics_port: int | None = (
-            self.metrics.serve(config.metrics_port) if config.metrics_port is not None else None
+            self.metrics.serve(config.metrics_port, config.metrics_address)
+            if config.metrics_port is not None else None
         )
 
         self._rebalance_lock = threading.RLock()
@@ -410,8 +411,9 @@ class ZookeeperConsumerConnector:
         for _ in range(num_streams):
             q = ChunkQueue(self.config.queued_max_message_chunks)
             self._wildcard_queues.append(q)
-            self.metrics.watch_queue(
-                topic_filter.regex, f"{self.consumer_id}-{len(self._wildcard_queues) - 1}", q
+            # A FetchQueueSize series per topic the filter matches (set at each rebalance).
+            self.metrics.watch_wildcard_queue(
+                f"{self.consumer_id}-{len(self._wildcard_queues) - 1}", q
             )
             s: KafkaStream[Any, Any] = KafkaStream(
                 q, self.config.consumer_timeout_ms, key_decoder, value_decoder,

@@ -23,6 +23,22 @@ MaxLag                      ``zkconsumer_max_lag``                              
 MinFetchRate                ``zkconsumer_min_fetch_rate``                        gauge
 ==========================  ===================================================  =========
 
+MessagesPerSec and BytesPerSec count the messages handed to the application (as the legacy
+iterator's meters did), per chunk rather than per message so the iterator's per-message path
+stays free: each stream adds what it handed out of a chunk as it leaves it (used up, dropped by
+a rebalance or shutdown) and, for the chunk it is in, at each :meth:`~ConsumerMetrics.snapshot`
+or scrape (:meth:`ConsumerMetrics.watch_stream`). A message fetched and never handed out (a
+chunk dropped by a rebalance, then fetched again) is never counted.
+
+FetchQueueSize has a series per stream: for a static subscription, its topic and thread id;
+for a wildcard one (:meth:`ConsumerMetrics.watch_wildcard_queue`), as in the legacy consumer,
+one per topic the filter matched at the last rebalance (the subscribed topics), all reading
+the same queue, never the regex.
+
+:meth:`ConsumerMetrics.serve` binds ``metrics.address`` (``127.0.0.1`` unless set); each
+connection may stay idle :data:`CLIENT_TIMEOUT_S` at most, and :meth:`ConsumerMetrics.close`
+cuts those still open.
+
 The legacy "PerSec" meters become counters: Prometheus computes the rate
 (``rate(zkconsumer_messages_per_sec_total[1m])``), which is what a meter's one-minute rate
 was; the legacy ``AllTopics`` aggregate is ``sum without (topic)``, so it is not exported
@@ -51,13 +67,17 @@ same values as plain data (for tests and for applications without Prometheus).
 
 from __future__ import annotations
 
+import socket
+import socketserver
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -69,6 +89,7 @@ from prometheus_client.registry import Collector
 from ._admin import partition_lag
 
 __all__ = [
+    "CLIENT_TIMEOUT_S",
     "FETCH_RATE_WINDOW_S",
     "LEGACY_NAMES",
     "REBALANCE_BUCKETS",
@@ -77,6 +98,9 @@ __all__ = [
 
 #: Seconds of fetch requests MinFetchRate averages over (the legacy meter's one minute).
 FETCH_RATE_WINDOW_S = 60.0
+
+#: Seconds a connection to the metrics endpoint may stay silent before it is closed.
+CLIENT_TIMEOUT_S = 5.0
 
 #: Upper bounds (seconds) of the rebalance duration histogram's buckets.
 REBALANCE_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -109,6 +133,12 @@ class _Position(Protocol):
     def consumed_offset(self) -> int | None: ...
 
 
+class _Counted(Protocol):
+    """A stream's slow path (``_Chunks``): adds the messages it handed out to the meters."""
+
+    def flush_metrics(self) -> None: ...
+
+
 class _Fixed:
     """A consumed offset given as a value."""
 
@@ -123,8 +153,10 @@ class ConsumerMetrics:
 
     ``_lock`` guards every counter, gauge and dict below (message and byte counts, commit
     counts, rebalance durations, owned partitions and subscribed topics, lags, queue sizes
-    and watched queues, fetch request times) and ``_server``. Queue sizes of watched queues
-    are read at scrape time, outside the lock (``qsize`` takes the queue's own lock).
+    and watched queues and streams, fetch request times) and ``_server``. Streams are
+    flushed (:meth:`watch_stream`) before it is taken, never with it held. Queue sizes of
+    watched queues are read at scrape time, outside the lock (``qsize`` takes the queue's own
+    lock).
     """
 
     def __init__(self, client_id: str, *, clock: Any = time.monotonic) -> None:
@@ -148,6 +180,10 @@ class ConsumerMetrics:
         self._lag: dict[tuple[str, int], tuple[_Position, int]] = {}
         self._queue_sizes: dict[tuple[str, str], int] = {}
         self._queues: dict[tuple[str, str], _Sized] = {}
+        # thread id -> queue of a wildcard stream: a series per subscribed topic.
+        self._wildcard_queues: dict[str, _Sized] = {}
+        # Streams whose current chunk's messages handed out are added at each read.
+        self._streams: weakref.WeakSet[_Counted] = weakref.WeakSet()
         self._fetches: dict[str, deque[float]] = {}
         self._fetch_started: dict[str, float] = {}
         self._server: Any = None
@@ -158,7 +194,8 @@ class ConsumerMetrics:
 
     # -- recording (called by the connector, the fetchers and the streams) -----------------
     def record_messages(self, topic: str, n: int, nbytes: int) -> None:
-        """``n`` messages of ``topic`` totalling ``nbytes`` (key + value) were consumed."""
+        """``n`` more messages of ``topic``, ``nbytes`` (key + value) in all, were handed to
+        the application (streams call this per chunk: see the module docstring)."""
         with self._lock:
             self._messages[topic] = self._messages.get(topic, 0) + n
             self._bytes[topic] = self._bytes.get(topic, 0) + nbytes
@@ -232,6 +269,33 @@ class ConsumerMetrics:
         """Report ``chunk_queue.qsize()`` as FetchQueueSize at each scrape (no calls needed)."""
         with self._lock:
             self._queues[(topic, thread_id)] = chunk_queue
+
+    def watch_wildcard_queue(self, thread_id: str, chunk_queue: _Sized) -> None:
+        """Like :meth:`watch_queue` for a wildcard stream's queue: one series per subscribed
+        topic (:meth:`set_subscribed_topics`: those the filter matched at the last rebalance),
+        each reading ``chunk_queue``, as the legacy consumer registered them."""
+        with self._lock:
+            self._wildcard_queues[thread_id] = chunk_queue
+
+    def watch_stream(self, stream: _Counted) -> None:
+        """Call ``stream.flush_metrics()`` before each read (:meth:`snapshot`, a scrape), so
+        the messages handed out of the chunk it is in are counted too (held weakly)."""
+        with self._lock:
+            self._streams.add(stream)
+
+    def _flush_streams(self) -> None:
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:  # outside _lock: they call record_messages
+            stream.flush_metrics()
+
+    def _watched_queues(self) -> dict[tuple[str, str], _Sized]:
+        # Called with _lock held: (topic, thread id) -> queue, wildcard ones per topic.
+        watched = dict(self._queues)
+        for thread_id, q in self._wildcard_queues.items():
+            for topic in self._subscribed:
+                watched[(topic, thread_id)] = q
+        return watched
 
     def update_lag(
         self, topic: str, partition: int, offset: int | None | _Position,
@@ -323,8 +387,9 @@ class ConsumerMetrics:
         the metrics were served).
         """
         self._bytes_read = True
+        self._flush_streams()
         with self._lock:
-            watched = dict(self._queues)
+            watched = self._watched_queues()
             lags = self._lags()
             lag: dict[str, dict[int, int]] = {}
             for (topic, partition), value in sorted(lags.items()):
@@ -356,6 +421,7 @@ class ConsumerMetrics:
     def collect(self) -> Iterator[Metric]:
         """The Prometheus metric families (see the module docstring for the names)."""
         cid = self.client_id
+        self._flush_streams()
         with self._lock:
             messages = dict(self._messages)
             nbytes = dict(self._bytes)
@@ -365,18 +431,18 @@ class ConsumerMetrics:
             owned = self._owned_counts()
             lags = self._lags()
             min_rate = self._min_fetch_rate()
-            watched = dict(self._queues)
+            watched = self._watched_queues()
             queue_sizes = self._queue_snapshot({})
         queue_sizes.update({k: q.qsize() for k, q in watched.items()})
 
         m = CounterMetricFamily(LEGACY_NAMES["MessagesPerSec"],
-                                "Messages consumed (legacy MessagesPerSec)",
+                                "Messages handed to the application (legacy MessagesPerSec)",
                                 labels=["client_id", "topic"])
         for topic, n in sorted(messages.items()):
             m.add_metric([cid, topic], n)
         yield m
         m = CounterMetricFamily(LEGACY_NAMES["BytesPerSec"],
-                                "Bytes consumed, key + value (legacy BytesPerSec)",
+                                "Bytes handed to the application, key + value (legacy BytesPerSec)",
                                 labels=["client_id", "topic"])
         for topic, n in sorted(nbytes.items()):
             m.add_metric([cid, topic], n)
@@ -431,18 +497,26 @@ class ConsumerMetrics:
         return bytes(generate_latest(self.registry))
 
     # -- serving ---------------------------------------------------------------------------
-    def serve(self, port: int, addr: str = "0.0.0.0") -> int:
-        """Serve ``/metrics`` on ``addr:port`` (0: any free port) in a daemon thread.
+    def serve(self, port: int, addr: str = "127.0.0.1") -> int:
+        """Serve ``/metrics`` on ``addr:port`` (0: any free port; ``addr`` the interface,
+        ``0.0.0.0`` or ``::`` for all) in a daemon thread, one short-lived thread per
+        connection (closed after :data:`CLIENT_TIMEOUT_S` without a request).
 
         Returns the bound port. Raises OSError when the port is taken, and RuntimeError
         when this object already serves.
         """
-        from prometheus_client import start_http_server
-
         with self._lock:
             if self._server is not None:
                 raise RuntimeError(f"metrics of {self.client_id} already served")
-            server, thread = start_http_server(port, addr=addr, registry=self.registry)
+            family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0][0]
+            server_class = type("_Server", (_MetricsServer,), {"address_family": family})
+            handler = type("_Handler", (_QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
+            server = server_class((addr, port), handler)
+            server.set_app(make_wsgi_app(self.registry))
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                                      name=f"{self.client_id}-metrics", daemon=True)
+            thread.start()
             self._server, self._server_thread = server, thread
             return int(server.server_address[1])
 
@@ -459,7 +533,8 @@ class ConsumerMetrics:
             return None if self._server is None else int(self._server.server_address[1])
 
     def close(self) -> None:
-        """Stop serving (idempotent); the recorded values stay readable.
+        """Stop serving (idempotent), cutting the connections still open; the recorded
+        values stay readable.
 
         The connector closes its metrics when it shuts down, when it subscribes to nothing:
         the subscribed topics are forgotten, so none reads 0 owned partitions any more.
@@ -473,6 +548,52 @@ class ConsumerMetrics:
             server.server_close()
         if thread is not None:
             thread.join(timeout=5)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """A request handler that logs nothing and ends a connection silent for ``timeout``."""
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True  # idle or gone: the connection ends here
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+class _MetricsServer(socketserver.ThreadingMixIn, WSGIServer):
+    """The wsgiref server, a daemon thread per connection; :meth:`server_close` neither
+    waits for them nor leaves their connections open."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._clients: set[socket.socket] = set()
+        self._clients_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._clients_lock:
+            self._clients.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._clients_lock:
+            self._clients.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._clients_lock:
+            clients = list(self._clients)
+        for client in clients:  # their threads see the end of the stream and finish
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 class _Collector(Collector):

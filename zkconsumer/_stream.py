@@ -169,16 +169,17 @@ class _Cursor:
     has computed it) or ``base``, never the end of the chunk.
     """
 
-    __slots__ = ("base", "dropped", "frozen", "info", "it", "iters", "n", "offsets", "permit",
-                 "start")
+    __slots__ = ("base", "columns", "counted", "dropped", "frozen", "info", "it", "iters", "n",
+                 "offsets", "permit", "start")
 
     def __init__(
         self, info: PartitionTopicInfo, columns: Sequence[list[Any]], start: int, base: int
     ) -> None:
         self.info = info
+        self.columns = columns
         self.offsets = columns[0]
         self.n = len(self.offsets)
-        self.start = start
+        self.start = self.counted = start  # counted: index up to which the meters have it
         self.base = base
         self.dropped = False
         self.frozen: int | None = None
@@ -205,13 +206,26 @@ class _Cursor:
     def exhausted(self) -> bool:
         return length_hint(self.it) == 0
 
-    def drop(self) -> None:
-        """Hand out nothing more; the consumed offset stays after the last message handed out."""
+    def position(self) -> int:
+        """The index after the last message handed out (not meaningful once dropped)."""
+        return self.n - length_hint(self.it)
+
+    def bytes_between(self, start: int, end: int) -> int:
+        """Key + value bytes of the messages at indexes ``start`` to ``end``."""
+        keys, values = self.columns[1], self.columns[2]
+        return (sum(map(len, filter(None, islice(keys, start, end))))
+                + sum(map(len, filter(None, islice(values, start, end)))))
+
+    def drop(self) -> int:
+        """Hand out nothing more; the consumed offset stays after the last message handed out.
+        Returns the index after that message."""
         self.dropped = True
         # One C call, atomic under the GIL: each message is handed out before it, or never.
         rest = list(self.it)
-        final = self.frozen = self._offset_after(self.n - len(rest))
+        end = self.n - len(rest)
+        final = self.frozen = self._offset_after(end)
         self.info.detach_cursor(self, final)
+        return end
 
 
 class _DecodingCursor:
@@ -231,8 +245,8 @@ class _DecodingCursor:
     """
 
     __slots__ = (
-        "base", "busy", "dropped", "frozen", "handed", "info", "n", "owner", "pos", "records",
-        "redo", "skip", "start",
+        "base", "busy", "counted", "dropped", "frozen", "handed", "info", "n", "owner", "pos",
+        "records", "redo", "skip", "start",
     )
 
     def __init__(
@@ -243,7 +257,7 @@ class _DecodingCursor:
         self.info = info
         self.records = records
         self.n = len(records)
-        self.start = self.pos = self.handed = start
+        self.start = self.pos = self.handed = self.counted = start
         self.base = base
         self.dropped = False
         self.frozen: int | None = None
@@ -296,11 +310,20 @@ class _DecodingCursor:
         return (not self.dropped and self.pos >= self.n and self.skip is None
                 and not self.redo and bool(self.busy))
 
-    def drop(self) -> None:
+    def position(self) -> int:
+        """Called with the owner's lock held: every message before this index was handed out
+        (or let go after a decode error)."""
+        return self.handed
+
+    def bytes_between(self, start: int, end: int) -> int:
+        return _chunk_bytes(self.records, start, end)
+
+    def drop(self) -> int:
         # Called with the owner's lock held.
         self.dropped = True
         final = self.frozen = self._offset_after(self.handed)
         self.info.detach_cursor(self, final)
+        return self.handed
 
     def __iter__(self) -> _DecodingCursor:
         return self
@@ -463,6 +486,9 @@ class _Chunks:
         self._permit: Iterator[str] | None = None
         if gate is not None:
             gate.on_close(self._revoke)
+        watch = getattr(metrics, "watch_stream", None)
+        if watch is not None:
+            watch(self)  # flush_metrics at each read of the metrics
 
     def _revoke(self) -> None:
         # In the thread closing the gate: one C call, atomic under the GIL (a message is taken
@@ -478,7 +504,7 @@ class _Chunks:
             cursor = self._cursor
             if cursor is not None:
                 self._cursor = None
-                cursor.drop()
+                self._count(cursor, cursor.drop())
             if self._waiting:
                 self._changed.notify_all()
 
@@ -524,6 +550,7 @@ class _Chunks:
                     if cursor is not None and cursor.exhausted():
                         self._cursor = None
                         cursor.info.detach_cursor(cursor, cursor.consumed())
+                        self._count(cursor, cursor.position())
                         cursor = None
                     elif isinstance(cursor, _DecodingCursor) and cursor.only_busy_left():
                         # Another thread still decodes the chunk's last messages: the chunk
@@ -587,6 +614,26 @@ class _Chunks:
                 with self.lock:
                     if self._waiting:
                         self._changed.notify_all()
+
+    def _count(self, cursor: _Cursor | _DecodingCursor, end: int) -> None:
+        """Called with ``lock`` held: add the messages of ``cursor``'s chunk handed out up to
+        index ``end`` and not counted yet to MessagesPerSec (and BytesPerSec) — per chunk as
+        the iterator leaves it, and at each read of the metrics (:meth:`flush_metrics`), never
+        per message. The legacy meters counted messages handed out, not fetched."""
+        metrics = self.metrics
+        start = cursor.counted
+        if metrics is None or end <= start:
+            return
+        cursor.counted = end
+        nbytes = cursor.bytes_between(start, end) if metrics.counts_bytes else 0
+        metrics.record_messages(cursor.info.topic, end - start, nbytes)
+
+    def flush_metrics(self) -> None:
+        """Count what was handed out of the current chunk so far (the metrics are read)."""
+        with self.lock:
+            cursor = self._cursor
+            if cursor is not None and not cursor.dropped:
+                self._count(cursor, cursor.position())
 
     def _timed_out(self, why: str | None) -> ConsumerTimeoutException:
         timeout_ms = -1 if self.timeout_s is None else self.timeout_s * 1000
@@ -663,13 +710,7 @@ class _Chunks:
             else:
                 cursor = _DecodingCursor(self, info, records, start, consumed)
             if info.attach_cursor(cursor, consumed, epoch):
-                metrics = self.metrics
-                if metrics is not None:
-                    # Counted per chunk as it starts, from its first message not consumed
-                    # yet (the legacy iterator counted per message; this keeps the
-                    # per-message path free). Bytes only when someone reads them.
-                    nbytes = _chunk_bytes(records, start) if metrics.counts_bytes else 0
-                    metrics.record_messages(info.topic, n - start, nbytes)
+                # Its messages are counted as they are handed out, per chunk (_count).
                 return cursor
             # A reset came meanwhile: start over from the new consumed offset, or drop the
             # chunk (above) if the reset made it obsolete.
@@ -735,12 +776,12 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
         self._chunks.clear()
 
 
-def _chunk_bytes(records: Sequence[Any], start: int) -> int:
+def _chunk_bytes(records: Sequence[Any], start: int, end: int) -> int:
     columns = getattr(records, "columns", None)
     if columns is not None:
-        keys, values = (islice(c, start, None) for c in columns()[3:5])
+        keys, values = (islice(c, start, end) for c in columns()[3:5])
         return sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
-    return sum(len(r.key or b"") + len(r.value or b"") for r in islice(records, start, None))
+    return sum(len(r.key or b"") + len(r.value or b"") for r in islice(records, start, end))
 
 
 class KafkaStream(Generic[K, V]):

@@ -204,7 +204,7 @@ _NO_EFFECT = {
 _NO_EFFECT_IN_BATCH = {
     key: "a batch read joins no group"
     for key in ("consumer.id", "partition.assignment.strategy", "rebalance.max.retries",
-                "rebalance.backoff.ms", "metrics.port")
+                "rebalance.backoff.ms", "metrics.port", "metrics.address")
 }
 _LEGACY_KEYS = frozenset(k.name for k in CONFIG_KEYS)
 #: (kind of read, key) pairs already warned about in this process.
