@@ -237,3 +237,143 @@ def test_a_group_that_cannot_be_deleted_is_named_with_a_command_that_deletes_it(
     assert line.endswith(f"delete it with zkconsumer groups delete --zookeeper "
                          f"{stack.zookeeper} --group {names.group}"), line
     assert zk.exists(zp.ids_dir(names.group))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rate", "nan"], "--rate must be a positive number, got nan"),
+    (["--rate", "inf"], "--rate must be a positive number, got inf"),
+    (["--rate", "0"], "--rate must be a positive number, got 0.0"),
+    (["--session-timeout-ms", "0"], "--session-timeout-ms must be a positive integer, got 0"),
+    (["--session-timeout-ms", "-5"],
+     "--session-timeout-ms must be a positive integer, got -5"),
+])
+def test_non_finite_or_non_positive_numbers_are_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: Any
+) -> None:
+    code = cli.main(["compare", "--bootstrap-server", "127.0.0.1:1", "--zookeeper",
+                     "127.0.0.1:1", "--topic", "t", "--members", "2", "--output",
+                     str(tmp_path / "out"), *argv])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"zkconsumer compare: {message}\n")
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("field_name", [
+    "connect_timeout_s", "dwell_s", "quiet_s", "settle_timeout_s", "drain_timeout_s"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+def test_every_float_setting_must_be_finite(field_name: str, value: float) -> None:
+    from zkconsumer._compare import CompareError
+
+    settings = CompareSettings("b:9092", "zk:2181", "t", 2)
+    settings.validate()
+    setattr(settings, field_name, value)
+    with pytest.raises(CompareError, match="must be a"):
+        settings.validate()
+
+
+def _topics(bootstrap: str) -> set[str]:
+    admin = modern_admin(bootstrap)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+def test_an_unreachable_zookeeper_is_found_first_within_the_connect_timeout(
+    stack: StackInfo, names: Any, tmp_path: Path
+) -> None:
+    import time
+
+    from zkconsumer._compare import run_compare
+
+    settings = CompareSettings.short(stack.bootstrap, "127.0.0.1:1", names.topic, 2)
+    settings.connect_timeout_s = 1.0
+    t = time.monotonic()
+    with pytest.raises(Exception, match="127.0.0.1:1"):
+        run_compare(settings, tmp_path / "out")
+    assert time.monotonic() - t < 6  # 1 s asked for; the default is 10 s
+    assert names.topic not in _topics(stack.bootstrap)  # nothing was created
+    # The same through the command line, whose --connect-timeout was not passed on.
+    t = time.monotonic()
+    code = cli.main(["compare", "--bootstrap-server", stack.bootstrap, "--zookeeper",
+                     "127.0.0.1:1", "--connect-timeout", "1", "--topic", names.topic,
+                     "--members", "2", "--short", "--output", str(tmp_path / "cli")])
+    assert code == 2
+    assert time.monotonic() - t < 6
+    assert names.topic not in _topics(stack.bootstrap)
+
+
+def _kafka_groups(bootstrap: str) -> set[str]:
+    admin = modern_admin(bootstrap)
+    try:
+        return {g["group_id"] for g in admin.list_groups()}
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("protocol", ["zookeeper", "kafka"])
+def test_an_interrupted_run_deletes_its_group_and_exits_130(
+    protocol: str, stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, zk: Any,
+    monkeypatch: Any,
+) -> None:
+    """Ctrl-C after the run's start offsets were written, before any member started: the
+    group those offsets made is deleted all the same."""
+    from zkconsumer import _compare
+
+    groups: list[str] = []
+
+    def interrupted(self: Any, name: str, go: bool) -> Any:
+        groups.append(self.group)
+        if protocol == "zookeeper":
+            assert zk.exists(f"/consumers/{self.group}/offsets")
+        else:
+            assert self.group in _kafka_groups(stack.bootstrap)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_compare._Run, "_spawn", interrupted)
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--protocol", protocol,
+        "--output", str(tmp_path / "out"),
+    ])
+    _, err = capsys.readouterr()
+    assert code == 130, err
+    (group,) = groups
+    assert "left behind" not in err, err
+    if protocol == "zookeeper":
+        assert zk.exists(f"/consumers/{group}") is None
+    else:
+        assert group not in _kafka_groups(stack.bootstrap)
+
+
+def test_a_failed_second_run_keeps_the_first_runs_report(
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    from zkconsumer import _compare
+    from zkconsumer._compare import CompareError
+
+    done = _fake_result(lost=0).results[0]
+
+    def run(self: Any) -> ProtocolResult:
+        if self.protocol == "zookeeper":
+            return done
+        raise CompareError("kafka member m01 exited unexpectedly (code -9)")
+
+    monkeypatch.setattr(_compare._Run, "run", run)
+    out_dir = tmp_path / "out"
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--output", str(out_dir),
+    ])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.endswith("zkconsumer compare: kafka member m01 exited unexpectedly "
+                        "(code -9)\n"), err
+    assert f"incomplete report of the completed runs: {out_dir / 'report.md'}" in err
+    data = json.loads((out_dir / "compare.json").read_text())
+    assert data["incomplete"] == "kafka run failed: kafka member m01 exited unexpectedly " \
+                                 "(code -9)"
+    assert [r["protocol"] for r in data["results"]] == ["zookeeper"]
+    report = (out_dir / "report.md").read_text()
+    assert "**Incomplete**" in report and LABELS["zookeeper"] in report
+    assert LABELS["kafka"] not in report

@@ -260,6 +260,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.protocol:
         settings.protocols = tuple(args.protocol)
     settings.command_config = args.command_config
+    settings.connect_timeout_s = args.connect_timeout
     output = Path(args.output)
 
     def progress(msg: str) -> None:

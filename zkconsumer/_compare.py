@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -53,7 +54,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ._assignors import assign
 from ._errors import ZkConsumerError
@@ -102,6 +103,8 @@ class CompareSettings:
     # The brokers' security settings (``--command-config``): every client of the run uses
     # them, members included (they read the file themselves: no secret on a command line).
     command_config: str | None = None
+    #: How long to wait for a ZooKeeper session (``--connect-timeout``), every harness client.
+    connect_timeout_s: float = 10.0
 
     @classmethod
     def short(cls, bootstrap: str, zookeeper: str, topic: str, members: int,
@@ -119,8 +122,25 @@ class CompareSettings:
             raise CompareError("--members must be at most 50 (each member is a process)")
         if self.messages < 1:
             raise CompareError("--messages must be at least 1")
-        if self.rate <= 0:
-            raise CompareError("--rate must be positive")
+        # Written so that NaN fails too (every comparison with NaN is False).
+        if not (isinstance(self.rate, (int, float)) and math.isfinite(self.rate)
+                and self.rate > 0):
+            raise CompareError(f"--rate must be a positive number, got {self.rate!r}")
+        for flag, ms in (("--session-timeout-ms", self.session_timeout_ms),
+                         ("commit_interval_ms", self.commit_interval_ms)):
+            if not (isinstance(ms, int) and not isinstance(ms, bool) and ms > 0):
+                raise CompareError(f"{flag} must be a positive integer, got {ms!r}")
+        for flag, seconds, zero_ok in (
+            ("--connect-timeout", self.connect_timeout_s, False),
+            ("dwell_s", self.dwell_s, True),
+            ("quiet_s", self.quiet_s, True),
+            ("settle_timeout_s", self.settle_timeout_s, False),
+            ("drain_timeout_s", self.drain_timeout_s, False),
+        ):
+            if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)
+                    and (seconds >= 0 if zero_ok else seconds > 0)):
+                what = "a finite number >= 0" if zero_ok else "a positive finite number"
+                raise CompareError(f"{flag} must be {what} of seconds, got {seconds!r}")
         if self.partitions is not None and self.partitions < self.members + 1:
             raise CompareError(
                 f"--partitions must be at least --members + 1 = {self.members + 1}"
@@ -187,13 +207,16 @@ class CompareResult:
     settings: CompareSettings
     results: list[ProtocolResult]
     when: str
+    #: Why the comparison stopped early (the runs in ``results`` completed), or None.
+    incomplete: str | None = None
 
     def by_protocol(self, protocol: str) -> ProtocolResult | None:
         return next((r for r in self.results if r.protocol == protocol), None)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"when": self.when, "settings": asdict(self.settings),
-                               "machine": {"cpus": os.cpu_count()}, "results": []}
+                               "machine": {"cpus": os.cpu_count()},
+                               "incomplete": self.incomplete, "results": []}
         for r in self.results:
             d = asdict(r)
             d.pop("timeline")
@@ -720,6 +743,9 @@ class _Run:
         self.members: dict[str, _Member] = {}
         self.errors: list[str] = []
         self.t0 = 0.0
+        #: Set before the first write of the group (its start offsets): from then on the
+        #: group may exist and must be deleted, however the run ends.
+        self.touched = False
 
     # -- steps ----------------------------------------------------------------------------
     def _commit_start(self, start: Mapping[int, int]) -> None:
@@ -729,7 +755,7 @@ class _Run:
             from ._admin import connect
             from ._offsets import ZkOffsetStore
 
-            zk = connect(self.s.zookeeper)
+            zk = connect(self.s.zookeeper, self.s.connect_timeout_s)
             try:
                 ZkOffsetStore(zk, self.group).commit(tps)
             finally:
@@ -829,6 +855,7 @@ class _Run:
         s = self.s
         names = [f"m{i:02d}" for i in range(s.members + 1)]
         start = _log_ends(s.bootstrap, s.topic, self.partitions, self.kafka)
+        self.touched = True
         self._commit_start(start)
         self.t0 = time.time()
         changes: list[ChangeResult] = []
@@ -963,20 +990,66 @@ def run_compare(
     settings.validate()
     kafka = command_config(settings.command_config)  # checked before anything starts
     say = progress or (lambda _msg: None)
+    _check_zookeeper(settings)  # before the topic is created: a bad address leaves nothing
     partitions = _ensure_topic(settings, kafka)
     log_dir = output / "members"
     log_dir.mkdir(parents=True, exist_ok=True)
-    results = []
-    for protocol in settings.protocols:
-        say(f"{protocol}: {settings.members} members on {settings.topic} "
-            f"({partitions} partitions)")
-        results.append(_Run(protocol, settings, partitions, log_dir, say, kafka).run())
-    for r in results:
-        _forget_group(settings, r, kafka, say)
+    results: list[ProtocolResult] = []
+    runs: list[_Run] = []
+    try:
+        for protocol in settings.protocols:
+            say(f"{protocol}: {settings.members} members on {settings.topic} "
+                f"({partitions} partitions)")
+            runs.append(_Run(protocol, settings, partitions, log_dir, say, kafka))
+            results.append(runs[-1].run())
+    except BaseException as e:
+        if results:  # what completed is still worth having
+            why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                   else f"{runs[-1].protocol} run failed: {e}")
+            _write_partial(CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"),
+                                         incomplete=why), output, say)
+        raise
+    finally:
+        # Every group written to, however the runs ended (a failure, Ctrl-C): deleted, or
+        # named with the command that deletes it.
+        for run in runs:
+            if run.touched:
+                _forget_group(settings, run, kafka, say)
     return CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"))
 
 
-def _forget_group(settings: CompareSettings, result: ProtocolResult,
+def _check_zookeeper(settings: CompareSettings) -> None:
+    """Open (and close) a ZooKeeper session, within ``--connect-timeout``: raises the
+    one-line error of :func:`connect` when ZooKeeper cannot be reached."""
+    from ._admin import connect
+
+    zk = connect(settings.zookeeper, settings.connect_timeout_s)
+    zk.stop()
+    zk.close()
+
+
+def _write_partial(result: CompareResult, output: Path, say: Callable[[str], None]) -> None:
+    """Best-effort: the report of the runs that completed; the original error stays the
+    one raised."""
+    try:
+        paths = write_report(result, output)
+    except Exception as e:  # noqa: BLE001 - best-effort: said, the run's own error wins
+        say(f"could not write the incomplete report to {output}: {e}")
+    else:
+        say(f"incomplete report of the completed runs: {paths['markdown']}")
+
+
+class _GroupOwner(Protocol):
+    """What :func:`_forget_group` needs of a run or its result."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def group(self) -> str: ...
+
+
+def _forget_group(settings: CompareSettings, result: _GroupOwner,
                   kafka: Mapping[str, Any], say: Callable[[str], None]) -> None:
     """Delete a run's group (its znodes, or the Kafka group), so runs leave nothing behind.
 
@@ -992,7 +1065,7 @@ def _forget_group(settings: CompareSettings, result: ProtocolResult,
     while True:
         try:
             if result.protocol == "zookeeper":
-                zk = connect(settings.zookeeper)
+                zk = connect(settings.zookeeper, settings.connect_timeout_s)
                 try:
                     delete_group(zk, group)
                 except UnknownGroupError:
@@ -1050,6 +1123,12 @@ def render_markdown(result: CompareResult, chart_name: str = "compare.png") -> s
         f"{s.commit_interval_ms} ms for both, backlog {s.messages} messages, then "
         f"{s.rate:g} msg/s during the changes.",
         "",
+    ]
+    if result.incomplete is not None:
+        done = ", ".join(r.protocol for r in result.results) or "none"
+        lines += [f"**Incomplete**: the comparison stopped early ({result.incomplete}); "
+                  f"only the completed runs are shown ({done}).", ""]
+    lines += [
         "| protocol | initial assignment (s) | join (s) | leave (s) | kill (s) "
         "| throughput (msg/s) | produced | delivered | lost | duplicated |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -1131,7 +1210,8 @@ def render_chart(result: CompareResult, path: Path) -> None:
         ax.set_title(f"{LABELS[r.protocol]}: lost {r.lost}, duplicated {r.duplicated}")
         ax.set_xlabel("seconds since the run started")
         ax.set_ylabel("messages delivered")
-        ax.legend(loc="upper left", fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
