@@ -102,8 +102,8 @@ BEYOND_END_CONFIRM_S = 1.0
 #: looked up again, at most this often per fetcher thread, so ConsumerLag and MaxLag keep
 #: growing while the application is stuck.
 HELD_LOG_END_REFRESH_S = 5.0
-#: Longest such a lookup may take (it runs in the fetcher thread); a failure is retried at
-#: the next refresh.
+#: Longest such a lookup may take beyond fetch.wait.max.ms (in a helper thread: the fetcher
+#: thread never waits for it); a failure is retried at the next refresh.
 HELD_LOG_END_TIMEOUT_MS = 2_000
 #: At most this many records come back from one kafka-python poll (one fetch response per
 #: partition is already bounded by fetch.message.max.bytes).
@@ -884,20 +884,16 @@ class _SharedClient:
         self._closed = False  # close() came: a lookup under way then drops the client after
 
     @contextmanager
-    def _in_use(self, wait_s: float | None = None) -> Iterator[None]:
-        """Use the client; waiting at most ``wait_s`` (None: as long as it takes) for another
-        thread's use to end, else ``TimeoutError`` (an ``OSError``, so retried)."""
-        if not self._lock.acquire(timeout=-1 if wait_s is None else wait_s):
-            raise TimeoutError(f"{type(self).__name__} busy")
-        try:
-            yield
-        except BaseException:
-            self._drop()
-            raise
-        finally:
-            if self._closed:
+    def _in_use(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                yield
+            except BaseException:
                 self._drop()
-            self._lock.release()
+                raise
+            finally:
+                if self._closed:
+                    self._drop()
 
     def _drop(self) -> None:
         raise NotImplementedError
@@ -943,13 +939,11 @@ class _OffsetClient(_SharedClient):
 
     def log_end(
         self, tps: Collection[TopicPartition], *, timeout_ms: int | None = None,
-        wait_s: float | None = None,
     ) -> dict[TopicPartition, int]:
-        """:func:`log_end_offsets` within ``timeout_ms`` (default: the request timeout),
-        waiting at most ``wait_s`` for the client (see :meth:`_in_use`)."""
+        """:func:`log_end_offsets` within ``timeout_ms`` (default: the request timeout)."""
         if timeout_ms is None:
             timeout_ms = _request_timeout_ms(self._manager.config)
-        with self._in_use(wait_s):
+        with self._in_use():
             return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
 
     def _drop(self) -> None:
@@ -1070,7 +1064,8 @@ class _FetcherThread(threading.Thread):
     ``_gate`` is held while the thread changes an info's offsets or enqueues a chunk, each time
     after checking ``_stop_event``; :meth:`quiesce` takes it after :meth:`begin_stop`, so once
     it returns the thread changes and enqueues nothing more. The backend client, ``_held``,
-    ``_beyond_end``, ``_held_ends`` and ``_ends_looked_up`` belong to this thread alone;
+    ``_beyond_end``, ``_held_ends``, ``_ends_looked_up`` and ``_ends_lookup`` belong to this
+    thread alone (``_found_ends``, the log-end helper's answers, is under ``_lock``);
     ``_stop_event`` and ``_wake`` are Events.
     """
 
@@ -1097,6 +1092,8 @@ class _FetcherThread(threading.Thread):
         # Log ends of held partitions looked up by _refresh_held_lag, and when it last did.
         self._held_ends: dict[TopicPartition, int] = {}
         self._ends_looked_up = 0.0
+        self._ends_lookup: threading.Thread | None = None  # its helper thread
+        self._found_ends: dict[TopicPartition, int] = {}  # the helper's answers, under _lock
 
     # -- called by the manager (under the manager's lock) --
     def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -1284,31 +1281,48 @@ class _FetcherThread(threading.Thread):
 
     def _refresh_held_lag(self, metrics: FetchMetrics) -> None:
         """ConsumerLag of the partitions held back for :data:`HELD_LOG_END_REFRESH_S`: they
-        are paused, so no fetch answer brings their log end; look it up (a fetch, see
-        :func:`log_end_offsets`), at most every :data:`HELD_LOG_END_REFRESH_S`, within
-        :data:`HELD_LOG_END_TIMEOUT_MS`. A failure is logged at DEBUG and retried later."""
+        are paused, so no fetch answer brings their log end. A helper thread looks it up (a
+        fetch, see :func:`log_end_offsets`), at most every :data:`HELD_LOG_END_REFRESH_S` and
+        one at a time, so that this thread, which feeds the other partitions' streams, never
+        waits on it; what it found is applied here, under the gate as in ``_loop``."""
+        with self._lock:
+            found, self._found_ends = self._found_ends, {}
+        if found:
+            with self._gate:
+                if self.stopping:
+                    return
+                for tp, end in found.items():
+                    held = self._held.get(tp)
+                    if held is not None:
+                        self._held_ends[tp] = end
+                        metrics.update_lag(tp.topic, tp.partition, held.info, end)
         now = time.monotonic()
-        if now - self._ends_looked_up < HELD_LOG_END_REFRESH_S:
+        if (now - self._ends_looked_up < HELD_LOG_END_REFRESH_S or self.stopping
+                or (self._ends_lookup is not None and self._ends_lookup.is_alive())):
             return
         stale = [tp for tp, h in self._held.items() if now - h.since >= HELD_LOG_END_REFRESH_S]
         if not stale:
             return
         self._ends_looked_up = now
+        self._ends_lookup = threading.Thread(
+            target=self._look_up_ends, args=(stale,), name=f"{self.name}-log-ends",
+            daemon=True)
+        self._ends_lookup.start()
+
+    def _look_up_ends(self, tps: list[TopicPartition]) -> None:
+        """In the helper thread of :meth:`_refresh_held_lag`. Only a metric: a failure is
+        logged at DEBUG and retried at the next refresh."""
+        if self.stopping:
+            return
         try:
-            ends = self.manager._offsets.log_end(
-                stale, timeout_ms=HELD_LOG_END_TIMEOUT_MS, wait_s=FULL_QUEUE_WAIT_S
-            )
+            # The broker holds a fetch at the log end for fetch.wait.max.ms: on top of that.
+            timeout_ms = self.manager.config.fetch_wait_max_ms + HELD_LOG_END_TIMEOUT_MS
+            ends = self.manager._offsets.log_end(tps, timeout_ms=timeout_ms)
         except Exception as e:  # noqa: BLE001 - only a metric: never fatal, retried later
             log.debug("%s: log end lookup of held partitions failed: %r", self.name, e)
             return
-        with self._gate:  # as in _loop: no lag of a partition given away once stopped
-            if self.stopping:
-                return
-            for tp, end in ends.items():
-                held = self._held.get(tp)
-                if held is not None:
-                    self._held_ends[tp] = end
-                    metrics.update_lag(tp.topic, tp.partition, held.info, end)
+        with self._lock:
+            self._found_ends.update(ends)
 
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:
