@@ -6,6 +6,7 @@ import json
 import re
 import struct
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -377,3 +378,39 @@ def test_a_failed_second_run_keeps_the_first_runs_report(
     report = (out_dir / "report.md").read_text()
     assert "**Incomplete**" in report and LABELS["zookeeper"] in report
     assert LABELS["kafka"] not in report
+
+
+def test_ctrl_c_while_deleting_the_groups_keeps_the_report_and_names_them(
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """Both runs done, then Ctrl-C while the first group is deleted (waiting for the killed
+    member's session): the report was lost, and the second group neither deleted nor
+    named."""
+    from zkconsumer import _compare
+
+    done = {p: _fake_result(lost=0).results[0] for p in ("zookeeper", "kafka")}
+
+    def run(self: Any) -> ProtocolResult:
+        self.touched = True  # its group was written to
+        return replace(done["zookeeper"], protocol=self.protocol, group=self.group)
+
+    def forget(settings: Any, result: Any, kafka: Any, say: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_compare._Run, "run", run)
+    monkeypatch.setattr(_compare, "_forget_group", forget)
+    out_dir = tmp_path / "out"
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--output", str(out_dir),
+    ])
+    _, err = capsys.readouterr()
+    assert code == 130, err
+    left = re.findall(r"the run's group (\S+) is left behind \(([^)]*)\)", err)
+    assert [why for _, why in left] == ["interrupted while deleting it",
+                                        "not deleted: interrupted"], err
+    assert left[0][0].startswith("zkc-compare-zk-") and left[1][0].startswith(
+        "zkc-compare-kafka-")
+    data = json.loads((out_dir / "compare.json").read_text())
+    assert data["incomplete"] == "interrupted while deleting the groups"
+    assert [r["protocol"] for r in data["results"]] == ["zookeeper", "kafka"]

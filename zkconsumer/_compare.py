@@ -996,6 +996,7 @@ def run_compare(
     log_dir.mkdir(parents=True, exist_ok=True)
     results: list[ProtocolResult] = []
     runs: list[_Run] = []
+    protocol = ""
     try:
         for protocol in settings.protocols:
             say(f"{protocol}: {settings.members} members on {settings.topic} "
@@ -1005,17 +1006,41 @@ def run_compare(
     except BaseException as e:
         if results:  # what completed is still worth having
             why = ("interrupted" if isinstance(e, KeyboardInterrupt)
-                   else f"{runs[-1].protocol} run failed: {e}")
+                   else f"{protocol} run failed: {e}")
             _write_partial(CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"),
                                          incomplete=why), output, say)
+        _forget_groups(settings, runs, kafka, say)
         raise
-    finally:
-        # Every group written to, however the runs ended (a failure, Ctrl-C): deleted, or
-        # named with the command that deletes it.
-        for run in runs:
-            if run.touched:
-                _forget_group(settings, run, kafka, say)
+    # Every run completed: the report is kept even if the clean-up is interrupted.
+    try:
+        _forget_groups(settings, runs, kafka, say)
+    except BaseException:
+        _write_partial(CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"),
+                                     incomplete="interrupted while deleting the groups"),
+                       output, say)
+        raise
     return CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def _forget_groups(settings: CompareSettings, runs: Sequence[_Run], kafka: Mapping[str, Any],
+                   say: Callable[[str], None]) -> None:
+    """Every group the runs wrote to, however they ended (a failure, Ctrl-C): deleted, or
+    named with the command that deletes it. A Ctrl-C while one is deleted (waiting for the
+    killed member's session to expire) names it and the rest, then is raised."""
+    stopped: BaseException | None = None
+    for run in runs:
+        if not run.touched:
+            continue
+        if stopped is not None:
+            _left_behind(settings, run, "not deleted: interrupted", say)
+            continue
+        try:
+            _forget_group(settings, run, kafka, say)
+        except BaseException as e:  # Ctrl-C: the other groups are still named
+            stopped = e
+            _left_behind(settings, run, "interrupted while deleting it", say)
+    if stopped is not None:
+        raise stopped
 
 
 def _check_zookeeper(settings: CompareSettings) -> None:
@@ -1091,11 +1116,18 @@ def _forget_group(settings: CompareSettings, result: _GroupOwner,
         if time.monotonic() > deadline:
             break
         time.sleep(0.5)
+    _left_behind(settings, result, str(error), say)
+
+
+def _left_behind(settings: CompareSettings, result: _GroupOwner, why: str,
+                 say: Callable[[str], None]) -> None:
+    """Say that a run's group stays, and the command that deletes it."""
+    group = result.group
     how = (f"zkconsumer groups delete --zookeeper {settings.zookeeper} --group {group}"
            if result.protocol == "zookeeper" else
            f"kafka-consumer-groups.sh --bootstrap-server {settings.bootstrap} --delete "
            f"--group {group}")
-    say(f"{result.protocol}: the run's group {group} is left behind ({error}); delete it "
+    say(f"{result.protocol}: the run's group {group} is left behind ({why}); delete it "
         f"with {how}")
 
 
