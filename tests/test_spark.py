@@ -438,35 +438,9 @@ def test_rows_read_before_a_skip_past_lost_data_are_kept(
 ) -> None:
     """failOnDataLoss=false, kafka-python reader: offsets 0-9 read, then retention moved the
     log start to 500, past the range's end. The rows read were dropped with the skip."""
-    from collections import namedtuple
-
-    from kafka import TopicPartition as KTP
-    from kafka.errors import OffsetOutOfRangeError
-
     import zkconsumer.spark as spark
 
-    record = namedtuple("record", "offset key value timestamp")
-
-    class Consumer:  # stands in for kafka-python's KafkaConsumer
-        def __init__(self) -> None:
-            self.polls = 0
-
-        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
-            self.polls += 1
-            if self.polls > 1:
-                raise OffsetOutOfRangeError({KTP("t", 0): 10})
-            return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(10)]}
-
-        def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
-            return {tps[0]: 500}
-
-        def position(self, tp: Any) -> int:
-            return 10
-
-        def assign(self, tps: Any) -> None: ...
-        def seek(self, tp: Any, offset: int) -> None: ...
-        def unsubscribe(self) -> None: ...
-        def close(self) -> None: ...
+    Consumer = _kafka_python_out_of_range_after(10, log_start=500, log_end=10)
 
     props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
              ("zookeeper.connect", "127.0.0.1:1"))
@@ -921,39 +895,11 @@ def test_out_of_range_beyond_the_log_end_is_not_reported_as_retention(
     """A Kafka broker answers OFFSET_OUT_OF_RANGE for a fetch beyond the log end. That is no
     data retention deleted (whose error says to set failOnDataLoss=false, even when it is):
     with failOnDataLoss=false the range ends at the log end, with either client."""
-    from collections import namedtuple
-
     from confluent_kafka import KafkaError
-    from kafka import TopicPartition as KTP
-    from kafka.errors import OffsetOutOfRangeError
 
     import zkconsumer.spark as spark
 
-    record = namedtuple("record", "offset key value timestamp")
-
-    class Consumer:  # kafka-python's KafkaConsumer over a log of offsets 0-2, start 0
-        def __init__(self) -> None:
-            self.polls = 0
-
-        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
-            self.polls += 1
-            if self.polls > 1:
-                raise OffsetOutOfRangeError({KTP("t", 0): 3})
-            return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(3)]}
-
-        def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
-            return {tps[0]: 0}
-
-        def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
-            return {tps[0]: 3}
-
-        def position(self, tp: Any) -> int:
-            return 3
-
-        def assign(self, tps: Any) -> None: ...
-        def seek(self, tp: Any, offset: int) -> None: ...
-        def unsubscribe(self) -> None: ...
-        def close(self) -> None: ...
+    Consumer = _kafka_python_out_of_range_after(3, log_start=0, log_end=3)
 
     props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
              ("zookeeper.connect", "127.0.0.1:1"))
@@ -1439,3 +1385,41 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
     skipping = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, False)
     good, position, ended = spark._confluent_errors(Confluent(), skipping, messages, 0)
     assert [m.offset() for m in good] == [0, 1, 2] and ended
+
+
+def _kafka_python_out_of_range_after(n: int, log_start: int, log_end: int) -> Any:
+    """A stand-in for kafka-python's KafkaConsumer on partition t:0: its first poll gives
+    offsets 0 to n - 1, every later one raises OffsetOutOfRangeError at ``n``; the log is
+    [log_start, log_end)."""
+    from collections import namedtuple
+
+    from kafka import TopicPartition as KTP
+    from kafka.errors import OffsetOutOfRangeError
+
+    record = namedtuple("record", "offset key value timestamp")
+
+    class Consumer:
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            self.polls += 1
+            if self.polls > 1:
+                raise OffsetOutOfRangeError({KTP("t", 0): n})
+            return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(n)]}
+
+        def beginning_offsets(self, tps: list[Any]) -> dict[Any, int]:
+            return {tps[0]: log_start}
+
+        def end_offsets(self, tps: list[Any]) -> dict[Any, int]:
+            return {tps[0]: log_end}
+
+        def position(self, tp: Any) -> int:
+            return n
+
+        def assign(self, tps: Any) -> None: ...
+        def seek(self, tp: Any, offset: int) -> None: ...
+        def unsubscribe(self) -> None: ...
+        def close(self) -> None: ...
+
+    return Consumer

@@ -60,7 +60,6 @@ with another writer fails its round with one log line, not repeated while it las
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -83,6 +82,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from . import _zkpaths as zp
 from ._admin import AUTH_ENV, security_config
+from ._config import legal_id_problem
 from ._errors import ZkConsumerError
 
 log = logging.getLogger("zkconsumer.bridge")
@@ -110,14 +110,11 @@ KAFKA_PATHS = (
     *(f"/config/{t}" for t in _CONFIG_TYPES),
 )
 
-# Kafka's rule for a topic name (Topic.validate): anything else a cluster reports cannot be a
-# ZooKeeper-mode topic, and may not even be a znode name ("..", "a/b").
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}", re.ASCII)
-
-
 def legal_topic(name: str) -> bool:
-    """Whether ``name`` is a legal Kafka topic name."""
-    return _LEGAL_TOPIC.fullmatch(name) is not None and name not in (".", "..")
+    """Whether ``name`` is a legal Kafka topic name (Topic.validate: the characters of a
+    legal group.id, at most 249 of them, not "." or ".."). Anything else a cluster reports
+    cannot be a ZooKeeper-mode topic, and may not even be a znode name ("..", "a/b")."""
+    return len(name) <= 249 and name not in (".", "..") and legal_id_problem(name) is None
 
 
 class _OutageFilter(logging.Filter):
