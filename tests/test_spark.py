@@ -924,7 +924,8 @@ def test_out_of_range_beyond_the_log_end_is_not_reported_as_retention(
         with pytest.raises(ZkConsumerError, match=beyond):
             spark._confluent_errors(Confluent(), rng, [Message()], 3)
     else:
-        assert spark._confluent_errors(Confluent(), rng, [Message()], 3) == ([], 3, True)
+        assert spark._confluent_errors(Confluent(), rng, [Message()], 3) == ([], 3, True,
+                                                                            None)
 
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
@@ -1383,8 +1384,82 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
                                               r"range"):
         spark._confluent_errors(Confluent(), failing, messages, 0)
     skipping = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, False)
-    good, position, ended = spark._confluent_errors(Confluent(), skipping, messages, 0)
-    assert [m.offset() for m in good] == [0, 1, 2] and ended
+    good, position, ended, skip_to = spark._confluent_errors(Confluent(), skipping, messages, 0)
+    assert [m.offset() for m in good] == [0, 1, 2] and ended and skip_to is None
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_retention_loss_after_records_in_the_same_answer_keeps_those_records(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fail_on_data_loss: bool,
+) -> None:
+    """confluent backend: records of the range, then an OFFSET_OUT_OF_RANGE error event in
+    the same consume(), retention having deleted the offsets after them. Those records are
+    read (they were fetched before the deletion), the loss named from after them, and with
+    failOnDataLoss=false reading goes on at the new log start."""
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaError
+
+    import zkconsumer.spark as spark
+
+    class Message:
+        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+            self.offset_, self.error_ = offset, error
+
+        def error(self) -> KafkaError | None:
+            return self.error_
+
+        def offset(self) -> int:
+            return self.offset_
+
+        def key(self) -> bytes:
+            return b"k"
+
+        def value(self) -> bytes:
+            return b"v"
+
+        def timestamp(self) -> tuple[int, int]:
+            return 1, 1000
+
+    class Consumer:  # confluent-kafka's: [3, 6) deleted after 0, 1, 2 were fetched
+        def __init__(self) -> None:
+            self.at = 0
+
+        def assign(self, tps: list[Any]) -> None:
+            self.at = tps[0].offset
+
+        def consume(self, num: int, timeout: float) -> list[Message]:
+            if self.at == 0:
+                self.at = 3
+                return [Message(0), Message(1), Message(2),
+                        Message(3, KafkaError(KafkaError.OFFSET_OUT_OF_RANGE))]
+            got = [Message(o) for o in range(self.at, min(10, self.at + num))]
+            self.at += len(got)
+            return got
+
+        def position(self, tps: list[Any]) -> list[Any]:
+            return [SimpleNamespace(offset=self.at)]
+
+        def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
+            return 6, 10
+
+        def unassign(self) -> None: ...
+        def close(self) -> None: ...
+
+    props = (("fetch.backend", "confluent"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, fail_on_data_loss)
+    monkeypatch.setattr(spark, "_CLIENTS",
+                        OrderedDict({("confluent", rng.bootstrap, props): Consumer()}))
+    if fail_on_data_loss:
+        with pytest.raises(ZkConsumerError, match=r"offsets \[3, 10\) of t:0 are no longer "
+                                              r"available \(earliest available is 6\)"):
+            _offsets_read(rng)
+        return
+    with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+        assert _offsets_read(rng) == [0, 1, 2, 6, 7, 8, 9]
+    assert "t:0: offsets [3, 6) were lost; going on from 6" in caplog.text
 
 
 def _kafka_python_out_of_range_after(n: int, log_start: int, log_end: int) -> Any:

@@ -995,8 +995,10 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
             messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
             answered = answered or bool(messages)
             ended = False
+            skip_to: int | None = None
             if [m for m in messages if m.error() is not None]:
-                messages, position, ended = _confluent_errors(consumer, rng, messages, position)
+                messages, position, ended, skip_to = _confluent_errors(
+                    consumer, rng, messages, position)
             if messages:
                 last_progress = time.monotonic()
                 # One partition, in offset order: keep what lies in [position, end).
@@ -1014,6 +1016,10 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
                                     [m.value() for m in messages], offsets, stamps)
                 if reached_end:
                     position = rng.end
+                if skip_to is not None:
+                    position = max(position, skip_to)  # past what retention deleted
+            elif skip_to is not None:
+                position = skip_to
             elif not ended:
                 pos = consumer.position([ctp])[0].offset
                 if pos is not None and pos > position:
@@ -1049,11 +1055,14 @@ def _cached_watermarks(consumer: Any, ctp: Any) -> tuple[int, int] | None:
 
 def _confluent_errors(
     consumer: Any, rng: OffsetRange, messages: list[Any], position: int
-) -> tuple[list[Any], int, bool]:
+) -> tuple[list[Any], int, bool, int | None]:
     """Drop error events from ``messages``; an offset reset means lost data (or a re-seek).
 
-    (messages, position, whether the range ends after the messages returned:
-    failOnDataLoss=false and the broker answered the offset after them out of range).
+    (messages, position, whether the range ends after the messages returned, where reading
+    goes on after them), with failOnDataLoss=false: the range ends when the broker answered
+    the offset after them out of range beyond the log end; it goes on at the log start when
+    retention deleted that offset. The messages returned are read either way: they came
+    before the offset that failed.
     """
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as CTP
@@ -1071,27 +1080,28 @@ def _confluent_errors(
             raise _corrupt(rng, max(position, m.offset()), err.str())
         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
             low, high = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
-            if low <= position:
-                # Out of range, not below the log start: beyond the log end. What this
-                # answer's messages hold of the range is read: the range ends after it.
-                at = position
-                for g in good:
-                    if at <= g.offset() < rng.end:
-                        at = g.offset() + 1
+            # What failed comes after this answer's messages of the range: they are read.
+            at = position
+            for g in good:
+                if at <= g.offset() < rng.end:
+                    at = g.offset() + 1
+            if low <= at:
+                # Out of range, not below the log start: beyond the log end. The range
+                # ends after this answer's messages.
                 error = _past_log_end(rng, at, int(high), out_of_range=True)
                 if error is not None:
                     raise error
-                return good, position, True
+                return good, position, True, None
             if rng.fail_on_data_loss:
-                raise _data_loss(rng, position, int(low))
+                raise _data_loss(rng, at, int(low))
             log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
-                        rng.topic, rng.partition, position, low, low)
+                        rng.topic, rng.partition, at, low, low)
             consumer.assign([CTP(rng.topic, rng.partition, int(low))])
-            return [], int(low), False
+            return good, position, False, int(low)
         else:
             raise ZkConsumerError(f"zkconsumer source: reading {rng.topic}:{rng.partition}: "
                                   f"{err}")
-    return good, position, False
+    return good, position, False, None
 
 
 # -- offsets from the brokers (driver side) --------------------------------------------------
