@@ -957,3 +957,132 @@ def test_an_offset_client_busy_past_shutdown_closes_itself(
     release.set()
     t.join(5)
     assert closed == [True] and client._consumer is None
+
+
+# -- the held partitions' log-end helper (no cluster: the lookups are stand-ins) ---------------
+
+
+class _LogEnds:
+    """A stand-in for :func:`log_end_offsets`: answers ``ends``, or raises ``error`` when
+    set. While ``stall`` is set, the next lookup waits for ``release`` (the others answer)."""
+
+    def __init__(self, ends: dict[TopicPartition, int]) -> None:
+        self.ends = ends
+        self.stall = False
+        self.release = threading.Event()
+        self.stalled = threading.Event()
+        self.error: BaseException | None = None
+
+    def __call__(self, tps: Any, *, consumer: Any, timeout_ms: int) -> dict[TopicPartition, int]:
+        if self.stall:
+            self.stall = False
+            self.stalled.set()
+            self.release.wait(30)
+        if self.error is not None:
+            raise self.error
+        return {tp: self.ends[tp] for tp in tps}
+
+
+class _NoConsumer:
+    def close(self, autocommit: bool = True) -> None: ...
+
+
+@pytest.fixture
+def held_fetcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, _LogEnds]]:
+    """A fetcher thread (not started) of a manager whose offset lookups are a _LogEnds."""
+    import zkconsumer._fetcher as fetcher_module
+
+    tp = TopicPartition("t", 0)
+    ends = _LogEnds({tp: 100})
+    monkeypatch.setattr(fetcher_module, "log_end_offsets", ends)
+    monkeypatch.setattr("kafka.KafkaConsumer", lambda **kwargs: _NoConsumer())
+    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
+    m = FetcherManager(config, "g_c", lambda: ["127.0.0.1:1"])
+    try:
+        yield fetcher_module._FetcherThread(m, 0, 0), ends
+    finally:
+        ends.release.set()
+        m.shutdown()
+
+
+def _hold(tp: TopicPartition) -> Any:
+    from zkconsumer._fetcher import _Held
+
+    return _Held(_info(ChunkQueue(1), tp.topic, tp.partition, 0), [], 0, time.monotonic() - 60)
+
+
+def test_a_held_partitions_log_end_lookup_never_delays_the_fetchers_own_lookups(
+    held_fetcher: tuple[Any, _LogEnds],
+) -> None:
+    """The helper's lookup is a fetch the broker may hold at the log end (and may have to
+    connect first): the fetcher thread's own lookups (a reset, a check beyond the log end)
+    must not queue behind it, or every partition of that broker stops being fetched."""
+    fetcher, ends = held_fetcher
+    tp = TopicPartition("t", 0)
+    ends.stall = True
+    helper = threading.Thread(target=fetcher._look_up_ends, args=({tp: _hold(tp)},),
+                              daemon=True)
+    helper.start()
+    assert ends.stalled.wait(10), "the helper's lookup under way"
+    answered: list[dict[TopicPartition, int]] = []
+    own = threading.Thread(target=lambda: answered.append(fetcher.manager._offsets.log_end([tp])),
+                           daemon=True)
+    own.start()
+    own.join(5)
+    ends.release.set()
+    assert answered == [{tp: 100}], "the fetcher's lookup waited for the helper's"
+    helper.join(10)
+
+
+def test_a_log_end_found_for_an_ended_hold_is_not_applied_to_a_later_one(
+    held_fetcher: tuple[Any, _LogEnds],
+) -> None:
+    """The held chunk went in before the helper answered; much later the partition is held
+    again. The old log end must not become the new hold's lag (it would fall, even to 0)."""
+    fetcher, _ = held_fetcher
+    tp = TopicPartition("t", 0)
+    first, later = _hold(tp), _hold(tp)
+    fetcher._look_up_ends({tp: first})  # answers 100 for the first hold
+    fetcher._held[tp] = later
+    lags: list[tuple[str, int, int]] = []
+
+    class Metrics:
+        def update_lag(self, topic: str, partition: int, info: Any, end: int) -> None:
+            lags.append((topic, partition, end))
+
+    fetcher._ends_looked_up = time.monotonic()  # no new lookup now
+    fetcher._refresh_held_lag(Metrics())
+    assert lags == [] and tp not in fetcher._held_ends
+    fetcher._look_up_ends({tp: later})
+    fetcher._refresh_held_lag(Metrics())
+    assert lags == [("t", 0, 100)]
+
+
+def test_an_unexpected_error_of_the_log_end_helper_is_kept_for_the_user(
+    held_fetcher: tuple[Any, _LogEnds],
+) -> None:
+    """Only a metric, but a programming error is never swallowed: it is kept as any
+    background thread's is; the cluster not answering is only retried."""
+    from kafka.errors import KafkaTimeoutError
+
+    fetcher, ends = held_fetcher
+    tp = TopicPartition("t", 0)
+    ends.error = KafkaTimeoutError("no answer")
+    fetcher._look_up_ends({tp: _hold(tp)})
+    assert fetcher.manager.error is None
+    ends.error = TypeError("a bug")
+    fetcher._look_up_ends({tp: _hold(tp)})
+    assert isinstance(fetcher.manager.error, TypeError)
+    with pytest.raises(BackgroundThreadError, match="a bug"):
+        fetcher.manager.check()
+
+
+def test_no_log_end_lookup_connects_after_shutdown(held_fetcher: tuple[Any, _LogEnds]) -> None:
+    """A helper late past shutdown must not make a new client (nor ask ZooKeeper for the
+    brokers through a closed connection), and shutdown starts no more helpers."""
+    fetcher, _ = held_fetcher
+    m = fetcher.manager
+    m.shutdown()
+    with pytest.raises(ConsumerShutdownError):
+        m._held_offsets._client()
+    assert not m._start_helper(threading.Thread(target=lambda: None))

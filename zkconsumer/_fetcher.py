@@ -919,6 +919,8 @@ class _OffsetClient(_SharedClient):
     def _client(self) -> KafkaConsumer:
         from kafka import KafkaConsumer
 
+        if self._closed:  # a late thread: no new connection (nor a ZooKeeper read) for it
+            raise ConsumerShutdownError(f"{self._manager.consumer_id}: the fetcher is shut down")
         if self._consumer is None:
             m = self._manager
             self._consumer = KafkaConsumer(**kafka_python_kwargs(m.config, m._bootstrap()))
@@ -1093,7 +1095,8 @@ class _FetcherThread(threading.Thread):
         self._held_ends: dict[TopicPartition, int] = {}
         self._ends_looked_up = 0.0
         self._ends_lookup: threading.Thread | None = None  # its helper thread
-        self._found_ends: dict[TopicPartition, int] = {}  # the helper's answers, under _lock
+        # The helper's answers, each with the hold it was looked up for (under _lock).
+        self._found_ends: dict[TopicPartition, tuple[_Held, int]] = {}
 
     # -- called by the manager (under the manager's lock) --
     def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -1291,38 +1294,46 @@ class _FetcherThread(threading.Thread):
             with self._gate:
                 if self.stopping:
                     return
-                for tp, end in found.items():
-                    held = self._held.get(tp)
-                    if held is not None:
+                for tp, (hold, end) in found.items():
+                    # Only for the hold it was looked up for: a later one's lag is newer.
+                    if self._held.get(tp) is hold:
                         self._held_ends[tp] = end
-                        metrics.update_lag(tp.topic, tp.partition, held.info, end)
+                        metrics.update_lag(tp.topic, tp.partition, hold.info, end)
         now = time.monotonic()
         if (now - self._ends_looked_up < HELD_LOG_END_REFRESH_S or self.stopping
                 or (self._ends_lookup is not None and self._ends_lookup.is_alive())):
             return
-        stale = [tp for tp, h in self._held.items() if now - h.since >= HELD_LOG_END_REFRESH_S]
+        stale = {tp: h for tp, h in self._held.items() if now - h.since >= HELD_LOG_END_REFRESH_S}
         if not stale:
             return
         self._ends_looked_up = now
-        self._ends_lookup = threading.Thread(
+        helper = threading.Thread(
             target=self._look_up_ends, args=(stale,), name=f"{self.name}-log-ends",
             daemon=True)
-        self._ends_lookup.start()
+        if self.manager._start_helper(helper):
+            self._ends_lookup = helper
 
-    def _look_up_ends(self, tps: list[TopicPartition]) -> None:
-        """In the helper thread of :meth:`_refresh_held_lag`. Only a metric: a failure is
-        logged at DEBUG and retried at the next refresh."""
+    def _look_up_ends(self, holds: dict[TopicPartition, _Held]) -> None:
+        """In the helper thread of :meth:`_refresh_held_lag`, with the manager's own client
+        for it (a fetch held at the log end never delays this thread's lookups). Only a
+        metric: the cluster failing to answer is logged at DEBUG and retried at the next
+        refresh; an unexpected error is this thread's, as everywhere."""
         if self.stopping:
             return
+        retriable: tuple[type[BaseException], ...] = (*_network_errors(), ConsumerShutdownError)
         try:
             # The broker holds a fetch at the log end for fetch.wait.max.ms: on top of that.
             timeout_ms = self.manager.config.fetch_wait_max_ms + HELD_LOG_END_TIMEOUT_MS
-            ends = self.manager._offsets.log_end(tps, timeout_ms=timeout_ms)
-        except Exception as e:  # noqa: BLE001 - only a metric: never fatal, retried later
+            ends = self.manager._held_offsets.log_end(list(holds), timeout_ms=timeout_ms)
+        except retriable as e:
             log.debug("%s: log end lookup of held partitions failed: %r", self.name, e)
             return
+        except Exception as e:  # noqa: BLE001 - kept for the user's next call
+            self.manager._thread_failed(self, e)
+            return
         with self._lock:
-            self._found_ends.update(ends)
+            self._found_ends.update((tp, (holds[tp], end)) for tp, end in ends.items()
+                                    if tp in holds)
 
     def _apply_pending(self, backend: FetchBackend) -> None:
         with self._lock:
@@ -1571,10 +1582,10 @@ class FetcherManager:
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
     current :meth:`start_connections`), ``_no_leader`` (partitions waiting for a leader),
-    ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads,
-    joined by :meth:`shutdown`), ``_idle_backends`` (clients of stopped fetchers, reused by
-    the next ones), ``_leader_finder`` and ``_closed``; it is never held during
-    network calls, nor while waiting for a fetcher thread. ``_error_lock`` guards ``_error``.
+    ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads
+    and running helpers, joined by :meth:`shutdown`), ``_idle_backends`` (clients of stopped
+    fetchers, reused by the next ones), ``_leader_finder`` and ``_closed``; it is never held
+    during network calls, nor while waiting for a fetcher thread. ``_error_lock`` guards ``_error``.
     The shared clients and the statistics have their own locks.
     """
 
@@ -1602,6 +1613,9 @@ class FetcherManager:
         self._error: BaseException | None = None
         self._stats = _Stats()
         self._offsets = _OffsetClient(self)
+        # The held partitions' log ends (a metric), apart: such a lookup is a fetch the
+        # broker may hold at the log end, and the fetcher threads' own lookups never wait on it.
+        self._held_offsets = _OffsetClient(self)
         self._metadata = _MetadataClient(self)
         if config.fetch_backend == "confluent":
             import confluent_kafka  # noqa: F401 - fail now, not in a fetcher thread
@@ -1673,6 +1687,7 @@ class FetcherManager:
                 log.debug("%s: closing an idle fetch client failed", self.consumer_id,
                           exc_info=True)
         self._offsets.close(max(0.1, deadline - time.monotonic()))
+        self._held_offsets.close(max(0.1, deadline - time.monotonic()))
         self._metadata.close(max(0.1, deadline - time.monotonic()))
         log.info("%s: fetcher shut down", self.consumer_id)
 
@@ -1798,6 +1813,16 @@ class FetcherManager:
                 if self._partition_map.get(tp) is info:
                     self._no_leader.add(tp)
             self._cond.notify_all()
+
+    def _start_helper(self, helper: threading.Thread) -> bool:
+        """Start ``helper`` among the threads :meth:`shutdown` joins; False once shut down."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._retired = [t for t in self._retired if t.is_alive()]
+            helper.start()  # under the lock: alive before another call prunes the list
+            self._retired.append(helper)
+            return True
 
     def _thread_failed(self, thread: threading.Thread, error: BaseException) -> None:
         stopping = getattr(thread, "stopping", False)
