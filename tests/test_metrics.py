@@ -379,6 +379,71 @@ def test_idle_connections_end_after_the_client_timeout(monkeypatch: pytest.Monke
         m.close()
 
 
+def test_a_client_sending_a_byte_now_and_then_is_cut_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Never silent for the client timeout, such a client held its thread for as long as it
+    went on (the request line may be 64 KiB long)."""
+    import zkconsumer._metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "CLIENT_DEADLINE_S", 1.0, raising=False)
+    m = ConsumerMetrics("app")
+    stop = threading.Event()
+    try:
+        port = m.serve(0, "127.0.0.1")
+        (slow,) = _idle_connections(port, 1)
+
+        def drip() -> None:
+            while not stop.wait(0.2):
+                try:
+                    slow.send(b"G")
+                except OSError:
+                    return
+
+        dripping = threading.Thread(target=drip, daemon=True)
+        dripping.start()
+        try:
+            wait_until(lambda: _closed_by_server(slow), 10, "the slow client cut")
+        finally:
+            stop.set()
+            dripping.join(5)
+            slow.close()
+        assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+    finally:
+        m.close()
+
+
+def test_connections_beyond_the_bound_are_closed_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread per connection, with no bound: a client opening many kept as many threads."""
+    import zkconsumer._metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "MAX_CLIENTS", 3, raising=False)
+    m = ConsumerMetrics("app")
+    before = threading.active_count()
+    try:
+        port = m.serve(0, "127.0.0.1")
+        idle = _idle_connections(port, 3)
+        try:
+            wait_until(lambda: threading.active_count() == before + 1 + 3, 10,
+                       "a thread per connection")
+            (extra,) = _idle_connections(port, 1)
+            try:
+                wait_until(lambda: _closed_by_server(extra), 3, "the extra connection closed")
+            finally:
+                extra.close()
+            assert threading.active_count() == before + 1 + 3
+            assert not any(_closed_by_server(s) for s in idle)
+        finally:
+            for s in idle:
+                s.close()
+        wait_until(lambda: threading.active_count() == before + 1, 10, "their threads ended")
+        assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+    finally:
+        m.close()
+
+
 def test_close_cuts_idle_connections_without_waiting_for_them() -> None:
     m = ConsumerMetrics("app")
     before = threading.active_count()

@@ -492,7 +492,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         "metrics.address", "str", default="127.0.0.1", check=_check_bind_address,
         check_doc="an IP address or host name", extension=True,
         doc="Interface the metrics server binds (`0.0.0.0`: every IPv4 interface, `::` every "
-            "IPv6 one).",
+            "one, IPv4 too where the system maps IPv4 into IPv6, as Linux does by default).",
     ),
     ConfigKey(
         "zookeeper.auth", "str", check=_check_zk_auth, redact=_redact_zk_auth,

@@ -23,12 +23,14 @@ MaxLag                      ``zkconsumer_max_lag``                              
 MinFetchRate                ``zkconsumer_min_fetch_rate``                        gauge
 ==========================  ===================================================  =========
 
-MessagesPerSec and BytesPerSec count the messages handed to the application (as the legacy
-iterator's meters did), per chunk rather than per message so the iterator's per-message path
-stays free: each stream adds what it handed out of a chunk as it leaves it (used up, dropped by
-a rebalance or shutdown) and, for the chunk it is in, at each :meth:`~ConsumerMetrics.snapshot`
-or scrape (:meth:`ConsumerMetrics.watch_stream`). A message fetched and never handed out (a
-chunk dropped by a rebalance, then fetched again) is never counted.
+MessagesPerSec and BytesPerSec count the messages handed to the application, as the legacy
+iterator's message meter did (the legacy byte meter counted the bytes of each chunk fetched, as
+it was queued: here bytes are the key and value bytes of the messages handed out, so the two
+agree), per chunk rather than per message so the iterator's per-message path stays free: each
+stream adds what it handed out of a chunk as it leaves it (used up, dropped by a rebalance or
+shutdown) and, for the chunk it is in, at each :meth:`~ConsumerMetrics.snapshot` or scrape
+(:meth:`ConsumerMetrics.watch_stream`). A message fetched and never handed out (a chunk dropped
+by a rebalance, then fetched again) is never counted.
 
 FetchQueueSize has a series per stream: for a static subscription, its topic and thread id;
 for a wildcard one (:meth:`ConsumerMetrics.watch_wildcard_queue`), as in the legacy consumer,
@@ -67,6 +69,7 @@ same values as plain data (for tests and for applications without Prometheus).
 
 from __future__ import annotations
 
+import logging
 import socket
 import socketserver
 import threading
@@ -88,6 +91,8 @@ from prometheus_client.registry import Collector
 
 from ._admin import partition_lag
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "CLIENT_TIMEOUT_S",
     "FETCH_RATE_WINDOW_S",
@@ -101,6 +106,11 @@ FETCH_RATE_WINDOW_S = 60.0
 
 #: Seconds a connection to the metrics endpoint may stay silent before it is closed.
 CLIENT_TIMEOUT_S = 5.0
+#: Seconds a connection to the metrics endpoint may last at all (a client sending a byte now
+#: and then is never silent for CLIENT_TIMEOUT_S).
+CLIENT_DEADLINE_S = 30.0
+#: Connections served at once; one more is closed at once (a scraper tries again).
+MAX_CLIENTS = 16
 
 #: Upper bounds (seconds) of the rebalance duration histogram's buckets.
 REBALANCE_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -499,8 +509,10 @@ class ConsumerMetrics:
     # -- serving ---------------------------------------------------------------------------
     def serve(self, port: int, addr: str = "127.0.0.1") -> int:
         """Serve ``/metrics`` on ``addr:port`` (0: any free port; ``addr`` the interface,
-        ``0.0.0.0`` or ``::`` for all) in a daemon thread, one short-lived thread per
-        connection (closed after :data:`CLIENT_TIMEOUT_S` without a request).
+        ``0.0.0.0`` for all IPv4 ones, ``::`` for all, IPv4 too where the system maps them)
+        in a daemon thread, one short-lived thread per connection: at most
+        :data:`MAX_CLIENTS` at once, each closed after :data:`CLIENT_TIMEOUT_S` of silence
+        or :data:`CLIENT_DEADLINE_S` in all.
 
         Returns the bound port. Raises OSError when the port is taken, and RuntimeError
         when this object already serves.
@@ -564,36 +576,56 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class _MetricsServer(socketserver.ThreadingMixIn, WSGIServer):
-    """The wsgiref server, a daemon thread per connection; :meth:`server_close` neither
-    waits for them nor leaves their connections open."""
+    """The wsgiref server, a daemon thread per connection, :data:`MAX_CLIENTS` at most, each
+    cut after :data:`CLIENT_DEADLINE_S` (checked by the serving thread between requests);
+    :meth:`server_close` neither waits for them nor leaves their connections open.
+    ``_clients_lock`` guards ``_clients`` (open connection -> when accepted)."""
 
     daemon_threads = True
     block_on_close = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._clients: set[socket.socket] = set()
+        self._clients: dict[socket.socket, float] = {}
         self._clients_lock = threading.Lock()
         super().__init__(*args, **kwargs)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._clients_lock:
-            self._clients.add(request)
+            full = len(self._clients) >= MAX_CLIENTS
+            if not full:
+                self._clients[request] = time.monotonic()
+        if full:
+            log.debug("metrics endpoint: %d connections open; refusing %s", MAX_CLIENTS,
+                      client_address)
+            super().shutdown_request(request)
+            return
         super().process_request(request, client_address)
+
+    def service_actions(self) -> None:
+        too_old = time.monotonic() - CLIENT_DEADLINE_S
+        with self._clients_lock:
+            late = [c for c, since in self._clients.items() if since < too_old]
+        _cut(late)
 
     def shutdown_request(self, request: Any) -> None:
         with self._clients_lock:
-            self._clients.discard(request)
+            self._clients.pop(request, None)
         super().shutdown_request(request)
 
     def server_close(self) -> None:
         super().server_close()
         with self._clients_lock:
             clients = list(self._clients)
-        for client in clients:  # their threads see the end of the stream and finish
-            try:
-                client.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        _cut(clients)
+
+
+def _cut(clients: Iterable[socket.socket]) -> None:
+    """End these connections: their threads see the end of the stream and finish."""
+    for client in clients:
+        try:
+            client.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 class _Collector(Collector):

@@ -213,8 +213,9 @@ class _Cursor:
     def bytes_between(self, start: int, end: int) -> int:
         """Key + value bytes of the messages at indexes ``start`` to ``end``."""
         keys, values = self.columns[1], self.columns[2]
-        return (sum(map(len, filter(None, islice(keys, start, end))))
-                + sum(map(len, filter(None, islice(values, start, end)))))
+        # Slices, not islice: that would walk from the chunk's start at each read.
+        return (sum(map(len, filter(None, keys[start:end])))
+                + sum(map(len, filter(None, values[start:end]))))
 
     def drop(self) -> int:
         """Hand out nothing more; the consumed offset stays after the last message handed out.
@@ -779,9 +780,9 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
 def _chunk_bytes(records: Sequence[Any], start: int, end: int) -> int:
     columns = getattr(records, "columns", None)
     if columns is not None:
-        keys, values = (islice(c, start, end) for c in columns()[3:5])
+        keys, values = (c[start:end] for c in columns()[3:5])
         return sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
-    return sum(len(r.key or b"") + len(r.value or b"") for r in islice(records, start, end))
+    return sum(len(r.key or b"") + len(r.value or b"") for r in records[start:end])
 
 
 class KafkaStream(Generic[K, V]):
