@@ -414,3 +414,49 @@ def test_ctrl_c_while_deleting_the_groups_keeps_the_report_and_names_them(
     data = json.loads((out_dir / "compare.json").read_text())
     assert data["incomplete"] == "interrupted while deleting the groups"
     assert [r["protocol"] for r in data["results"]] == ["zookeeper", "kafka"]
+
+
+def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_groups(
+    stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """Ctrl-C in the second run, and again while the incomplete report is rendered: the
+    groups were neither deleted nor named."""
+    from zkconsumer import _compare
+
+    done = _fake_result(lost=0).results[0]
+    forgotten: list[str] = []
+
+    def run(self: Any) -> ProtocolResult:
+        self.touched = True
+        if self.protocol == "kafka":
+            raise KeyboardInterrupt
+        return replace(done, protocol=self.protocol, group=self.group)
+
+    def write_report(result: Any, output: Path) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_compare._Run, "run", run)
+    monkeypatch.setattr(_compare, "write_report", write_report)
+    monkeypatch.setattr(_compare, "_forget_group",
+                        lambda settings, result, kafka, say: forgotten.append(result.group))
+    code = cli.main([
+        "compare", "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper,
+        "--topic", names.topic, "--members", "2", "--short", "--output", str(tmp_path / "o"),
+    ])
+    _, err = capsys.readouterr()
+    assert code == 130, err
+    assert [g.split("-")[2] for g in forgotten] == ["zk", "kafka"], forgotten
+
+
+def test_a_kafka_group_left_behind_is_named_with_the_command_config() -> None:
+    """On a secured cluster the printed command fails without the run's command config."""
+    from zkconsumer._compare import CompareSettings, ProtocolResult, _left_behind
+
+    settings = CompareSettings("b:9093", "z:2181", "t", 2, command_config="/etc/client.props")
+    kept = ProtocolResult("kafka", "zkc-compare-kafka-1", 2, 2, [], 0, 0.0, None, 0, 0, 0, 0, 0,
+                          0.0)
+    said: list[str] = []
+    _left_behind(settings, kept, "interrupted", said.append)
+    assert said == ["kafka: the run's group zkc-compare-kafka-1 is left behind (interrupted); "
+                    "delete it with kafka-consumer-groups.sh --bootstrap-server b:9093 "
+                    "--command-config /etc/client.props --delete --group zkc-compare-kafka-1"]

@@ -1004,12 +1004,15 @@ def run_compare(
             runs.append(_Run(protocol, settings, partitions, log_dir, say, kafka))
             results.append(runs[-1].run())
     except BaseException as e:
-        if results:  # what completed is still worth having
-            why = ("interrupted" if isinstance(e, KeyboardInterrupt)
-                   else f"{protocol} run failed: {e}")
-            _write_partial(CompareResult(settings, results, time.strftime("%Y-%m-%d %H:%M:%S"),
-                                         incomplete=why), output, say)
-        _forget_groups(settings, runs, kafka, say)
+        try:
+            if results:  # what completed is still worth having
+                why = ("interrupted" if isinstance(e, KeyboardInterrupt)
+                       else f"{protocol} run failed: {e}")
+                _write_partial(CompareResult(settings, results,
+                                             time.strftime("%Y-%m-%d %H:%M:%S"),
+                                             incomplete=why), output, say)
+        finally:  # even on a second Ctrl-C while the report is written
+            _forget_groups(settings, runs, kafka, say)
         raise
     # Every run completed: the report is kept even if the clean-up is interrupted.
     try:
@@ -1123,10 +1126,12 @@ def _left_behind(settings: CompareSettings, result: _GroupOwner, why: str,
                  say: Callable[[str], None]) -> None:
     """Say that a run's group stays, and the command that deletes it."""
     group = result.group
+    config = (f" --command-config {settings.command_config}" if settings.command_config
+              else "")  # the secured cluster's settings, or the command fails there too
     how = (f"zkconsumer groups delete --zookeeper {settings.zookeeper} --group {group}"
            if result.protocol == "zookeeper" else
-           f"kafka-consumer-groups.sh --bootstrap-server {settings.bootstrap} --delete "
-           f"--group {group}")
+           f"kafka-consumer-groups.sh --bootstrap-server {settings.bootstrap}{config} "
+           f"--delete --group {group}")
     say(f"{result.protocol}: the run's group {group} is left behind ({why}); delete it "
         f"with {how}")
 
