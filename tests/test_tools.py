@@ -2376,6 +2376,11 @@ def test_names_no_consumer_can_use_are_refused_or_named(
         f"{legal}; line 3: 'or:ders' is not a legal topic name: contains illegal characters "
         f"(':'); {legal}")
     assert tree(zk, zp.CONSUMERS) == before
+    long_topic = "t" * 250  # legal characters, but Kafka's Topic.validate allows 249
+    assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", long_topic,
+                 "--to", "earliest") == (
+        f"zkconsumer offsets reset: '{long_topic}' is not a legal topic name: 250 "
+        f"characters, more than the 249 Kafka allows")
 
     odd = f"bad group-{names.suffix}"
     reset = ["offsets", "reset", *zkc, "--topic", topic, "--to", "earliest"]

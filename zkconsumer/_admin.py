@@ -905,8 +905,11 @@ def _check_name(value: str, what: str) -> str:
 
 def legal_name_problem(value: str, what: str) -> str | None:
     """Why no consumer can use ``value`` as a ``what`` ("group" or "topic") name, or None:
-    the legacy ConsumerConfig's rule for group.id, Kafka's for topics ([a-zA-Z0-9._-])."""
+    the legacy ConsumerConfig's rule for group.id, Kafka's for topics ([a-zA-Z0-9._-], at most
+    249 of them)."""
     problem = legal_id_problem(value)
+    if problem is None and what == "topic" and len(value) > 249:
+        problem = f"{len(value)} characters, more than the 249 Kafka allows"  # Topic.validate
     return None if problem is None else f"{value!r} is not a legal {what} name: {problem}"
 
 
