@@ -37,6 +37,7 @@ from tests.support import (
 )
 from zkconsumer import ConsumerTimeoutException, ZkConsumerError, create_consumer_connector
 from zkconsumer import _zkpaths as zp
+from zkconsumer._config import ConsumerConfig
 from zkconsumer._offsets import ZkOffsetStore
 from zkconsumer._types import TopicPartition
 from zkconsumer.spark import (
@@ -916,8 +917,12 @@ def test_out_of_range_beyond_the_log_end_is_not_reported_as_retention(
         def error(self) -> KafkaError:
             return KafkaError(KafkaError.OFFSET_OUT_OF_RANGE)
 
+        def offset(self) -> int:
+            return 3
+
     class Confluent:
-        def get_watermark_offsets(self, tp: Any) -> tuple[int, int]:
+        def get_watermark_offsets(self, tp: Any, timeout: float | None = None
+                                  ) -> tuple[int, int]:
             return 0, 3
 
     if fail_on_data_loss:
@@ -994,9 +999,11 @@ def test_options_of_the_other_kind_of_read_fail_and_keys_without_effect_warn_onc
 
     with caplog.at_level("WARNING", logger="zkconsumer.spark"):
         keys = {"partition.assignment.strategy": "roundrobin", "consumer.timeout.ms": "100",
-                "auto.commit.enable": "false"}
+                "auto.commit.enable": "false", "auto.commit.interval.ms": "1000"}
         batch(**keys)
         assert warnings() == [
+            "zkconsumer source: the auto.commit.interval.ms option has no effect in batch "
+            "reads (a batch read commits nothing)",
             "zkconsumer source: the consumer.timeout.ms option has no effect in batch reads "
             "(the source iterates no message stream)",
             "zkconsumer source: the partition.assignment.strategy option has no effect in "
@@ -1008,6 +1015,8 @@ def test_options_of_the_other_kind_of_read_fail_and_keys_without_effect_warn_onc
         assert warnings() == [
             "zkconsumer source: the auto.commit.enable option has no effect in streams (the "
             "source commits the group's offsets once per micro-batch)",
+            "zkconsumer source: the auto.commit.interval.ms option has no effect in streams "
+            "(the source commits the group's offsets once per micro-batch)",
             "zkconsumer source: the consumer.timeout.ms option has no effect in streams (the "
             "source iterates no message stream)"]
 
@@ -1029,6 +1038,26 @@ def test_a_misspelt_source_option_suggests_its_name() -> None:
     # Not reported as a missing subscription.
     with pytest.raises(ZkConsumerSourceError, match=r"'topic' \(did you mean 'topics'\?\)"):
         parse_options({"zookeeper.connect": "zk:2181", "topic": "a"})
+
+
+def test_options_of_sparks_kafka_source_say_what_to_give_instead() -> None:
+    """Moving a query from format("kafka"): its options are no misspellings of ours
+    (startingOffsetsByTimestamp was "did you mean 'startingOffsets'?")."""
+    base = {"zookeeper.connect": "zk:2181", "group.id": "g"}
+    for options, message in [
+        ({"subscribe": "a"}, "subscribe: name the topics with the topics option"),
+        ({"subscribepattern": "a.*"}, "subscribepattern: give the regex as the whitelist "
+                                      "option"),
+        ({"topics": "a", "startingoffsetsbytimestamp": "{}"},
+         "startingoffsetsbytimestamp: offsets by timestamp are not supported: give offsets "
+         "(startingOffsets, endingOffsets)"),
+        ({"topics": "a", "minpartitions": "8"},
+         "minpartitions: an option of Spark's Kafka source this source does not have"),
+    ]:
+        with pytest.raises(ZkConsumerSourceError) as info:
+            parse_options({**base, **options})
+        assert str(info.value) == f"zkconsumer source: options of Spark's Kafka source: " \
+                                  f"{message}", options
 
 
 def test_executor_clients_are_bounded_and_one_in_use_is_never_closed(
@@ -1233,7 +1262,8 @@ def _confluent_fake(log: _LaggingLog, cached: tuple[int, int] = (-1001, -1001)) 
         def position(self, tps: list[Any]) -> list[Any]:
             return [SimpleNamespace(offset=self.position_)]
 
-        def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
+        def get_watermark_offsets(self, tp: Any, cached: bool = False,
+                                  timeout: float | None = None) -> tuple[int, int]:
             return self.cached
 
         def unassign(self) -> None: ...
@@ -1244,6 +1274,44 @@ def _confluent_fake(log: _LaggingLog, cached: tuple[int, int] = (-1001, -1001)) 
 
 def _offsets_read(rng: OffsetRange) -> list[int]:
     return [o for b in read_range(rng) for o in b.column("offset").to_pylist()]
+
+
+def test_a_log_truncated_below_a_log_end_seen_earlier_is_found_within_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The task's first answer showed the log end past the range; the log is then truncated
+    inside the range (an unclean leader election: a fetch there is legal, no out-of-range
+    answer). The log end seen first must not keep the check off: the range ends once the
+    new log end has stayed for the window, not at the no-progress guard's error."""
+    import time
+
+    import zkconsumer.spark as spark
+    from zkconsumer.spark import _LogEndCheck
+
+    monkeypatch.setattr(spark, "LOG_END_RETRY_S", 0.01)
+    monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", 0.3)
+
+    class Lookup:  # zkconsumer.spark._OffsetLookup: the leader's log ends at 7 now
+        def __init__(self, config: Any, bootstrap: Any) -> None: ...
+
+        def latest(self, tps: Any) -> dict[Any, int]:
+            return dict.fromkeys(tps, 7)
+
+        def close(self) -> None: ...
+
+    monkeypatch.setattr(spark, "_OffsetLookup", Lookup)
+    props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, False)
+    check = _LogEndCheck(rng, ConsumerConfig(dict(props)))
+    assert check.log_end(2, 12) is None  # the first answer: log end 12, past the range
+    deadline = time.monotonic() + 5
+    found = None
+    while found is None and time.monotonic() < deadline:
+        found = check.log_end(7, 7)  # the reader at 7, the answers' high watermark 7
+        time.sleep(0.01)
+    assert found == 7
+    check.close()
 
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
@@ -1371,7 +1439,8 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
             return self.offset_
 
     class Confluent:
-        def get_watermark_offsets(self, tp: Any) -> tuple[int, int]:
+        def get_watermark_offsets(self, tp: Any, timeout: float | None = None
+                                  ) -> tuple[int, int]:
             return 0, 3
 
     props = (("fetch.backend", "confluent"), ("group.id", "g"),
@@ -1386,6 +1455,55 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
     skipping = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, False)
     good, position, ended, skip_to = spark._confluent_errors(Confluent(), skipping, messages, 0)
     assert [m.offset() for m in good] == [0, 1, 2] and ended and skip_to is None
+
+
+def test_an_offset_reset_after_the_ranges_end_does_not_fail_a_range_read_whole() -> None:
+    """confluent backend: the range's last records and records past its end (a gap of
+    transaction markers before them), then an offset-reset event, retention or truncation
+    racing librdkafka's prefetch: the range was read whole, nothing of it is lost. Also: a
+    broker that answers no watermarks after an out-of-range answer fails the task with a
+    clear error, where the lookup used to wait for ever."""
+    from confluent_kafka import KafkaError
+
+    import zkconsumer.spark as spark
+
+    class Message:
+        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+            self.offset_, self.error_ = offset, error
+
+        def error(self) -> KafkaError | None:
+            return self.error_
+
+        def offset(self) -> int:
+            return self.offset_
+
+    class Confluent:
+        def __init__(self, answer: tuple[int, int] | None) -> None:
+            self.answer = answer
+            self.timeouts: list[float | None] = []
+
+        def get_watermark_offsets(self, tp: Any, timeout: float | None = None
+                                  ) -> tuple[int, int] | None:
+            self.timeouts.append(timeout)
+            return self.answer
+
+    props = (("fetch.backend", "confluent"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, True)
+    reset = KafkaError(KafkaError._AUTO_OFFSET_RESET)
+    for messages in ([Message(8), Message(9), Message(12), Message(13, reset)],
+                     [Message(8), Message(9), Message(11, reset)]):
+        for answer in ((20, 30), (0, 5)):  # retention past the range, or a truncation
+            good, position, ended, skip_to = spark._confluent_errors(
+                Confluent(answer), rng, messages, 8)
+            assert ([m.offset() for m in good], position, ended, skip_to) == (
+                [m.offset() for m in messages[:-1]], 8, True, None)
+    silent = Confluent(None)
+    with pytest.raises(ZkConsumerError, match=r"^zkconsumer source: reading t:0: the broker "
+                                              r"answered out of range .*then gave no "
+                                              r"watermarks within 2.5 s"):
+        spark._confluent_errors(silent, rng, [Message(3, reset)], 3, timeout_s=2.5)
+    assert silent.timeouts == [2.5]
 
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
@@ -1441,7 +1559,8 @@ def test_retention_loss_after_records_in_the_same_answer_keeps_those_records(
         def position(self, tps: list[Any]) -> list[Any]:
             return [SimpleNamespace(offset=self.at)]
 
-        def get_watermark_offsets(self, tp: Any, cached: bool = False) -> tuple[int, int]:
+        def get_watermark_offsets(self, tp: Any, cached: bool = False,
+                                  timeout: float | None = None) -> tuple[int, int]:
             return 6, 10
 
         def unassign(self) -> None: ...
@@ -1460,6 +1579,64 @@ def test_retention_loss_after_records_in_the_same_answer_keeps_those_records(
     with caplog.at_level("WARNING", logger="zkconsumer.spark"):
         assert _offsets_read(rng) == [0, 1, 2, 6, 7, 8, 9]
     assert "t:0: offsets [3, 6) were lost; going on from 6" in caplog.text
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_log_truncation_found_by_kafka_python_is_lost_data_past_the_log_end(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, fail_on_data_loss: bool,
+) -> None:
+    """kafka-python 3 checks its position with a new leader (KIP-320) and raises
+    LogTruncationError, no OffsetOutOfRangeError, after an unclean leader election: the
+    log end's data-loss error (or, failOnDataLoss=false, the rows read and a warning), not
+    a raw client error. One left on a pooled client by an earlier task's partition is not
+    this task's."""
+    from collections import OrderedDict, namedtuple
+
+    from kafka import TopicPartition as KTP
+    from kafka.errors import LogTruncationError
+    from kafka.structs import OffsetAndMetadata
+
+    import zkconsumer.spark as spark
+
+    record = namedtuple("record", "offset key value timestamp")
+
+    class Consumer:  # kafka-python's KafkaConsumer on t:0, truncated at 3 after 0-2 were read
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, list[Any]]:
+            self.polls += 1
+            if self.polls == 1:
+                raise LogTruncationError({KTP("u", 1): None})  # an earlier task's
+            if self.polls == 2:
+                return {KTP("t", 0): [record(o, b"k", b"v", 1000) for o in range(3)]}
+            raise LogTruncationError({KTP("t", 0): OffsetAndMetadata(3, "", 4)})
+
+        def position(self, tp: Any) -> int:
+            return 3
+
+        def highwater(self, tp: Any) -> int:
+            return 10
+
+        def assign(self, tps: Any) -> None: ...
+        def seek(self, tp: Any, offset: int) -> None: ...
+        def unsubscribe(self) -> None: ...
+        def close(self) -> None: ...
+
+    props = (("fetch.backend", "kafka-python"), ("group.id", "g"),
+             ("zookeeper.connect", "127.0.0.1:1"))
+    rng = OffsetRange("t", 0, 0, 10, ("127.0.0.1:1",), props, fail_on_data_loss)
+    monkeypatch.setattr(spark, "_CLIENTS",
+                        OrderedDict({("kafka-python", rng.bootstrap, props): Consumer()}))
+    lost = (r"offsets \[3, 10\) of t:0 are beyond its log end 3 \(the new leader's log was "
+            r"truncated below it")
+    if fail_on_data_loss:
+        with pytest.raises(ZkConsumerError, match=lost):
+            _offsets_read(rng)
+        return
+    with caplog.at_level("WARNING", logger="zkconsumer.spark"):
+        assert _offsets_read(rng) == [0, 1, 2]
+    assert re.search(lost, caplog.text)
 
 
 def _kafka_python_out_of_range_after(n: int, log_start: int, log_end: int) -> Any:

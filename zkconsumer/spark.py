@@ -200,11 +200,31 @@ _NO_EFFECT = {
     "offsets.channel.socket.timeout.ms": "the source keeps the group's offsets in ZooKeeper only",
     "zookeeper.sync.time.ms": "zkconsumer does not use it",
 }
-#: ... and in batch reads, which join no group.
+#: ... and in batch reads, which join no group and commit nothing.
 _NO_EFFECT_IN_BATCH = {
-    key: "a batch read joins no group"
-    for key in ("consumer.id", "partition.assignment.strategy", "rebalance.max.retries",
-                "rebalance.backoff.ms", "metrics.port", "metrics.address")
+    **{key: "a batch read joins no group"
+       for key in ("consumer.id", "partition.assignment.strategy", "rebalance.max.retries",
+                   "rebalance.backoff.ms", "metrics.port", "metrics.address")},
+    **{key: "a batch read commits nothing"
+       for key in ("auto.commit.enable", "auto.commit.interval.ms",
+                   "offsets.commit.max.retries")},
+}
+#: Options of Spark's own Kafka source ("kafka" format), lower-cased, that this source has not:
+#: what to give instead. Told as such, not as a misspelling of the nearest option.
+_SPARK_KAFKA_OPTIONS = {
+    "subscribe": "name the topics with the topics option",
+    "subscribepattern": "give the regex as the whitelist option",
+    "assign": "a consumer group's members own partitions: name the topics with topics",
+    **dict.fromkeys(
+        ("startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingtimestamp",
+         "endingtimestamp", "startingoffsetsbytimestampstrategy"),
+        "offsets by timestamp are not supported: give offsets (startingOffsets, endingOffsets)"),
+    **dict.fromkeys(
+        ("minpartitions", "maxrecordsperpartition", "mintriggerdelay", "maxtriggerdelay",
+         "minoffsetspertrigger", "includeheaders", "groupidprefix",
+         "kafkaconsumer.polltimeoutms", "fetchoffset.numretries",
+         "fetchoffset.retryintervalms"),
+        "an option of Spark's Kafka source this source does not have"),
 }
 _LEGACY_KEYS = frozenset(k.name for k in CONFIG_KEYS)
 #: (kind of read, key) pairs already warned about in this process.
@@ -335,6 +355,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if "path" in opts:
         raise _fail("load(path) is not supported: name the topics with .option('topics', ...)")
     source = {k: opts.pop(k) for k in list(opts) if k in SOURCE_KEYS}
+    spark_kafka = [f"{k}: {_SPARK_KAFKA_OPTIONS[k]}" for k in opts if k in _SPARK_KAFKA_OPTIONS]
+    if spark_kafka:
+        raise _fail("options of Spark's Kafka source: " + "; ".join(spark_kafka))
     misspelt = _misspelt_source_options(opts)
     if misspelt:  # first: a misspelt topics would be reported as no subscription
         raise _fail("; ".join(misspelt))
@@ -699,28 +722,29 @@ def _data_loss(rng: OffsetRange, at: int, earliest: int | None) -> ZkConsumerErr
     )
 
 
-def _past_log_end(rng: OffsetRange, at: int, log_end: int, *,
-                  out_of_range: bool = False) -> ZkConsumerError | None:
+def _past_log_end(rng: OffsetRange, at: int, log_end: int, *, out_of_range: bool = False,
+                  how: str | None = None) -> ZkConsumerError | None:
     """Offsets ``[at, end)`` of the range are beyond the partition's log end: lost data.
 
     Known either from the broker (``out_of_range``: it answered OFFSET_OUT_OF_RANGE for
-    ``at``, whose log start is not above it), or because the log end stayed at or below
-    ``at`` for LOG_END_CONFIRM_S (:class:`_LogEndCheck`). The error to raise with
+    ``at``, whose log start is not above it, or ``how`` it told), or because the log end
+    stayed at or below ``at`` for LOG_END_CONFIRM_S (:class:`_LogEndCheck`). The error to raise with
     failOnDataLoss; else None, after a warning: the range ends at ``at`` (the next batch's plan
     goes on from the log end).
     """
     where = f"{rng.topic}:{rng.partition}"
     cause = "the log was truncated or the topic recreated after the range was planned"
+    answered = how or f"the broker answered offset {at} out of range"
     if not out_of_range:
         message = (f"offsets [{at}, {rng.end}) of {where} are beyond its log end {log_end}, "
                    f"where it stayed for {LOG_END_CONFIRM_S:g} s ({cause}, or a new "
                    "leader's high watermark lagged longer than that)")
     elif log_end <= at:
         message = (f"offsets [{at}, {rng.end}) of {where} are beyond its log end {log_end} "
-                   f"(the broker answered offset {at} out of range: {cause})")
+                   f"({answered}: {cause})")
     else:  # the log grew again between the broker's answer and the lookup of its end
-        message = (f"offsets [{at}, {rng.end}) of {where} were beyond its log end (the broker "
-                   f"answered offset {at} out of range: {cause}; its log end is {log_end} now)")
+        message = (f"offsets [{at}, {rng.end}) of {where} were beyond its log end ({answered}: "
+                   f"{cause}; its log end is {log_end} now)")
     if rng.fail_on_data_loss:
         return ZkConsumerError(f"zkconsumer source: {message}; set failOnDataLoss=false to "
                                "go on from the log end")
@@ -740,7 +764,8 @@ class _LogEndCheck:
     nor a reused confluent client's cached one, the last task's until this task's first fetch
     answer (the reader takes no hint from it before). Progress, or a log end found above the
     position (by a lookup, or a fetch answer's high watermark), starts the window again;
-    from a log end found above, no more lookups are made until the position passes it.
+    from a log end found above, no more lookups are made until the position passes it or a
+    fetch answer's high watermark falls below it (the log truncated since).
 
     While the log end is known to be at or below the position, the no-progress guard
     (READ_STALL_S) waits for the window (:meth:`stalled`). It is what ends a task whose log end
@@ -770,6 +795,10 @@ class _LogEndCheck:
             self.known_end = max(self.known_end, high_watermark)  # the leader says: above
             self._reset()
             return None
+        if high_watermark is not None and 0 <= high_watermark < self.known_end:
+            # The leader says lower than a log end found before: truncated since (an unclean
+            # leader election), or a new leader's lagging high watermark. Looked up again.
+            self.known_end = -1
         if self.low_since is None and (high_watermark is None or high_watermark < 0
                                        or position < self.known_end):
             return None
@@ -879,7 +908,7 @@ def _close_client(client: Any) -> None:
 def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
-    from kafka.errors import CorruptRecordError, OffsetOutOfRangeError
+    from kafka.errors import CorruptRecordError, LogTruncationError, OffsetOutOfRangeError
 
     from ._fetcher import kafka_python_kwargs
 
@@ -928,6 +957,19 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
                 position = earliest
                 consumer.seek(ktp, position)
                 continue
+            except LogTruncationError as e:
+                if ktp not in e.divergent_offsets:
+                    continue  # a pooled client's, of an earlier task's partition: not ours
+                # KIP-320: the new leader's log ends below records read (an unclean leader
+                # election), where it diverges, or (None) somewhere unknown.
+                diverged = e.divergent_offsets[ktp]
+                end = (int(diverged.offset) if diverged is not None
+                       else int(consumer.end_offsets([ktp])[ktp]))
+                error = _past_log_end(rng, position, end, out_of_range=True,
+                                      how="the new leader's log was truncated below it")
+                if error is not None:
+                    raise error from None
+                break
             except CorruptRecordError as e:
                 at = re.search(r"at offset (\d+)", str(e))
                 raise _corrupt(rng, int(at.group(1)) if at else position, e) from e
@@ -998,7 +1040,8 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
             skip_to: int | None = None
             if [m for m in messages if m.error() is not None]:
                 messages, position, ended, skip_to = _confluent_errors(
-                    consumer, rng, messages, position)
+                    consumer, rng, messages, position,
+                    timeout_s=max(config.socket_timeout_ms, 10_000) / 1000)
             if messages:
                 last_progress = time.monotonic()
                 # One partition, in offset order: keep what lies in [position, end).
@@ -1054,7 +1097,7 @@ def _cached_watermarks(consumer: Any, ctp: Any) -> tuple[int, int] | None:
 
 
 def _confluent_errors(
-    consumer: Any, rng: OffsetRange, messages: list[Any], position: int
+    consumer: Any, rng: OffsetRange, messages: list[Any], position: int, timeout_s: float = 10.0,
 ) -> tuple[list[Any], int, bool, int | None]:
     """Drop error events from ``messages``; an offset reset means lost data (or a re-seek).
 
@@ -1062,7 +1105,8 @@ def _confluent_errors(
     goes on after them), with failOnDataLoss=false: the range ends when the broker answered
     the offset after them out of range beyond the log end; it goes on at the log start when
     retention deleted that offset. The messages returned are read either way: they came
-    before the offset that failed.
+    before the offset that failed. When they reach the range's end, or the offset that
+    failed is past it, the range was read whole: it ends, whatever happened after it.
     """
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as CTP
@@ -1079,7 +1123,18 @@ def _confluent_errors(
                 continue  # past the range: what comes before it is all the range has
             raise _corrupt(rng, max(position, m.offset()), err.str())
         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-            low, high = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition))
+            failed_at = m.offset()
+            if (any(g.offset() >= rng.end for g in good)
+                    or (failed_at is not None and failed_at >= rng.end)):
+                return good, position, True, None  # the range was read to its end first
+            found = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition),
+                                                   timeout=timeout_s)
+            if found is None:  # no answer within the timeout (the default waits for ever)
+                raise ZkConsumerError(
+                    f"zkconsumer source: reading {rng.topic}:{rng.partition}: the broker "
+                    f"answered out of range ({err.str()}), then gave no watermarks within "
+                    f"{timeout_s:g} s")
+            low, high = found
             # What failed comes after this answer's messages of the range: they are read.
             at = position
             for g in good:
