@@ -420,10 +420,37 @@ def test_a_topic_created_again_with_fewer_partitions_loses_their_states(
         bridge.apply(ClusterView(BROKER, {"t": _parts(4)}))
         assert sorted(zk.get_children(partitions)) == ["0", "1", "2", "3"]
         bridge.apply(ClusterView(BROKER, {}))  # deleted: missing from one answer
+        written = zk.exists(root + zp.topic_path("t")).mzxid
         bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))  # and created again
+        # One answer with fewer partitions is not believed (a count never falls otherwise):
+        # each rewrite makes every member rebalance.
+        assert zk.exists(root + zp.topic_path("t")).mzxid == written
+        assert sorted(zk.get_children(partitions)) == ["0", "1", "2", "3"]
+        bridge.apply(ClusterView(BROKER, {"t": _parts(2)}))  # the next one is
         assert zp.TopicAssignment.decode(zk.get(root + zp.topic_path("t"))[0]).partitions \
             == {0: [1], 1: [1]}
         assert sorted(zk.get_children(partitions)) == ["0", "1"]
+
+
+def test_one_answer_with_fewer_partitions_changes_nothing(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """A metadata answer listing fewer partitions, once: the topic znode was rewritten and
+    the missing partitions' states deleted, then both written back the next round (every
+    legacy member rebalanced twice and briefly found no leader)."""
+    root = f"/bridge-{names.suffix}"
+    topic = root + zp.topic_path("t")
+    with _bridge_on(stack, zk, root) as bridge:
+        bridge.apply(ClusterView(BROKER, {"t": _parts(4)}))
+        before = zk.exists(topic).mzxid
+        bridge.apply(ClusterView(BROKER, {"t": _parts(3)}))
+        bridge.apply(ClusterView(BROKER, {"t": _parts(4)}))
+        assert zk.exists(topic).mzxid == before
+        assert sorted(zk.get_children(root + zp.partitions_dir("t"))) == ["0", "1", "2", "3"]
+        # A topic grows at once.
+        bridge.apply(ClusterView(BROKER, {"t": _parts(5)}))
+        assert sorted(zk.get_children(root + zp.partitions_dir("t"))) == ["0", "1", "2", "3",
+                                                                           "4"]
 
 
 def test_stop_ends_a_bridge_still_connecting_to_zookeeper(

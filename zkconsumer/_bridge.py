@@ -11,20 +11,20 @@ part of the tree in sync, within about one poll interval (0.5 s by default)::
     /zkconsumer/bridge/topics/<topic>          marker: the bridge manages this topic
 
 A topic whose /brokers/topics znode was written by someone else (an admin tool, a test that
-changes the partition count the ZooKeeper-era way) is left alone: the bridge only rewrites
-and deletes topics it marked as its own, and creates a topic's znode (never overwrites it)
-until it has marked it, so an admin tool's write racing its first one wins. A managed topic
-errored in one metadata answer is kept as it was; one missing from the answers is deleted
-after :data:`GONE_AFTER_ANSWERS` answers in a row. Each round compares the cluster with what
+changes the partition count the ZooKeeper-era way) is left alone: the bridge only rewrites and
+deletes topics it marked as its own, and creates a topic's znode (never overwrites it) until it
+has marked it, so an admin tool's write racing its first one wins. A managed topic errored in
+one metadata answer is kept as it was; one missing from the answers is deleted after
+:data:`GONE_AFTER_ANSWERS` answers in a row. Each round compares the cluster with what
 ZooKeeper holds of the managed topics, not with what the bridge remembers writing, and writes
-whatever differs: a topic znode or partition state deleted or edited by hand does not last,
-and the partitions a topic no longer has lose their state znodes. What ZooKeeper holds is
-read with watches set (all reads of a round sent before any answer is awaited) and kept
+whatever differs: a topic znode or partition state deleted or edited by hand does not last, and
+the partitions a topic no longer has lose their state znodes (fewer partitions than ZooKeeper
+holds are believed after :data:`GONE_AFTER_ANSWERS` answers in a row too). What ZooKeeper holds
+is read with watches set (all reads of a round sent before any answer is awaited) and kept
 until a watch reports a change, or the connection drops (kazoo then fires every watch): an
-unchanged tree costs no read. A name
-that cannot be a Kafka topic (Tansu accepts ``..`` and ``a/b``) is skipped with one warning;
-a topic whose writes fail does not keep the other topics, nor the broker registrations, from
-being written in the same round.
+unchanged tree costs no read. A name that cannot be a Kafka topic (Tansu accepts ``..`` and
+``a/b``) is skipped with one warning; a topic whose writes fail does not keep the other topics,
+nor the broker registrations, from being written in the same round.
 
 At start, as a ZooKeeper-mode broker: a missing chroot (``host:port/kafka``) is created, and
 so are its own top-level paths (:data:`OWN_PATHS`) and, best effort, the other
@@ -115,6 +115,16 @@ def legal_topic(name: str) -> bool:
     legal group.id, at most 249 of them, not "." or ".."). Anything else a cluster reports
     cannot be a ZooKeeper-mode topic, and may not even be a znode name ("..", "a/b")."""
     return len(name) <= 249 and name not in (".", "..") and legal_id_problem(name) is None
+
+
+def _partition_count(data: bytes | None) -> int:
+    """The partitions a topic znode's payload names (0: none, or not a payload to keep)."""
+    if data is None:
+        return 0
+    try:
+        return len(zp.TopicAssignment.decode(data).partitions)
+    except ValueError:
+        return 0
 
 
 class _OutageFilter(logging.Filter):
@@ -288,6 +298,8 @@ class Bridge:
         self._paths_made = False  # the top-level paths exist (made again after a resync)
         # managed topic -> successful answers in a row it was missing from
         self._absent_answers: dict[str, int] = {}
+        # Managed topic -> answers in a row with fewer partitions than ZooKeeper holds.
+        self._fewer_answers: dict[str, int] = {}
         self._last_failure: str | None = None  # the failure last logged, until a round works
         self.rounds = 0
 
@@ -611,6 +623,7 @@ class Bridge:
                 failures.append(e)
                 continue
             del self._absent_answers[topic]
+            self._fewer_answers.pop(topic, None)
 
         now_ms = int(time.time() * 1000)
         proto = self._protocol
@@ -754,6 +767,16 @@ class Bridge:
         stale = [] if held is None else [
             gone for gone in (zp.parse_id(c) for c in held.partitions)
             if gone is not None and gone not in parts]
+        if marked and (stale or _partition_count(held_data) > len(parts)):
+            # A partition count never falls, unless the topic was deleted and created again:
+            # believed after GONE_AFTER_ANSWERS answers in a row, as a topic's absence is
+            # (one odd answer would make every member rebalance twice).
+            seen = self._fewer_answers[topic] = self._fewer_answers.get(topic, 0) + 1
+            if seen < GONE_AFTER_ANSWERS:
+                if held is not None:
+                    self._held[topic] = held
+                return
+        self._fewer_answers.pop(topic, None)
         if held is not None and held_data == data and not stale and all(
                 held_states.get(p) == state for p, state in wanted.items()):
             self._held[topic] = held
