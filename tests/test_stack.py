@@ -572,6 +572,30 @@ def test_the_bridge_answers_only_with_a_registration_naming_this_stacks_broker(
     assert not probe._bridge_registered()
 
 
+def test_the_bridge_is_probed_logged_in_as_the_bridge_is(
+    private_stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ZKCONSUMER_ZOOKEEPER_ACL giving no world read, the bridge (which inherits the
+    login and ACL variables) wrote a registration the anonymous probe could not read: `up`
+    waited its 60 s and said the bridge did not answer."""
+    from kazoo.security import make_digest_acl
+
+    monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_AUTH", raising=False)
+    monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        wait_until(lambda: _broker_ids(zk), 10, "broker registered")
+        for bid in _broker_ids(zk):
+            zk.set_acls(zp.broker_path(int(bid)), [make_digest_acl("ops", "secret", all=True)])
+        assert not private_stack._bridge_registered()  # anonymous: not readable
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", "digest:ops:secret")
+        assert private_stack._bridge_registered()
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def test_up_starts_zookeeper_as_empty_as_the_broker(tmp_path: Path) -> None:
     """The broker keeps nothing across down/up: ZooKeeper kept a group's offsets, and a topic
     created again resumed from them, skipping messages."""

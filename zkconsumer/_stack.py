@@ -498,16 +498,17 @@ class LocalStack:
         out = zk_four_letter(self.zookeeper, "cons")
         if not out:
             return False
-        import logging
-
-        from kazoo.client import KazooClient
         from kazoo.exceptions import NoNodeError
 
-        quiet = logging.getLogger("zkconsumer.stack.probe")
-        quiet.setLevel(logging.CRITICAL)
-        zk = KazooClient(hosts=self.zookeeper, timeout=2.0, logger=quiet)
+        from ._admin import connect
+
         try:
-            zk.start(timeout=2.0)
+            # Logged in as the bridge is (it inherits ZKCONSUMER_ZOOKEEPER_AUTH and _ACL): an
+            # ACL without world read made every probe fail, and `up` time out.
+            zk = connect(self.zookeeper, 2.0)
+        except Exception:  # noqa: BLE001 - not answering yet
+            return False
+        try:
             ids = zk.get_children(zp.BROKER_IDS) if zk.exists(zp.BROKER_IDS) else []
             for child in ids:
                 bid = zp.parse_id(child)
