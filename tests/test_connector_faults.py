@@ -452,3 +452,44 @@ def test_an_uncertain_owner_znode_is_read_back_after_a_sync(
     assert "exists_async" in calls, "no owner znode was read back"
     assert "sync_async" in calls, "read back without a sync"
     assert calls.index("sync_async") < calls.index("exists_async")
+
+
+# -- a sender stuck in kazoo when the session is lost ------------------------------------------
+
+
+def test_the_session_lost_listener_never_waits_for_ever_on_a_stuck_sender(
+    stack: StackInfo, names: Any, topic_factory: Any
+) -> None:
+    """kazoo wakes its connection thread with a byte per request on a socket that thread
+    reads only while connected: a claim or release of hundreds of partitions while the
+    connection is down blocks the sender, holding the session guard, until that thread
+    reads again; and the thread, reporting the session lost, waited for the guard: both
+    for ever, the member silently dead. The listener now waits a bounded time, and the
+    sender sends nothing more once it sees the loss."""
+    from kazoo.exceptions import SessionExpiredError
+    from kazoo.protocol.states import KazooState
+
+    import zkconsumer._connector as connector_module
+
+    topic = topic_factory(names.topic, 1)
+    c = ZookeeperConsumerConnector(_config(stack, names.group), fetcher_factory=NullFetcher)
+    try:
+        c.create_message_streams({topic: 1})
+        assert c._session_guard.acquire(timeout=5)  # the stuck sender
+        try:
+            listener = threading.Thread(target=c._on_zk_state, args=(KazooState.LOST,),
+                                        daemon=True)
+            listener.start()
+            listener.join(getattr(connector_module, "LISTENER_GUARD_WAIT_S", 2.0) + 5)
+            assert not listener.is_alive(), "the LOST listener waits for the guard for ever"
+        finally:
+            c._session_guard.release()
+        assert c._session_lost.is_set()
+        # What the stuck sender would send next: not sent, failed as with the session.
+        path = f"/{names.group}-not-sent"
+        result = c._send(c._zk.create_async, path, b"x")
+        with pytest.raises(SessionExpiredError):
+            result.get(timeout=5)
+        assert c._zk.exists(path) is None
+    finally:
+        c.shutdown()

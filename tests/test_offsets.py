@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -314,3 +315,44 @@ def test_a_kafka_refusal_says_offset_or_offsets() -> None:
     assert str(one) == "Kafka refused 1 offset of group 'g': t:0=UnknownTopicOrPartitionError"
     two = OffsetCommitError("g", {("t", 1): "B", ("t", 0): "A"})
     assert str(two) == "Kafka refused 2 offsets of group 'g': t:0=A, t:1=B"
+
+
+@pytest.mark.parametrize("call", ["read", "first commit"])
+def test_a_batch_while_disconnected_fails_instead_of_blocking_in_kazoo(call: str) -> None:
+    """kazoo wakes its connection thread with a byte per request on a socket it reads only
+    while connected: hundreds of reads or creates made while the connection is down filled
+    it, and the sender blocked until ZooKeeper came back (for ever, holding the session
+    guard). Sent a window at a time, the first window's answers time out instead."""
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.protocol.states import KeeperState
+
+    from tests.support import wait_until
+    from zkconsumer._stack import free_port
+
+    zk = KazooClient(hosts=f"127.0.0.1:{free_port()}",
+                     connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5})
+    zk.start_async()
+    wait_until(lambda: zk.client_state == KeeperState.CONNECTING, 10, "connecting")
+    store = ZkOffsetStore(zk, "g", timeout_s=0.5)
+    tps = [TopicPartition("t", p) for p in range(3000)]
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            if call == "read":
+                store.read(tps)
+            else:
+                store._ensure_nodes(dict.fromkeys(tps, 1))
+        except BaseException as e:  # noqa: BLE001 - checked below
+            failed.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(15)
+    stopper = threading.Thread(target=zk.stop, daemon=True)  # blocks too on a full socket
+    stopper.start()
+    stopper.join(15)
+    assert not worker.is_alive(), "blocked in kazoo until the connection is back"
+    assert len(failed) == 1 and isinstance(failed[0], KazooTimeoutError), failed
+    assert not stopper.is_alive()
+    zk.close()

@@ -40,9 +40,11 @@ Threads and locks:
   ``dict(d)`` of a plain dict is one C call under the GIL, so a copy is consistent, and the
   registry is replaced wholesale, never mutated.
 - ``_session_guard`` (Lock) makes "the session is not lost" and "send this write" one step:
-  the LOST listener sets ``_session_lost`` under it, and owner znode writes, the deletion of
-  the registration when leaving, and ZooKeeper offset commits are sent (asynchronously, never
-  awaited under it) only after checking the flag under it, and only while connected
+  the LOST listener sets ``_session_lost`` under it (waiting for it
+  :data:`LISTENER_GUARD_WAIT_S` at most, see :meth:`_on_zk_state`; each request of a batch
+  is checked again, :meth:`_send`), and owner znode writes, the deletion of the registration
+  when leaving, and ZooKeeper offset commits are sent (asynchronously, never awaited under
+  it) only after checking the flag under it, and only while connected
   (:meth:`_live_session`). Kazoo fails every request still queued when it learns of the
   expiry, so no such write of the old session runs under the new one.
 - ``_commit_lock`` serialises commits (auto-commit thread, rebalance, the user) with
@@ -78,6 +80,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent
 
 from . import _zkpaths as zp
@@ -107,6 +110,10 @@ log = logging.getLogger("zkconsumer.connector")
 
 #: Longest shutdown() waits for a background thread or a rebalance while ZooKeeper answers.
 SHUTDOWN_WAIT_S = 30.0
+#: Longest the LOST listener (kazoo's connection thread) waits for ``_session_guard``. A
+#: holder is normally sending a few requests; one still holding it after this is stuck in
+#: kazoo's wake-up write, which only the connection thread, waiting here, would unblock.
+LISTENER_GUARD_WAIT_S = 2.0
 
 Decoder = Callable[[bytes], Any]
 
@@ -572,12 +579,38 @@ class ZookeeperConsumerConnector:
                 try:
                     self._offsets.close()
                 finally:
-                    self._zk.stop()  # fails any call still waiting for the connection
-                    self._zk.close()
+                    self._stop_client()
                     # Owns nothing now, whether or not it could leave the group explicitly.
                     self.metrics.set_owned_partitions(())
                     self.metrics.close()
         self.log.info("shut down")
+
+    def _stop_client(self) -> None:
+        """Stop the ZooKeeper client (which fails any call still waiting for the connection)
+        and close it, within kazoo's own bound on stopping plus a little. kazoo's stop()
+        writes to a socket that only its connection thread reads: one filled by requests
+        made while disconnected would block it until ZooKeeper is back (a process can exit
+        all the same: the stop is left to a daemon thread, the client unclosed)."""
+        failed: list[BaseException] = []
+
+        def stop() -> None:
+            try:
+                self._zk.stop()
+            except Exception as e:  # noqa: BLE001 - said below; the client is closed anyway
+                failed.append(e)
+
+        stopper = threading.Thread(target=stop, name=f"{self.consumer_id}-zk-stop",
+                                   daemon=True)
+        stopper.start()
+        timeout_s = max(10.0, self.config.zookeeper_session_timeout_ms / 1000.0) + 2.0
+        stopper.join(timeout_s)
+        if stopper.is_alive():
+            self.log.warning("the ZooKeeper client did not stop within %.0f s: left to stop "
+                             "in the background", timeout_s)
+            return
+        if failed:
+            self.log.warning("stopping the ZooKeeper client: %r", failed[0])
+        self._zk.close()
 
     def _join_unless_disconnected(self, t: threading.Thread) -> None:
         """Join ``t``, but stop waiting after a second without a ZooKeeper connection (then
@@ -679,6 +712,24 @@ class ZookeeperConsumerConnector:
             if not self._zk.connected:
                 raise ConnectionLoss()
             yield
+
+    def _send(self, call: Callable[..., IAsyncResult], *args: Any, **kwargs: Any
+              ) -> IAsyncResult:
+        """``call(*args, **kwargs)`` (a kazoo ``*_async`` request), inside :meth:`_live_session`,
+        unless the session was lost or the connection dropped since the batch began: then an
+        answer failed with that error, as if sent and failed (the caller treats it so), and
+        nothing is sent. Per request, because a batch of hundreds can block in kazoo until
+        the connection is back, possibly with the next session (see :meth:`_on_zk_state`)."""
+        error: BaseException | None = None
+        if self._session_lost.is_set():
+            error = SessionExpiredError()
+        elif not self._zk.connected:
+            error = ConnectionLoss()
+        if error is None:
+            return call(*args, **kwargs)
+        failed = self._zk.handler.async_result()
+        failed.set_exception(error)
+        return failed
 
     def _claim_streams(self) -> None:
         with self._state_lock:
@@ -784,10 +835,22 @@ class ZookeeperConsumerConnector:
         # Runs in kazoo's thread: only flags, and locks held for microseconds.
         if state == KazooState.LOST:
             # Recorded during shutdown too: shutdown must not delete the owner znodes of a
-            # lost session (the paths may be other members' claims by now).
-            with self._session_guard:
+            # lost session (the paths may be other members' claims by now). Under the guard,
+            # so a sender past its check has queued its request before kazoo fails the queue;
+            # but not waited for long: each kazoo request writes a byte to a socket only this
+            # thread reads, and a sender that filled it (hundreds of requests while the
+            # connection was down) waits for this thread. Its queued requests are failed
+            # all the same, and it sends no more once it sees the flag (_send).
+            locked = self._session_guard.acquire(timeout=LISTENER_GUARD_WAIT_S)
+            try:
                 self._session_gen += 1
                 self._session_lost.set()
+            finally:
+                if locked:
+                    self._session_guard.release()
+            if not locked:
+                self.log.warning("session lost while a ZooKeeper request was stuck being "
+                                 "sent; its requests fail with the session")
         with self._state_lock:
             # During shutdown too, until it has ended the streams: a closed gate stops its
             # final commit. Then the gate stays open for good (stopping the client reports
@@ -1197,7 +1260,8 @@ class ZookeeperConsumerConnector:
             return
         with self._live_session():
             session = self._session_id()
-            reads = [(tp, self._zk.get_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+            reads = [(tp, self._send(self._zk.get_async,
+                                     zp.owner_path(self.group, tp.topic, tp.partition)))
                      for tp in certain]
         self._zk_ops += len(reads)
         # A missing one stays owned (uncertain) until the claim: its consumed offset is still
@@ -1234,9 +1298,9 @@ class ZookeeperConsumerConnector:
         self._zk_ops += len(todo)
         with self._live_session():
             pending = [
-                (tp, th, self._zk.create_async(
-                    zp.owner_path(self.group, tp.topic, tp.partition), zp.encode_owner(th),
-                    ephemeral=True, makepath=True))
+                (tp, th, self._send(
+                    self._zk.create_async, zp.owner_path(self.group, tp.topic, tp.partition),
+                    zp.encode_owner(th), ephemeral=True, makepath=True))
                 for tp, th in todo
             ]
         conflicts = []
@@ -1353,8 +1417,8 @@ class ZookeeperConsumerConnector:
                         # until the session ends. The session's reads wait behind its sync
                         # (pipelined: no extra round trip).
                         self._zk.sync_async(zp.owners_dir(self.group))
-                        reads = [(tp, self._zk.exists_async(path(self.group, tp.topic,
-                                                                tp.partition)))
+                        reads = [(tp, self._send(self._zk.exists_async,
+                                                 path(self.group, tp.topic, tp.partition)))
                                  for tp in doubtful]
                     self._zk_ops += len(reads)
                     for tp, result in reads:
@@ -1372,7 +1436,8 @@ class ZookeeperConsumerConnector:
                             self._disown(tp)  # missing, or another member's: not ours
                 with self._live_session():
                     pending = [
-                        (tp, self._zk.delete_async(path(self.group, tp.topic, tp.partition)))
+                        (tp, self._send(self._zk.delete_async,
+                                        path(self.group, tp.topic, tp.partition)))
                         for tp in sorted(ours)
                     ]
                 self._zk_ops += len(pending)

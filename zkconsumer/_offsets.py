@@ -42,6 +42,11 @@ log = logging.getLogger("zkconsumer.offsets")
 
 #: Offsets written per ZooKeeper transaction (about 105 bytes each).
 MAX_COMMIT_OPS = 1000
+#: ZooKeeper requests sent before their answers are awaited. kazoo wakes its connection thread
+#: with a byte on a socket that thread reads only while connected: a few hundred requests
+#: made while the connection is down fill it, and the sender then blocks until ZooKeeper is
+#: back, holding whatever it holds (a window's answers fail at once with the connection).
+PIPELINE_WINDOW = 100
 
 
 class OffsetStore(Protocol):
@@ -84,7 +89,15 @@ class ZkOffsetStore:
         out: dict[TopicPartition, int | None] = {}
         with self._lock:
             commits = self._commits
-        # Pipelined: every get is sent before the first answer is awaited.
+        # Pipelined, a window at a time (see PIPELINE_WINDOW): every get of a window is sent
+        # before the first answer is awaited.
+        wanted = list(tps)
+        for start in range(0, len(wanted), PIPELINE_WINDOW):
+            self._read_some(wanted[start:start + PIPELINE_WINDOW], commits, out)
+        return out
+
+    def _read_some(self, tps: list[TopicPartition], commits: int,
+                   out: dict[TopicPartition, int | None]) -> None:
         pending = [
             (tp, path, self._zk.get_async(path))
             for tp in tps
@@ -115,7 +128,6 @@ class ZkOffsetStore:
                 # unchanged. What the commit wrote is in the cache already.
                 if self._commits == commits:
                     self._checkpointed[tp] = out[tp]  # type: ignore[assignment]
-        return out
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
         with self._lock:
@@ -169,18 +181,20 @@ class ZkOffsetStore:
             raise failed[0] if cause is None else cause[1]
 
     def _ensure_nodes(self, offsets: Mapping[TopicPartition, int]) -> None:
-        # Pipelined, like read(): every create is sent before the first answer is awaited.
-        with self._send_guard():  # writes of the offsets too
-            pending = [
-                self._zk.create_async(zp.offset_path(self._group, tp.topic, tp.partition),
-                                      zp.encode_offset(off), makepath=True)
-                for tp, off in offsets.items()
-            ]
-        for created in pending:
-            try:
-                created.get(timeout=self._timeout)
-            except NodeExistsError:
-                pass
+        # Pipelined, like read(), a window at a time.
+        items = list(offsets.items())
+        for start in range(0, len(items), PIPELINE_WINDOW):
+            with self._send_guard():  # writes of the offsets too
+                pending = [
+                    self._zk.create_async(zp.offset_path(self._group, tp.topic, tp.partition),
+                                          zp.encode_offset(off), makepath=True)
+                    for tp, off in items[start:start + PIPELINE_WINDOW]
+                ]
+            for created in pending:
+                try:
+                    created.get(timeout=self._timeout)
+                except NodeExistsError:
+                    pass
 
     def close(self) -> None:
         pass
