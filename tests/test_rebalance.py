@@ -808,3 +808,63 @@ def test_a_commit_refused_for_good_is_not_retried(stack, zk, names, topic_factor
         with pytest.raises(OffsetCommitError):
             c.commit_offsets()
     assert attempts == [1]
+
+
+def test_a_failed_attempt_tells_the_listener_before_it_releases(
+    stack, zk, names, topic_factory
+) -> None:
+    """An attempt that fails before step 3 (a garbled registration read, a refused read)
+    releases everything: the listener (the application committing what it processed) was
+    not told, and the next owner replayed."""
+    from zkconsumer._errors import ZkDataError
+
+    topic = topic_factory(names.topic, 4)
+    told: list[dict[str, set[int]]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            told.append({t: set(ps) for t, ps in partition_ownership.items()})
+
+    with member(stack, names.group) as a:
+        a.set_consumer_rebalance_listener(Listener())
+        a.create_message_streams({topic: 1})
+        assert len(a.owned_partitions()) == 4
+        told.clear()
+        real = a._read_view
+        calls = [0]
+
+        def read_view() -> Any:
+            calls[0] += 1
+            if calls[0] == 1:
+                raise ZkDataError("garbled registration")
+            return real()
+
+        a._read_view = read_view  # type: ignore[method-assign]
+        a.rebalance_now()
+        wait_until(lambda: calls[0] >= 2 and len(a.owned_partitions()) == 4, 20,
+                   "rolled back, then owning all again")
+        assert told and told[0] == {topic: {0, 1, 2, 3}}, told
+
+
+def test_a_watcher_thread_that_dies_ends_the_iterators_with_its_error(
+    stack, zk, names, topic_factory
+) -> None:
+    """A listener raising a BaseException (sys.exit) killed the watcher thread: no more
+    rebalances, and the iterators waited for ever (only commit_offsets() raised it)."""
+    topic = topic_factory(names.topic, 2)
+
+    class Exiting(ConsumerRebalanceListener):
+        armed = False
+
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            if self.armed:
+                raise SystemExit(3)
+
+    listener = Exiting()
+    with member(stack, names.group, consumer_timeout_ms=15_000) as a:
+        a.set_consumer_rebalance_listener(listener)
+        (stream,) = a.create_message_streams({topic: 1})[topic]
+        listener.armed = True
+        a.rebalance_now()
+        with pytest.raises(BackgroundThreadError, match="SystemExit"):
+            next(iter(stream))

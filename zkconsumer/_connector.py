@@ -296,6 +296,8 @@ class ZookeeperConsumerConnector:
         self._uncertain: set[TopicPartition] = set()
         self._topic_registry: dict[TopicPartition, PartitionTopicInfo] = {}
         self._fetch_failure: FetcherFailed | None = None  # what _check_fetcher queued
+        # This rebalance attempt called before_releasing_partitions (under _rebalance_lock).
+        self._listener_told = False
         # What the last complete rebalance was computed from, while its fetchers run (cleared
         # whenever they stop): a rebalance reading the same again has nothing to change.
         self._settled_view: tuple[object, ...] | None = None
@@ -911,6 +913,11 @@ class ZookeeperConsumerConnector:
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
             self._bg_error = e
             self.log.exception("watcher thread died")
+            if not self._shutdown_event.is_set():
+                # No rebalance will run any more: the iterators raise it rather than wait
+                # for ever (commit_offsets() raises it too).
+                self._fetch_failure = FetcherFailed(e)
+                self._requeue_fetch_failure()
 
     def _owe_rebalance(self) -> None:
         """Rebalance once connected again (the CONNECTED listener reads the flag; checking
@@ -1071,6 +1078,13 @@ class ZookeeperConsumerConnector:
                 # was consumed is committed first, as in step 2 (an attempt that failed after
                 # step 3 left nothing to commit).
                 self._stop_fetching(commit=self.config.auto_commit_enable)
+                if self._owned and not self._listener_told and self._listener is not None:
+                    # Failed before step 3: the application (committing itself, say) is told
+                    # before its partitions go, as in a rebalance that succeeds.
+                    try:
+                        self._tell_releasing()
+                    except Exception:  # noqa: BLE001 - the rollback goes on all the same
+                        self.log.exception("before_releasing_partitions failed")
                 self._topic_registry = {}
                 try:
                     self._release(set(self._owned))
@@ -1086,8 +1100,19 @@ class ZookeeperConsumerConnector:
                 if self._shutdown_event.wait(self.config.rebalance_backoff_ms / 1000.0):
                     return
 
+    def _tell_releasing(self) -> None:
+        """The listener's ``before_releasing_partitions`` with what this member owns (marked
+        told: a failed attempt's rollback tells it only when the attempt had not)."""
+        self._listener_told = True
+        if self._listener is not None:
+            ownership: dict[str, set[int]] = {}
+            for tp in self._owned:
+                ownership.setdefault(tp.topic, set()).add(tp.partition)
+            self._listener.before_releasing_partitions(ownership)
+
     def _rebalance_attempt(self) -> bool:
         """One attempt of the original's steps; False if it found nothing to change."""
+        self._listener_told = False
         # Read first: a rebalance_now() from here on asks for another attempt.
         forced = self._force_requested
         # 1. read the group's members, the topics' partitions, the brokers
@@ -1134,11 +1159,7 @@ class ZookeeperConsumerConnector:
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)
         # 3. the listener, with what this member owned until now
-        if self._listener is not None:
-            ownership: dict[str, set[int]] = {}
-            for tp in self._owned:
-                ownership.setdefault(tp.topic, set()).add(tp.partition)
-            self._listener.before_releasing_partitions(ownership)
+        self._tell_releasing()
         self._topic_registry = {}  # kept until now: the listener may commit from it
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
@@ -1494,7 +1515,8 @@ class ZookeeperConsumerConnector:
             if self._gate.closed:
                 raise _Disconnected()
             try:
-                self._commit(retry_on_failure=True)
+                # strict: the gate closing after the check above must not skip it quietly.
+                self._commit(retry_on_failure=True, strict=True)
             except _CONNECTION_ERRORS as e:
                 raise _Disconnected() from e
             except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
