@@ -1371,29 +1371,25 @@ def copy_offsets(
             raise MigrationError(f"group {group!r} has no committed offsets in {where}"
                                  + (f" for {', '.join(sorted(wanted))}" if wanted else ""))
         # Offsets of deleted topics and partitions: nothing to resume, and the broker
-        # refuses them.
+        # refuses them. Which exist is the brokers' word where they gave one, in both
+        # directions, as `migrate status` takes it: /brokers/topics may lag them (the bridge
+        # behind, a rollback while it is down: partitions it does not list yet are live), or
+        # still list what they deleted (status calls those topic_missing, partition_missing).
+        # ZooKeeper's word stands for a topic the brokers did not answer for; its log range is
+        # then unknown.
         parts_of = _topic_partitions(zk, admin, {tp.topic for tp in src})
-        missing = {t for t, parts in parts_of.items() if parts is None}
+        (starts, ends, range_error), described = _described_log_range(
+            admin, bootstrap, sorted(src), timeout_ms, kafka, log_range)
+        exists = {**parts_of, **described}
+        missing = {t for t, parts in exists.items() if parts is None}
         gone = {tp for tp in src
-                if (parts := parts_of.get(tp.topic)) is not None and tp.partition not in parts}
-        actions = plan_copy(src, dst, src, force, missing, gone)
-        # The offsets to write must point into their logs, as `migrate status` requires.
-        range_error: str | None = None
-        writing = [TopicPartition(a.topic, a.partition) for a in actions if a.writes]
-        if writing:
-            # The brokers are asked which of those topics and partitions they have, as
-            # `migrate status` asks them: the ones they lack but /brokers/topics still lists
-            # (deleted on the brokers only, or registered by hand) are stale like the
-            # deleted ones (status calls them topic_missing, partition_missing), and Kafka
-            # would refuse them: skipped too, in both directions. A topic the brokers did
-            # not answer for is not in `described`: still written, its log range unknown.
-            (starts, ends, range_error), described = _described_log_range(
-                admin, bootstrap, writing, timeout_ms, kafka, log_range)
-            missing |= {t for t, parts in described.items() if parts is None}
-            gone |= {tp for tp in writing if (parts := described.get(tp.topic)) is not None
-                     and tp.partition not in parts}
-            actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
-                                log_ends=ends)
+                if (parts := exists.get(tp.topic)) is not None and tp.partition not in parts}
+        actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
+                            log_ends=ends)
+        if range_error is not None and all(
+                tp in starts and tp in ends
+                for tp in (TopicPartition(a.topic, a.partition) for a in actions if a.writes)):
+            range_error = None  # only partitions not written lack a range: not needed
         refused = [a for a in actions if a.action == "out_of_range"]
         if refused and not dry_run:
             one = len(refused) == 1
