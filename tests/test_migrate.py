@@ -310,6 +310,38 @@ def test_status_classes_each_produced_on_purpose(
     assert status.modern_members == [] and status.modern_state == "Empty"
 
 
+def test_status_is_safe_only_after_several_empty_looks(
+    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
+) -> None:
+    """status looked once: a legacy member restarting by its supervisor (a second with no
+    ids znode) looked gone, and a script waiting for SAFE started the modern consumers
+    while it came back. As the copy does, it takes several empty looks in a row."""
+    group, topic = names.group, topic2
+    produce_each(stack, topic, 5)
+    set_zk(zk, group, topic, {0: 3, 1: 4})
+    set_kafka(stack.bootstrap, group, topic, {0: 3, 1: 4})
+    looks: list[float] = []
+
+    def back_on_the_second_look(seconds: float) -> None:
+        looks.append(seconds)
+        if len(looks) == 1:  # the member is back between the first and the second look
+            zk.create(zp.id_path(group, f"{group}_restarted"), b"{}", ephemeral=True,
+                      makepath=True)
+
+    status = migration_status(zk, group, stack.bootstrap, checks=3, check_interval_s=0.25,
+                              sleep=back_on_the_second_look)
+    assert looks == [0.25]
+    assert not status.safe
+    assert status.reason == (f"a consumer was seen on look 2 of 3: legacy consumer "
+                             f"{group}_restarted; run status again once the group has stopped")
+    zk.delete(zp.id_path(group, f"{group}_restarted"))
+    code, out, _ = run_cli(capsys, "migrate", "status", "--group", group, "--bootstrap-server",
+                           stack.bootstrap, "--zookeeper", stack.zookeeper, "--checks", "2",
+                           "--check-interval", "0.1")
+    assert code == 0, out
+    assert out.rstrip().endswith("(no consumer seen on 2 looks, 0.1 s apart)"), out
+
+
 def test_status_sees_live_consumers_of_both_protocols(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
 ) -> None:

@@ -99,10 +99,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from ._migrate import migration_status
 
     kafka = command_config(args.command_config)
+    if args.checks < 1:
+        raise _command_error("--checks must be >= 1")
     zk = _connect(args)
     try:
         status = migration_status(zk, args.group, args.bootstrap_server, args.topic or None,
-                                  kafka=kafka)
+                                  kafka=kafka, checks=args.checks,
+                                  check_interval_s=args.check_interval)
     finally:
         zk.stop()
         zk.close()
@@ -324,7 +327,8 @@ def register(subparsers: Any) -> None:
         "missing_in_zk, missing_in_kafka, below_log_start, above_log_end, no_offset, "
         "topic_missing, partition_missing: a deleted topic's or partition's stale offset, a "
         "warning only); the "
-        "live consumers of both protocols; whether a modern group may take over now. "
+        "live consumers of both protocols; whether a modern group may take over now (no "
+        "consumer of either protocol seen on --checks looks in a row). "
         "Exit status 0 when it is safe to switch, 1 when not, 2 on bad input (a group that "
         "exists in neither protocol, a --topic the group has no offset for that exists "
         "nowhere).",
@@ -332,6 +336,10 @@ def register(subparsers: Any) -> None:
     _common(p)
     p.add_argument("--topic", action="append", metavar="T",
                    help="only this topic (repeatable)")
+    p.add_argument("--checks", type=int, default=3, metavar="N",
+                   help="looks for live consumers, all empty for SAFE (default 3)")
+    p.add_argument("--check-interval", type=positive_seconds, default=1.0, metavar="S",
+                   help="seconds between looks (default 1)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_status, command="migrate status")
 

@@ -885,8 +885,16 @@ def migration_status(
     timeout_ms: int = 15_000,
     log_range: Callable[[Sequence[TopicPartition]], LogRange] | None = None,
     kafka: Mapping[str, Any] | None = None,
+    checks: int = 1,
+    check_interval_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> MigrationStatus:
     """Both stores, the log range and both protocols' live members for ``group``.
+
+    Safe only when no consumer of either protocol is seen on ``checks`` looks in a row,
+    ``check_interval_s`` apart (the first is the full read; as :func:`wait_until_idle`, one
+    empty look proves nothing: a member restarting, or an owner znode between its release
+    and the next claim).
 
     The partitions shown are every partition of each topic the group has an offset for (in
     either store), owns, or subscribes to (static subscriptions of live legacy members);
@@ -967,6 +975,21 @@ def migration_status(
             group, rows, list(members), owners, modern_members, log_range_error=error,
             listed_in_zookeeper=listed,
         )
+        if checks < 1:
+            raise MigrationError(f"checks must be >= 1, got {checks}")
+        for look in range(2, checks + 1 if safe else 0):
+            sleep(check_interval_s)
+            live = _live_consumers(zk, admin, group)
+            if live:
+                safe = False
+                reason = (f"a consumer was seen on look {look} of {checks}: {live[0]}"
+                          + (f" and {len(live) - 1} more" if len(live) > 1 else "")
+                          + "; run status again once the group has stopped")
+                blockers = [reason]
+                break
+        else:
+            if safe and checks > 1:
+                reason += f" (no consumer seen on {checks} looks, {check_interval_s:g} s apart)"
         return MigrationStatus(group, rows, sorted(members), owners, modern_state,
                                modern_members, safe, reason, blockers, warnings)
     finally:
