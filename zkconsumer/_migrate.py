@@ -1434,12 +1434,20 @@ def copy_offsets(
                     for a in actions if a.writes and a.source_offset is not None}
         written = 0
         if to_write and not dry_run:
+            try:
+                if dest == "kafka":
+                    write_kafka_offsets(admin, group, to_write)
+                else:
+                    _write_zookeeper(zk, group, to_write, {tp: dst[tp] for tp in to_write
+                                                           if tp in dst})
+            except KeyboardInterrupt as e:
+                e.add_note(f"interrupted while writing {counted(len(to_write), 'offset')} to "
+                           f"{dest}: some may be written; run the same copy again (it writes "
+                           "what differs), then `migrate status`")
+                raise
             if dest == "kafka":
-                write_kafka_offsets(admin, group, to_write)
                 now = read_kafka_offsets(admin, group, to_write)
             else:
-                _write_zookeeper(zk, group, to_write, {tp: dst[tp] for tp in to_write
-                                                       if tp in dst})
                 now = read_zk_offsets(zk, group, {tp.topic for tp in to_write})
             wrong = {tp: now.get(tp) for tp, off in to_write.items() if now.get(tp) != off}
             if wrong:
@@ -1448,6 +1456,23 @@ def copy_offsets(
                     + ", ".join(f"{tp.topic}:{tp.partition}={v}" for tp, v in
                                 sorted(wrong.items())[:4])
                 )
+            # The last idle check was before the offsets were read: a consumer that started
+            # since (and committed to the source, or to the destination before the write
+            # overwrote it) would leave a stale copy that looks complete.
+            source_now = (read_zk_offsets(zk, group, {tp.topic for tp in to_write})
+                          if source == "zookeeper" else read_kafka_offsets(admin, group, to_write))
+            moved = {tp: source_now.get(tp) for tp, off in to_write.items()
+                     if source_now.get(tp) != off}
+            live = probe()
+            if moved or live:
+                what = ([f"{source} offsets moved during the copy on {_fmt_tps(moved)}"]
+                        if moved else []) + ([f"live now: {live[0]}"
+                                              + (f" and {len(live) - 1} more"
+                                                 if len(live) > 1 else "")] if live else [])
+                raise MigrationError(
+                    f"a consumer ran while the copy wrote ({'; '.join(what)}): the "
+                    f"{len(to_write)} offsets written to {dest} may be stale; stop every "
+                    "consumer of the group and run the copy again")
             written = len(to_write)
         return CopyResult(group, source, dest, dry_run, force, actions, written, live, probes,
                           range_error)

@@ -159,7 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ZkConsumerError, OSError) as e:
         print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        # What an interrupted command had done, when it says (a note added on the way out).
+        for note in getattr(e, "__notes__", ()):
+            print(f"zkconsumer {args.command}: {note}", file=sys.stderr)
         return 130
 
 
