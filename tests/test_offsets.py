@@ -356,3 +356,30 @@ def test_a_batch_while_disconnected_fails_instead_of_blocking_in_kazoo(call: str
     assert len(failed) == 1 and isinstance(failed[0], KazooTimeoutError), failed
     assert not stopper.is_alive()
     zk.close()
+
+
+def test_dual_commit_writes_zookeeper_for_what_kafka_took_when_it_refuses_some() -> None:
+    """Kafka refusing one partition (for good, say) kept every offset of the commit out of
+    ZooKeeper: the group's ZooKeeper offsets froze, and a member still on ZooKeeper storage
+    that took a partition over replayed. The original wrote ZooKeeper per partition Kafka
+    accepted."""
+
+    refused, taken = TopicPartition("t", 0), TopicPartition("t", 1)
+
+    class Kafka:
+        def commit(self, offsets: Any) -> int:
+            raise OffsetCommitError("g", {refused: "TopicAuthorizationFailedError"}, False)
+
+    class ZooKeeper:
+        def __init__(self) -> None:
+            self.commits: list[dict[TopicPartition, int]] = []
+
+        def commit(self, offsets: Any) -> int:
+            self.commits.append(dict(offsets))
+            return len(offsets)
+
+    zk_store = ZooKeeper()
+    dual = DualOffsetStore(zk_store, Kafka())  # type: ignore[arg-type]
+    with pytest.raises(OffsetCommitError):
+        dual.commit({refused: 5, taken: 7})
+    assert zk_store.commits == [{taken: 7}]

@@ -319,8 +319,19 @@ class DualOffsetStore:
         return out
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> int:
-        """Kafka first, then ZooKeeper (the legacy order); returns what Kafka took."""
-        written = self.kafka_store.commit(offsets)
+        """Kafka first, then ZooKeeper (the legacy order); returns what Kafka took. When Kafka
+        refuses some partitions, those it took still go to ZooKeeper before the refusal is
+        raised, as the original wrote ZooKeeper per partition Kafka accepted (else one
+        partition refused for good froze every ZooKeeper offset of the group, and a member
+        still on ZooKeeper storage taking one over replayed)."""
+        try:
+            written = self.kafka_store.commit(offsets)
+        except OffsetCommitError as e:
+            taken = {tp: off for tp, off in offsets.items()
+                     if TopicPartition(*tp) not in e.errors}
+            if taken:
+                self.zk_store.commit(taken)
+            raise
         self.zk_store.commit(offsets)
         return written
 
