@@ -1383,7 +1383,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
         capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run",
         "--json")
-    assert code == 0, err
+    assert code == 1, err  # the real copy would refuse: a script can tell
     plan = json.loads(out)
     assert [(p["partition"], p["action"], p["log_end"], p["out_of_range"])
             for p in plan["partitions"]] == [(0, "copy", 4, None),
@@ -1392,7 +1392,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
     code, out, _ = run_cli(
         capsys, "migrate", "copy", "--group", group, "--from", "zookeeper", "--to", "kafka",
         "--bootstrap-server", stack.bootstrap, "--zookeeper", stack.zookeeper, "--dry-run")
-    assert code == 0
+    assert code == 1
     assert "dry run: would write 1 offset to kafka" in out
     assert f"a real copy refuses 1 offset outside its partition's log ({topic}:1 9 > " \
            "log end 4) and writes nothing" in out
@@ -1504,7 +1504,7 @@ def test_copy_force_goes_on_when_the_brokers_cannot_describe_the_topics(
                    "pass --force to copy without the check; nothing was written\n")
     assert kafka_offsets(stack.bootstrap, group) == {}
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--dry-run")
-    assert code == 0 and "a real copy refuses to go on without the log range" in out, err
+    assert code == 1 and "a real copy refuses to go on without the log range" in out, err
     # --force: copied, with the warning (and the command's name, as every message has it).
     code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka", "--force")
     assert code == 0, err

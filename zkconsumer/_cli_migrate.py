@@ -166,9 +166,14 @@ def _cmd_copy(args: argparse.Namespace) -> int:
         zk.stop()
         zk.close()
     _copy_warnings(result, args.source, f"zkconsumer {args.command}: warning:")
+    # A dry run whose real copy would refuse (offsets outside the log, a log range unknown)
+    # exits 1, so that a script can tell; live consumers are only waited for.
+    code = 1 if result.dry_run and not result.force and (
+        result.log_range_error is not None
+        or any(a.action == "out_of_range" for a in result.actions)) else 0
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
-        return 0
+        return code
     rows = [(a.topic, a.partition, a.source_offset, a.dest_offset, a.action)
             for a in result.actions]
     print(_table(("TOPIC", "PARTITION", f"{args.source.upper()}", f"{args.dest.upper()}",
@@ -217,7 +222,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     if skipped:
         print(f"kept {counted(skipped, 'newer offset')} in {args.dest} (--force overwrites "
               f"{'it' if skipped == 1 else 'them'})")
-    return 0
+    return code
 
 
 def _copy_warnings(result: Any, source: str, warn: str) -> None:
@@ -363,7 +368,8 @@ def register(subparsers: Any) -> None:
                    "offsets outside their partition's log (or whose log range cannot be "
                    "read) as they are")
     p.add_argument("--dry-run", action="store_true",
-                   help="show the plan (and who is alive now); write nothing, wait for nothing")
+                   help="show the plan (and who is alive now); write nothing, wait for "
+                   "nothing; exit status 1 when a real copy would refuse")
     p.add_argument("--wait-timeout", type=positive_seconds, default=30.0, metavar="S",
                    help="give up when consumers are still alive after S seconds (default 30)")
     p.add_argument("--checks", type=int, default=3, metavar="N",
