@@ -77,7 +77,7 @@ def test_blacklist() -> None:
     assert Blacklist("").is_topic_allowed("anything", False)
 
 
-@pytest.mark.parametrize("raw", ["a(", "[a", "*a", "a)", r"\p{Alpha}+", "(?<", "a**"])
+@pytest.mark.parametrize("raw", ["a(", "[a", "*a", "a)", r"\p{L}+", "(?<", "a**"])
 def test_invalid_regex(raw: str) -> None:
     for cls in (Whitelist, Blacklist):
         with pytest.raises(ConfigError) as info:
@@ -129,6 +129,11 @@ def test_filter_from_registration() -> None:
     ("[]a]|[^]b]", "[\\]a]|[^\\]b]"),
     ("a(?<=a)(?<!b)", "a(?<=a)(?<!b)"),
     ("x*+(?>a|b)\\{1\\}[{]", "x*+(?>a|b)\\{1\\}[{]"),
+    # Java's POSIX classes (ASCII), \e, \cX and \x{h...}: a JVM member's regex with them
+    # was skipped, and the members computed other assignments.
+    ("\\p{Lower}+-\\P{Digit}", "[a-z]+-[^0-9]"),
+    ("[\\p{Alnum}_.]+", "[a-zA-Z0-9_.]+"),
+    ("\\p{IsPunct}\\e\\cA\\x{41}", "[!-/:-@\\[-`{-~]\\x1b\\x01\\U00000041"),
 ])
 def test_java_regex_dialect_is_translated(java: str, python: str) -> None:
     assert java_regex_to_python(java) == python
@@ -142,7 +147,11 @@ def test_java_regex_dialect_is_translated(java: str, python: str) -> None:
     "a(?#comment)",
     "[a-z&&[^x]]+",  # Java intersection: Python would read it another way
     "[a[b]]",  # Java union
-    "\\p{Alpha}+",
+    "\\p{L}+",  # a Unicode category: no Python re form
+    "\\p{javaLowerCase}",
+    "[^\\P{Digit}]",  # a negated POSIX class inside a class
+    "\\x{110000}",
+    "\\h",
     "[ab",
     "a\\",
 ])
@@ -161,7 +170,7 @@ def test_filters_are_read_in_the_java_dialect() -> None:
     assert theirs.is_topic_allowed("prod-events", True)
     assert not theirs.is_topic_allowed("dev-events", True)
     with pytest.raises(ZkDataError):
-        filter_from_registration("white_list", "\\p{Alpha}+")
+        filter_from_registration("white_list", "\\p{L}+")
 
 
 def test_the_module_examples_hold() -> None:
@@ -222,3 +231,14 @@ def test_an_escaped_non_ascii_digit_is_that_character(java: str, topic: str) -> 
     """Both engines read it as the character; the check for digit escapes took it for an
     ASCII digit and failed an assertion (a traceback in the CLI, a failed rebalance)."""
     assert Whitelist(java).is_topic_allowed(topic, True)
+
+
+def test_case_insensitive_and_class_escapes_are_ascii_as_in_java() -> None:
+    """Java's (?i), \\w and \\d are ASCII-only unless (?u) or (?U): Python's are Unicode,
+    so a JVM member and a zkconsumer member read "(?i)logſ" (long s) differently."""
+    assert not Whitelist("(?i)log\u017f").is_topic_allowed("logs", True)
+    assert Whitelist("(?i)LOGS").is_topic_allowed("logs", True)
+    assert not Whitelist("\\w+").is_topic_allowed("caf\u00e9", True)
+    assert Whitelist("(?iu)log\u017f").is_topic_allowed("logs", True)
+    assert Whitelist("\\p{Lower}+-\\p{Digit}").is_topic_allowed("abc-1", True)
+    assert not Whitelist("\\p{Lower}+").is_topic_allowed("abC", True)

@@ -74,6 +74,16 @@ _FLAGS = re.compile(r"\(\?([A-Za-z-]+)[:)]")
 #: The inline flags ``java.util.regex`` knows.
 _JAVA_FLAGS = "idmsuxU"
 _GROUP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+#: Java's POSIX classes (US-ASCII only, as Java reads them without UNICODE_CHARACTER_CLASS):
+#: ``\p{Name}`` -> the members, as the inside of a Python class.
+_POSIX_CLASSES = {
+    "Lower": "a-z", "Upper": "A-Z", "ASCII": "\x00-\x7f", "Alpha": "a-zA-Z",
+    "Digit": "0-9", "Alnum": "a-zA-Z0-9", "Punct": "!-/:-@\\[-`{-~",
+    "Graph": "!-~", "Print": " -~", "Blank": " \t", "Cntrl": "\x00-\x1f\x7f",
+    "XDigit": "0-9a-fA-F", "Space": " \t\n\x0b\f\r",
+}
+_POSIX = re.compile(r"\{(?:Is)?([A-Za-z]+)\}")
+_HEX_BRACED = re.compile(r"\{([0-9a-fA-F]{1,6})\}")
 
 
 def _group_name(regex: str, start: int, at: int) -> tuple[str, int]:
@@ -124,9 +134,35 @@ def java_regex_to_python(regex: str) -> str:
                 out.append(f"\\x{int(m.group(), 8):02x}")
                 i = m.end()
                 continue
-            if e == "z":
+            if e in "pP":
+                m = _POSIX.match(regex, i + 2)
+                members = _POSIX_CLASSES.get(m.group(1)) if m is not None else None
+                if m is None or members is None:
+                    raise ValueError(f"\\{e} at {i} is a Java-only class (only the POSIX "
+                                     f"ones are read: {', '.join(_POSIX_CLASSES)})")
+                if e == "P" and in_class:
+                    raise ValueError(f"\\P at {i} inside a class has no Python form")
+                out.append(members if in_class else f"[{'^' if e == 'P' else ''}{members}]")
+                i = m.end()
+                continue
+            if e == "x" and regex.startswith("{", i + 2):
+                m = _HEX_BRACED.match(regex, i + 2)
+                if m is None or int(m.group(1), 16) > 0x10FFFF:
+                    raise ValueError(f"\\x{{...}} at {i} is not a code point")
+                out.append(f"\\U{int(m.group(1), 16):08x}")
+                i = m.end()
+                continue
+            if e == "c":
+                if i + 2 >= n or ord(regex[i + 2]) >= 128:
+                    raise ValueError(f"\\c at {i} names no ASCII control letter")
+                out.append(f"\\x{ord(regex[i + 2]) ^ 64:02x}")  # Java: the letter xor 64
+                i += 3
+                continue
+            if e == "e":
+                out.append("\\x1b")  # Java's escape character
+            elif e == "z":
                 out.append("\\Z")
-            elif e in "pPhHRXN" or (e == "G" and not in_class):
+            elif e in "hHRXN" or (e == "G" and not in_class):
                 raise ValueError(f"\\{e} at {i} is Java-only")
             elif e in "UL":
                 raise ValueError(f"\\{e} at {i} is Python-only")
@@ -214,8 +250,10 @@ class TopicFilter(ABC):
             raise ConfigError(f"topic filter regex must be a string, got {raw_regex!r}")
         regex = normalise_regex(raw_regex)
         try:
-            # Read in Java's dialect: JVM members of the group read it so.
-            compiled = re.compile(java_regex_to_python(regex))
+            # Read in Java's dialect: JVM members of the group read it so. ASCII: Java's
+            # \w \d \s \b and (?i) are ASCII-only unless (?u) asks for Unicode case folding.
+            unicode_case = any("u" in m.group(1).split("-")[0] for m in _FLAGS.finditer(regex))
+            compiled = re.compile(java_regex_to_python(regex), 0 if unicode_case else re.ASCII)
         except (ValueError, re.error, RecursionError, OverflowError) as exc:
             raise ConfigError(
                 f"{regex!r} is an invalid regex (from {raw_regex!r}): {exc}"
