@@ -868,3 +868,18 @@ def test_a_watcher_thread_that_dies_ends_the_iterators_with_its_error(
         a.rebalance_now()
         with pytest.raises(BackgroundThreadError, match="SystemExit"):
             next(iter(stream))
+
+
+def test_a_jvm_member_subscribing_to_an_impossible_topic_name_does_not_stall_the_group(
+    stack, zk, names, topic_factory
+) -> None:
+    """The JVM's createMessageStreams takes any string: a member subscribed to "logs/app"
+    (not a path component) made every zkconsumer attempt fail, where the JVM reads the
+    missing /brokers/topics znode as no partitions and goes on."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    zk.create(zp.id_path(g, "jvm"), zp.ConsumerRegistration({"logs/app": 1}, "static", 0)
+              .encode(), makepath=True, ephemeral=True)
+    with member(stack, g, rebalance_max_retries=2, rebalance_backoff_ms=100) as c:
+        c.create_message_streams({topic: 1})
+        assert len(c.owned_partitions()) == 2

@@ -1238,7 +1238,13 @@ class ZookeeperConsumerConnector:
 
         partitions: dict[str, list[int]] = {}
         for topic in sorted(set(cft) | my_topics):
-            path = zp.topic_path(topic)
+            try:
+                path = zp.topic_path(topic)
+            except ValueError as e:
+                # A JVM member may subscribe to any string ("logs/app"): no such topic can
+                # exist, as the JVM finds (no /brokers/topics znode), and the others go on.
+                self.log.warning("ignoring topic %r a member subscribes to: %s", topic, e)
+                continue
             self._zk_ops += 1
             try:
                 data, _ = zk.get(path, watch=self._on_watch)
