@@ -15,12 +15,20 @@ _as_root() {
 ensure_apt_packages() {
   local missing=()
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
-  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+  # Debian's default JRE: 17 on bookworm, 21 on trixie (PySpark 4 takes either).
+  command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]} from Debian's packages" >&2
-    _as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-    _as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=3 update -q >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=3 install -y -q --no-install-recommends "${missing[@]}" >&2
+  fi
+  local major
+  major="$(java -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -1)"
+  if [ -n "$major" ] && [ "$major" -lt 17 ]; then
+    echo "setup: PySpark 4 needs Java 17 or later; $(command -v java) is Java $major." >&2
+    echo "setup: install default-jre-headless (or put a newer java first on PATH) and run again." >&2
+    exit 2
   fi
 }
 
@@ -32,7 +40,14 @@ ensure_venv() {
     echo "setup: install python3.11 (or set PYTHON to one) and run again." >&2
     exit 2
   fi
-  if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/pip" ]; then
+  local stamp="$VENV/.zkconsumer-installed"
+  if [ -f "$stamp" ] && [ -n "$(awk '{print $2}' "$stamp")" ] \
+      && [ "$(awk '{print $2}' "$stamp")" != "$VENV" ]; then
+    # Its scripts (pip, pytest, ruff, mypy) name the old path in their first line.
+    echo "setup: $VENV was made for another path (a moved or copied checkout): making it again" >&2
+    rm -rf "$VENV"
+  fi
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
     # (Re)made whole: a venv left without pip by a failed first run would fail every run.
     rm -rf "$VENV"
     echo "setup: creating $VENV" >&2
@@ -45,13 +60,14 @@ ensure_venv() {
       "$py" -m venv "$VENV"
     fi
   fi
-  local stamp="$VENV/.zkconsumer-installed"
   local want
-  want="$(cat "$ROOT/setup.py" | sha256sum | cut -d' ' -f1)"
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  want="$(sha256sum < "$ROOT/setup.py" | cut -d' ' -f1) $VENV"
+  # Installed again when setup.py changed, or a package went missing (uninstalled by hand).
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
+      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow' 2>/dev/null; then
     echo "setup: installing zkconsumer[dev,spark,fast] into $VENV" >&2
-    "$VENV/bin/pip" install -q --upgrade pip >&2
-    "$VENV/bin/pip" install -q -e "$ROOT[dev,spark,fast]" >&2
+    "$VENV/bin/python" -m pip install -q --upgrade pip >&2
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,fast]" >&2
     echo "$want" > "$stamp"
   fi
 }

@@ -41,7 +41,7 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from zkconsumer import _zkpaths as zp  # noqa: E402
 from zkconsumer._errors import ZkConsumerError  # noqa: E402
-from zkconsumer._stack import LocalStack  # noqa: E402
+from zkconsumer._stack import LocalStack, sigterm_interrupts  # noqa: E402
 
 #: A key whose single event sits far ahead in event time: it moves the watermark past every
 #: sample window, so all of them close (and are written) before the run ends. Its own window
@@ -58,7 +58,8 @@ def _stack(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     if args.zookeeper:
         yield args.zookeeper, args.bootstrap or _bootstrap_from_zk(args.zookeeper)
         return
-    with tempfile.TemporaryDirectory(prefix="zkc-spark-stack-") as d:
+    # SIGTERM (a CI job cancelled, kill) stops the stack too, as Ctrl-C does.
+    with tempfile.TemporaryDirectory(prefix="zkc-spark-stack-") as d, sigterm_interrupts():
         say(f"starting the local stack in {d}")
         stack = LocalStack(d)
         try:
