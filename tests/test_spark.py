@@ -1428,15 +1428,7 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
 
     import zkconsumer.spark as spark
 
-    class Message:
-        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
-            self.offset_, self.error_ = offset, error
-
-        def error(self) -> KafkaError | None:
-            return self.error_
-
-        def offset(self) -> int:
-            return self.offset_
+    Message = _ConfluentMessage
 
     class Confluent:
         def get_watermark_offsets(self, tp: Any, timeout: float | None = None
@@ -1467,15 +1459,7 @@ def test_an_offset_reset_after_the_ranges_end_does_not_fail_a_range_read_whole()
 
     import zkconsumer.spark as spark
 
-    class Message:
-        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
-            self.offset_, self.error_ = offset, error
-
-        def error(self) -> KafkaError | None:
-            return self.error_
-
-        def offset(self) -> int:
-            return self.offset_
+    Message = _ConfluentMessage
 
     class Confluent:
         def __init__(self, answer: tuple[int, int] | None) -> None:
@@ -1521,24 +1505,7 @@ def test_retention_loss_after_records_in_the_same_answer_keeps_those_records(
 
     import zkconsumer.spark as spark
 
-    class Message:
-        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
-            self.offset_, self.error_ = offset, error
-
-        def error(self) -> KafkaError | None:
-            return self.error_
-
-        def offset(self) -> int:
-            return self.offset_
-
-        def key(self) -> bytes:
-            return b"k"
-
-        def value(self) -> bytes:
-            return b"v"
-
-        def timestamp(self) -> tuple[int, int]:
-            return 1, 1000
+    Message = _ConfluentMessage
 
     class Consumer:  # confluent-kafka's: [3, 6) deleted after 0, 1, 2 were fetched
         def __init__(self) -> None:
@@ -1637,6 +1604,29 @@ def test_a_log_truncation_found_by_kafka_python_is_lost_data_past_the_log_end(
     with caplog.at_level("WARNING", logger="zkconsumer.spark"):
         assert _offsets_read(rng) == [0, 1, 2]
     assert re.search(lost, caplog.text)
+
+
+class _ConfluentMessage:
+    """A stand-in for confluent-kafka's ``Message``: a record at ``offset``, or (``error``)
+    an error event."""
+
+    def __init__(self, offset: int, error: Any = None) -> None:
+        self.offset_, self.error_ = offset, error
+
+    def error(self) -> Any:
+        return self.error_
+
+    def offset(self) -> int:
+        return self.offset_
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return b"v"
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000
 
 
 def _kafka_python_out_of_range_after(n: int, log_start: int, log_end: int) -> Any:
