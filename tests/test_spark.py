@@ -1224,24 +1224,7 @@ def _confluent_fake(log: _LaggingLog, cached: tuple[int, int] = (-1001, -1001)) 
     """``cached``: the watermarks librdkafka has before this task's first fetch answer."""
     from types import SimpleNamespace
 
-    class Message:
-        def __init__(self, offset: int) -> None:
-            self.offset_ = offset
-
-        def error(self) -> None:
-            return None
-
-        def offset(self) -> int:
-            return self.offset_
-
-        def key(self) -> bytes:
-            return b"k"
-
-        def value(self) -> bytes:
-            return b"v"
-
-        def timestamp(self) -> tuple[int, int]:
-            return 1, 1000
+    Message = _ConfluentMessage
 
     class Consumer:  # confluent-kafka's Consumer
         def __init__(self) -> None:
