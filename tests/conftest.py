@@ -26,6 +26,9 @@ from zkconsumer._stack import running_stack
 def stack() -> Iterator[StackInfo]:
     zk = os.environ.get("ZKCONSUMER_ZOOKEEPER")
     bootstrap = os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    if bool(zk) != bool(bootstrap):
+        # One alone would silently test a local stack instead of the one meant.
+        pytest.exit("set both ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP (or neither)", 2)
     if zk and bootstrap:
         yield StackInfo(zk, bootstrap, None)
         return

