@@ -272,6 +272,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--{name} must be >= 1")
     if args.bootstrap and not args.zookeeper:
         ap.error("--bootstrap needs --zookeeper (the local stack has its own broker)")
+    if args.output and Path(args.output).exists() and any(Path(args.output).iterdir()):
+        # Another run's Parquet files would count towards this one's totals, and its
+        # checkpoint (of another topic and group) would be resumed.
+        ap.error(f"--output {args.output} is not empty: give a new or empty directory")
     try:
         with _stack(args) as (zookeeper, bootstrap):
             return run_pipeline(args, zookeeper, bootstrap)
