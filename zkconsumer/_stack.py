@@ -453,7 +453,8 @@ class LocalStack:
                              "(tools/test and tools/demo do this)")
         java = shutil.which("java")
         if java is None:
-            raise StackError("java not found: apt-get install openjdk-17-jre-headless")
+            raise StackError("java not found: apt-get install default-jre-headless (Java 17 or "
+                             "later; tools/test and tools/demo do this)")
         zkdir = self.dir / "zookeeper"
         (zkdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = zkdir / "zoo.cfg"
