@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -275,3 +276,37 @@ def test_bridge_reports_bad_settings_and_no_zookeeper(stack) -> None:
                      environ={})
     with pytest.raises(ZkConsumerError, match="cannot connect to ZooKeeper at .* within 1 s"):
         nowhere.run()
+
+
+def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> None:
+    """ZooKeeper may refuse the SASL exchange before kazoo reports the connection: start()
+    then timed out and the error said "Connection time-out" (a flaky CI failure), where the
+    same refusal a moment later says the login was refused."""
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.protocol.states import KazooState, KeeperState
+
+    from zkconsumer._connector import start_and_check_login
+
+    class Client:  # kazoo's KazooClient, refused during start()
+        class handler:
+            timeout_exception = KazooTimeoutError
+
+        client_state = KeeperState.CONNECTING
+
+        def add_listener(self, listener: Any) -> None:
+            self.listener = listener
+
+        def remove_listener(self, listener: Any) -> None:
+            self.listener = None
+
+        def start(self, timeout: float) -> None:
+            self.client_state = KeeperState.AUTH_FAILED
+            self.listener(KazooState.LOST)
+            self.client_state = KeeperState.CLOSED  # start() stops the client on its way out
+            raise KazooTimeoutError("Connection time-out")
+
+    client = Client()
+    with pytest.raises(ZkConsumerError, match=r"^SASL login as 'zkc' \(zookeeper.auth\) "
+                                              r"refused by ZooKeeper at 127.0.0.1:1"):
+        start_and_check_login(client, _sasl_config("127.0.0.1:1", "g"))  # type: ignore[arg-type]
+    assert client.listener is None

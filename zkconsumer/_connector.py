@@ -81,7 +81,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
-from kazoo.protocol.states import KazooState, WatchedEvent
+from kazoo.protocol.states import KazooState, KeeperState, WatchedEvent
 
 from . import _zkpaths as zp
 from ._assignors import assign
@@ -317,8 +317,7 @@ class ZookeeperConsumerConnector:
         )
         self._zk.add_listener(self._on_zk_state)
         try:
-            self._zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
-            check_kazoo_login(self._zk, config)
+            start_and_check_login(self._zk, config)
         except Exception as e:
             self._zk.close()
             self.metrics.close()
@@ -1669,6 +1668,39 @@ def kazoo_security_kwargs(config: ConsumerConfig) -> dict[str, Any]:
     return kwargs
 
 
+def start_and_check_login(zk: KazooClient, config: ConsumerConfig) -> None:
+    """``zk.start()`` within zookeeper.connection.timeout.ms, then
+    :func:`check_kazoo_login`. A SASL login refused before kazoo reported the connection
+    (the server answered the exchange first) made ``start()`` time out, and the error said
+    "Connection time-out": it says the login was refused, as when it comes after."""
+    refused = threading.Event()
+
+    def on_state(state: str) -> None:
+        # kazoo sets its raw state before it tells the listeners.
+        if zk.client_state == KeeperState.AUTH_FAILED:
+            refused.set()
+
+    zk.add_listener(on_state)
+    try:
+        try:
+            zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        except zk.handler.timeout_exception:
+            if refused.is_set() and config.zk_sasl is not None:
+                raise ZkConsumerError(_sasl_refused(config)) from None
+            raise
+        check_kazoo_login(zk, config)
+    finally:
+        zk.remove_listener(on_state)
+
+
+def _sasl_refused(config: ConsumerConfig) -> str:
+    sasl = config.zk_sasl
+    assert sasl is not None
+    return (f"SASL login as {sasl.username!r} (zookeeper.auth) refused by ZooKeeper at "
+            f"{config.zk_hosts}: wrong user or password, or the server has no SASL login "
+            "configured (JAAS Server section)")
+
+
 def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
     """After ``zk.start()``: check that ZooKeeper accepted the login of ``zookeeper.auth``.
 
@@ -1702,10 +1734,11 @@ def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
             zk.exists_async("/").get(timeout=max(0.0, deadline - time.monotonic()))
             return
         except AuthFailedError:
-            raise fail(
-                f"refused by ZooKeeper at {config.zk_hosts}: wrong user or password, or the "
-                "server has no SASL login configured (JAAS Server section)"
-            ) from None
+            try:
+                zk.stop()
+            except Exception:  # noqa: BLE001 - the error below matters, not this one
+                pass
+            raise ZkConsumerError(_sasl_refused(config)) from None
         except ConnectionLoss as e:
             # kazoo reconnects (and logs in again) by itself: ask again until the deadline.
             if time.monotonic() >= deadline:

@@ -117,7 +117,11 @@ from pyspark.sql.types import (
 
 from . import _zkpaths as zp
 from ._config import CONFIG_KEYS, ConsumerConfig
-from ._connector import ConsumerRebalanceListener, check_kazoo_login, kazoo_security_kwargs
+from ._connector import (
+    ConsumerRebalanceListener,
+    kazoo_security_kwargs,
+    start_and_check_login,
+)
 from ._errors import ConfigError, ZkConsumerError, ZkDataError
 from ._filters import Blacklist, TopicFilter, Whitelist
 from ._types import TopicPartition
@@ -492,8 +496,7 @@ def _zk_client(config: ConsumerConfig, long_lived: bool = False) -> KazooClient:
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
     )
     try:
-        zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
-        check_kazoo_login(zk, config)
+        start_and_check_login(zk, config)
     except Exception as e:
         _close_zk(zk)  # stopped first: a running client refuses close()
         raise ZkConsumerError(
