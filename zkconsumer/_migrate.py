@@ -363,6 +363,11 @@ def _fmt_tps(tps: Iterable[TopicPartition], limit: int = 6) -> str:
     return ", ".join(items[:limit]) + more
 
 
+def _fmt_live(live: Sequence[str]) -> str:
+    """The first sign of a live consumer, and how many more (``live`` is not empty)."""
+    return live[0] + (f" and {len(live) - 1} more" if len(live) > 1 else "")
+
+
 def _is(n: int) -> str:
     """"is" for one, "are" for any other count."""
     return "is" if n == 1 else "are"
@@ -982,9 +987,8 @@ def migration_status(
             live = _live_consumers(zk, admin, group)
             if live:
                 safe = False
-                reason = (f"a consumer was seen on look {look} of {checks}: {live[0]}"
-                          + (f" and {len(live) - 1} more" if len(live) > 1 else "")
-                          + "; run status again once the group has stopped")
+                reason = (f"a consumer was seen on look {look} of {checks}: "
+                          f"{_fmt_live(live)}; run status again once the group has stopped")
                 blockers = [reason]
                 break
         else:
@@ -1466,9 +1470,7 @@ def copy_offsets(
             live = probe()
             if moved or live:
                 what = ([f"{source} offsets moved during the copy on {_fmt_tps(moved)}"]
-                        if moved else []) + ([f"live now: {live[0]}"
-                                              + (f" and {len(live) - 1} more"
-                                                 if len(live) > 1 else "")] if live else [])
+                        if moved else []) + ([f"live now: {_fmt_live(live)}"] if live else [])
                 raise MigrationError(
                     f"a consumer ran while the copy wrote ({'; '.join(what)}): the "
                     f"{len(to_write)} offsets written to {dest} may be stale; stop every "
