@@ -379,6 +379,79 @@ def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
         LocalStack(directory).down()  # whatever a failure left running
 
 
+def test_sigkill_of_the_holder_leaves_no_component_running(tmp_path: Path) -> None:
+    # SIGKILL runs no finally block: the components, in their own sessions, must still go
+    # (they are tied to the holder), or a killed CI job leaves a java and a broker behind.
+    directory, ready = tmp_path / "stack", tmp_path / "ready.json"
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_A_STACK, str(directory), str(ready)],
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_until(ready.exists, 120, "the stack up")
+        zookeeper, bootstrap = json.loads(ready.read_text())
+        pids = [p["pid"] for p in json.loads((directory / "stack.json").read_text())["procs"]
+                .values()]
+        assert len(pids) == 3 and port_open(zookeeper) and port_open(bootstrap)
+        proc.kill()
+        proc.wait()
+        wait_until(lambda: not any(_running(pid) for pid in pids), 60,
+                   "the components gone after their holder's SIGKILL")
+        assert not port_open(zookeeper) and not port_open(bootstrap)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        LocalStack(directory).down()  # whatever a failure left running
+
+
+_SPAWN_A_SLEEPER = """
+import sys, time
+from zkconsumer._stack import LocalStack
+stack = LocalStack(sys.argv[1], tied=sys.argv[2] == "tied")
+print(stack._popen("sleeper", [sys.executable, "-c", "import time; time.sleep(120)"]), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    # Not a zombie either (an orphan is reaped by init, but not at once).
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _status(pid: int, field: str) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return value.strip()
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_only_a_tied_stacks_processes_end_with_their_parent(tmp_path: Path, tied: bool) -> None:
+    # `zkconsumer stack up` leaves its stack running when it exits: only tied stacks end.
+    argv = [sys.executable, "-c", _SPAWN_A_SLEEPER, str(tmp_path), "tied" if tied else "free"]
+    with reaped(subprocess.Popen(argv, stdout=subprocess.PIPE)) as parent:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        try:
+            assert _running(child)
+            parent.kill()
+            parent.wait()
+            if tied:
+                wait_until(lambda: not _running(child), 30, "the tied child gone")
+            else:
+                # The kernel sends the signal of a tied child as it gives it a new parent.
+                wait_until(lambda: _status(child, "PPid") != str(parent.pid), 30, "reparented")
+                assert _running(child)
+                pending = int(_status(child, "ShdPnd"), 16) | int(_status(child, "SigPnd"), 16)
+                assert not pending & (1 << (signal.SIGTERM - 1))
+        finally:
+            if _running(child):
+                os.kill(child, signal.SIGKILL)
+
+
 def test_sigterm_during_stack_up_stops_what_it_started(tmp_path: Path) -> None:
     """`zkconsumer stack up` killed by SIGTERM while it waits (a CI timeout, say) stops
     ZooKeeper and the broker it started (they live in their own sessions)."""

@@ -52,7 +52,8 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.ERROR)
-    stack = LocalStack(ROOT / ".stack" / "demo")
+    # Tied unless kept: a demo killed with SIGKILL leaves no java or broker behind.
+    stack = LocalStack(ROOT / ".stack" / "demo", tied=not args.keep)
     with sigterm_interrupts():  # a demo stopped by SIGTERM stops its stack too
         say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
         addresses = stack.up()

@@ -61,7 +61,7 @@ def _stack(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     # SIGTERM (a CI job cancelled, kill) stops the stack too, as Ctrl-C does.
     with tempfile.TemporaryDirectory(prefix="zkc-spark-stack-") as d, sigterm_interrupts():
         say(f"starting the local stack in {d}")
-        stack = LocalStack(d)
+        stack = LocalStack(d, tied=True)  # a SIGKILL leaves nothing running either
         try:
             stack.up()
             yield stack.zookeeper, stack.bootstrap

@@ -25,6 +25,7 @@ the same ports (the fault tests use this).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import json
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,27 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+#: prctl(2) option: the signal a child gets when the thread that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _tie_to_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child get SIGTERM when its parent dies (Linux), or None
+    where prctl is not there. Looked up before the fork: the child only calls it."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def tie() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl: no signal will come
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return tie
+
+
 @dataclass
 class _Proc:
     pid: int
@@ -179,6 +201,11 @@ class LocalStack:
     ``zk_config`` (extra ``zoo.cfg`` lines) and ``zk_jvm_options`` (e.g. a JAAS
     ``-Djava.security.auth.login.config=...``) set up a secured ZooKeeper; they apply when
     this object spawns it and are not recorded in ``stack.json``.
+
+    ``tied``: the components get SIGTERM when the thread that started them ends, also when
+    the process is killed with SIGKILL and cannot stop them (Linux). For a stack that lives
+    as long as one ``with`` block or one program (the test suite's, a benchmark's, the
+    demo's); not for ``zkconsumer stack up``, whose stack outlives the command.
     """
 
     def __init__(
@@ -187,8 +214,10 @@ class LocalStack:
         *,
         zk_config: Sequence[str] = (),
         zk_jvm_options: Sequence[str] = (),
+        tied: bool = False,
     ) -> None:
         self.dir = Path(directory).absolute()
+        self.tied = tied
         if self.dir.exists() and not self.dir.is_dir():
             raise StackError(f"{self.dir} is not a directory: give the stack a directory of "
                              "its own")
@@ -443,6 +472,7 @@ class LocalStack:
             p = subprocess.Popen(
                 argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.dir, env=env,
+                preexec_fn=_tie_to_parent() if self.tied else None,
             )
         self._children[p.pid] = p
         return p.pid
@@ -558,8 +588,9 @@ def sigterm_interrupts() -> Iterator[None]:
 @contextmanager
 def running_stack(directory: str | os.PathLike[str]) -> Iterator[LocalStack]:
     """A stack for the length of a ``with`` block; always stopped on the way out, also when
-    the process is told to stop by SIGTERM (:func:`sigterm_interrupts`)."""
-    stack = LocalStack(directory)
+    the process is told to stop by SIGTERM (:func:`sigterm_interrupts`), and tied to this
+    thread (see :class:`LocalStack`): a SIGKILL leaves no component running."""
+    stack = LocalStack(directory, tied=True)
     with sigterm_interrupts():
         try:
             stack.up()
