@@ -116,17 +116,21 @@ def _commit() -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
-def write_result(name: str, data: dict[str, Any]) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    data = {
+def result_header(name: str) -> dict[str, Any]:
+    """What every result file starts with (the benchmarks' and the soak's)."""
+    return {
         "benchmark": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         # The code measured: a result older than the code it describes is then visible.
         "commit": _commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
-        **data,
     }
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    data = {**result_header(name), **data}
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(data, indent=2))

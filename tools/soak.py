@@ -47,8 +47,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import shutil
 import signal
@@ -74,7 +72,7 @@ from tests.faults.harness import (  # noqa: E402
     now_ns,
     zk_client,
 )
-from tools.bench import stack  # noqa: E402
+from tools.bench import result_header, stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
@@ -401,13 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         with stack() as (zk, bs):
             result = soak(zk, bs, args, logs)
         passed = bool(result["ok"])
-        data = {
-            "benchmark": "soak",
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                        "platform": platform.platform()},
-            **result,
-        }
+        data = {**result_header("soak"), **result}
         if not passed and any(logs.iterdir()):
             data["member_logs"] = str(logs)
         args.output.parent.mkdir(parents=True, exist_ok=True)
