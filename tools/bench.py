@@ -101,14 +101,16 @@ def progress(msg: str) -> None:
 
 
 def _commit() -> str | None:
-    """``git rev-parse HEAD`` of the checkout (``+dirty`` with uncommitted changes), or None
-    outside a git checkout."""
+    """``git rev-parse HEAD`` of the checkout (``+dirty`` with uncommitted changes outside
+    ``bench-results``), or None outside a git checkout."""
     import subprocess
 
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        # Results files written since are not changes to the code measured.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":!bench-results"],
                                cwd=ROOT, capture_output=True, text=True, check=True,
                                timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
