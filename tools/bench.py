@@ -10,6 +10,7 @@ Goals are checked and reported in the JSON (``goal_met``), never asserted in tes
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -100,9 +101,11 @@ def progress(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def _commit() -> str | None:
+@functools.cache
+def measured_commit() -> str | None:
     """``git rev-parse HEAD`` of the checkout (``+dirty`` with uncommitted changes outside
-    ``bench-results``), or None outside a git checkout."""
+    ``bench-results``), or None outside a git checkout. Read once, when the run starts (see
+    :func:`main`): what was measured, whatever is edited while it runs."""
     import subprocess
 
     try:
@@ -124,7 +127,7 @@ def result_header(name: str) -> dict[str, Any]:
         "benchmark": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         # The code measured: a result older than the code it describes is then visible.
-        "commit": _commit(),
+        "commit": measured_commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
     }
@@ -267,6 +270,7 @@ def main() -> None:
     else:
         bench_spark.register(sub)
     args = parser.parse_args()
+    measured_commit()
     args.func(args)
 
 

@@ -72,7 +72,7 @@ from tests.faults.harness import (  # noqa: E402
     now_ns,
     zk_client,
 )
-from tools.bench import result_header, stack  # noqa: E402
+from tools.bench import measured_commit, result_header, stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
@@ -382,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", choices=("kafka-python", "confluent"), default="kafka-python",
                     help="the members' fetch.backend (default: kafka-python)")
     args = ap.parse_args(argv)
+    measured_commit()  # read now: the code measured, whatever is edited while it runs
     if args.output is None:
         args.output = RESULTS / ("soak.json" if args.backend == "kafka-python"
                                  else "soak_confluent.json")
