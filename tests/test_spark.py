@@ -591,7 +591,62 @@ def test_a_position_beyond_the_log_end_is_lost_data(
             end = reader.latestOffset(resumed, ReadAllAvailable())
             assert end == {topic: {"0": 8}} and reader.partitions(resumed, end) == []
         with started_zk(stack.zookeeper) as zk:
-            assert offset_znodes(zk, names("resumed"), topic, 1) == {}
+            # Moved back: the group starts there too (a position beyond the log end is never
+            # written).
+            assert offset_znodes(zk, names("resumed"), topic, 1) == ({} if fail_on_data_loss
+                                                                      else {0: 8})
+
+
+@pytest.mark.parametrize("then", ["rebalance", "restart"])
+def test_a_partition_moved_back_to_its_log_end_is_read_on_from_there(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+    then: str,
+) -> None:
+    """failOnDataLoss=false, a position beyond a truncated log's end: moved back to the log
+    end, and read on from there. Spark's commit of the batch before (beyond the log end),
+    which comes after the plan, must not overwrite that in the group; nor may a rebalance or
+    a restart then take the group's offset beyond the log end: what is written after the
+    truncation would be skipped."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    import zkconsumer.spark as source
+
+    monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
+    topic = topic_factory(names.topic, 1)
+    tp = TopicPartition(topic, 0)
+    _produce(stack, topic, 1, 5)
+    before = {topic: {"0": 40}}  # where the batch before ended, at offset 40 of the old log
+    with started_zk(stack.zookeeper) as zk:
+        ZkOffsetStore(zk, names.group).commit({tp: 30})  # the group's, from before that one
+        with _driver(stack, names.group, topic, failOnDataLoss="false") as reader:
+            reader.initialOffset()
+            moved = reader.latestOffset(before, ReadAllAvailable())
+            assert moved == {topic: {"0": 5}} and reader.partitions(before, moved) == []
+            reader.commit(before)  # Spark: the batch before is done, after the plan
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 5}
+            if then == "rebalance":
+                # One that keeps the partition here: its release commits where we are.
+                member = reader._join()
+                member.membership.stop_connections()
+                member.membership.before_releasing_partitions({topic: {0}})
+                assert offset_znodes(zk, names.group, topic, 1) == {0: 5}
+                member.membership.before_starting_fetchers(
+                    member.consumer_id, {topic: {0: f"{member.consumer_id}-0"}})
+                _produce(stack, topic, 1, 3)
+                end = reader.latestOffset(moved, ReadAllAvailable())
+                (rng,) = reader.partitions(moved, end)
+                assert (rng.start, rng.end) == (5, 8)
+                return
+        # A restart, the group's offset beyond the log end all the same (written by an older
+        # version, or before the log was truncated).
+        ZkOffsetStore(zk, names.group).commit({tp: 40})
+        _produce(stack, topic, 1, 3)
+        with _driver(stack, names.group, topic, failOnDataLoss="false") as reader:
+            reader.initialOffset()
+            end = reader.latestOffset(moved, ReadAllAvailable())
+            (rng,) = reader.partitions(moved, end)
+            assert (rng.start, rng.end) == (5, 8)
+            assert offset_znodes(zk, names.group, topic, 1) == {0: 5}
 
 
 def test_the_first_batch_replayed_after_a_restart_reads_what_it_was_planned_to(

@@ -1314,6 +1314,10 @@ class _Membership(ConsumerRebalanceListener):
         self.done: Positions | None = None  # where the last completed batch ended
         #: partition -> generation in which its position in the offsets was confirmed ours.
         self.verified: dict[TopicPartition, int] = {}
+        #: Partitions the batch being planned or run moved back to their log end (truncated,
+        #: failOnDataLoss=false) -> that position, until Spark says that batch is done: the
+        #: end of the batch before, still to be committed, is beyond it.
+        self.moved_back: Positions = {}
         self.closed = False
 
     # -- fetch side ------------------------------------------------------------------------
@@ -1345,7 +1349,8 @@ class _Membership(ConsumerRebalanceListener):
                                 "next owner", self.release_wait_s)
                     break
                 self.cond.wait(min(remaining, 0.5))
-            done = {tp: off for tp, off in (self.done or {}).items()
+            done = {tp: min(off, self.moved_back.get(tp, off))
+                    for tp, off in (self.done or {}).items()
                     if tp in owned and self.verified.get(tp) == self.generation}
         if done and self.commit_fn is not None:
             try:
@@ -1376,6 +1381,7 @@ class _Membership(ConsumerRebalanceListener):
         with self.cond:
             self.done = dict(positions)
             self.in_flight = None
+            self.moved_back = {}  # `positions` has them
             self.cond.notify_all()
 
     def begin_planning(self, wait_s: float) -> tuple[int, frozenset[TopicPartition], bool]:
@@ -1406,6 +1412,14 @@ class _Membership(ConsumerRebalanceListener):
     def snapshot(self) -> tuple[int, frozenset[TopicPartition], dict[TopicPartition, int]]:
         with self.cond:
             return self.generation, self.assigned, dict(self.verified)
+
+    def committable(self, end: Positions) -> Positions:
+        """What of a completed batch's ``end`` may be committed: the partitions owned and
+        confirmed ours in this generation, none beyond where a later plan moved it back."""
+        with self.cond:
+            return {tp: off for tp, off in end.items()
+                    if tp in self.assigned and self.verified.get(tp) == self.generation
+                    and off <= self.moved_back.get(tp, off)}
 
     def close(self) -> None:
         with self.cond:
@@ -1675,14 +1689,23 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         unsure = [tp for tp in begin if tp in owned and m.verified.get(tp) != generation]
         newcomers = sorted(tp for tp in owned if tp not in begin)
         committed = member.committed(unsure + newcomers) if unsure or newcomers else {}
+        ahead = {tp: z for tp in unsure
+                 if (z := committed.get(tp)) is not None and z > begin[tp]}
+        # Not an offset beyond the log end, which no member consumed up to: one committed
+        # before the log was truncated. Taking it would skip what was written since.
+        ends = lookup.latest(list(ahead)) if ahead else {}
         reseat = set()
         for tp in unsure:
-            z = committed.get(tp)
-            if z is not None and z > begin[tp]:
+            z = ahead.get(tp)
+            if z is not None and z <= ends[tp]:
                 log.info("%s:%d: the group committed %d beyond our position %d; taking the "
                          "group's offset", tp.topic, tp.partition, z, begin[tp])
                 reseat.add(tp)
             else:
+                if z is not None:
+                    log.warning("%s:%d: the group's offset %d is beyond the log end %d (the "
+                                "log was truncated, or the topic recreated): keeping our "
+                                "position %d", tp.topic, tp.partition, z, ends[tp], begin[tp])
                 confirmed.append(tp)
 
         # Newly owned partitions are positioned (no rows for them in this batch); in the
@@ -1732,6 +1755,9 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("%s; going on from the log end", message)
             if tp in placed:
                 end[tp] = placed[tp] = available[tp]
+        # Written to the group before the batch, as new positions are: else a rebalance or
+        # a restart would take the group's offset (beyond the log end) again.
+        moved = {tp: available[tp] for tp in behind if tp not in placed}
 
         # The batch that ended at `start` is complete: record it in the group, for the
         # partitions that are still ours, with the new positions. After the checks above: a
@@ -1746,7 +1772,9 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             m.verified.update(dict.fromkeys(confirmed, generation))
             done = {tp: off for tp, off in begin.items()
                     if tp in owned and m.verified.get(tp) == generation and tp not in behind}
-        member.commit({**done, **placed}, best_effort=not placed)
+            # Spark commits the batch before (ending at `begin`) after this plan: not these.
+            m.moved_back.update(moved)
+        member.commit({**done, **placed, **moved}, best_effort=not (placed or moved))
         for tp in reading:
             if tp in behind:
                 continue
@@ -1784,9 +1812,7 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def commit(self, end: dict[str, Any]) -> None:
         # Never waits for a rebalance: one may be waiting for the batch Spark runs next.
         member = self._join()
-        generation, owned, verified = member.membership.snapshot()
-        member.commit({tp: off for tp, off in decode_offsets(end).items()
-                       if tp in owned and verified.get(tp) == generation}, best_effort=True)
+        member.commit(member.membership.committable(decode_offsets(end)), best_effort=True)
 
     def stop(self) -> None:
         if self._closed:
