@@ -357,9 +357,10 @@ with running_stack(sys.argv[1]) as s:
 """
 
 
-def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
-    # Its processes live in their own sessions: SIGTERM to the Python process that holds
-    # the stack must still stop them (a killed test run or benchmark leaves nothing behind).
+@contextmanager
+def _held_stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path, str, str]]:
+    """A stack up in another Python process (``_HOLD_A_STACK``): that process, the stack's
+    directory, its ZooKeeper and bootstrap addresses. Whatever is left is stopped after."""
     directory, ready = tmp_path / "stack", tmp_path / "ready.json"
     proc = subprocess.Popen([sys.executable, "-c", _HOLD_A_STACK, str(directory), str(ready)],
                             stderr=subprocess.PIPE)
@@ -367,40 +368,37 @@ def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
         wait_until(ready.exists, 120, "the stack up")
         zookeeper, bootstrap = json.loads(ready.read_text())
         assert port_open(zookeeper) and port_open(bootstrap)
+        yield proc, directory, zookeeper, bootstrap
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        LocalStack(directory).down()  # whatever a failure left running
+
+
+def test_sigterm_stops_a_running_stack(tmp_path: Path) -> None:
+    # Its processes live in their own sessions: SIGTERM to the Python process that holds
+    # the stack must still stop them (a killed test run or benchmark leaves nothing behind).
+    with _held_stack(tmp_path) as (proc, directory, zookeeper, bootstrap):
         proc.terminate()
         _, err = proc.communicate(timeout=60)
         assert b"KeyboardInterrupt" in err  # stopped through the finally blocks
         assert not port_open(zookeeper) and not port_open(bootstrap)
         assert json.loads((directory / "stack.json").read_text())["procs"] == {}
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        LocalStack(directory).down()  # whatever a failure left running
 
 
 def test_sigkill_of_the_holder_leaves_no_component_running(tmp_path: Path) -> None:
     # SIGKILL runs no finally block: the components, in their own sessions, must still go
     # (they are tied to the holder), or a killed CI job leaves a java and a broker behind.
-    directory, ready = tmp_path / "stack", tmp_path / "ready.json"
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_A_STACK, str(directory), str(ready)],
-                            stderr=subprocess.DEVNULL)
-    try:
-        wait_until(ready.exists, 120, "the stack up")
-        zookeeper, bootstrap = json.loads(ready.read_text())
-        pids = [p["pid"] for p in json.loads((directory / "stack.json").read_text())["procs"]
-                .values()]
-        assert len(pids) == 3 and port_open(zookeeper) and port_open(bootstrap)
+    with _held_stack(tmp_path) as (proc, directory, zookeeper, bootstrap):
+        procs = json.loads((directory / "stack.json").read_text())["procs"]
+        pids = [p["pid"] for p in procs.values()]
+        assert len(pids) == 3
         proc.kill()
-        proc.wait()
+        proc.communicate()
         wait_until(lambda: not any(_running(pid) for pid in pids), 60,
                    "the components gone after their holder's SIGKILL")
         assert not port_open(zookeeper) and not port_open(bootstrap)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        LocalStack(directory).down()  # whatever a failure left running
 
 
 _SPAWN_A_SLEEPER = """
