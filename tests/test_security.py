@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -276,6 +277,67 @@ def test_bridge_reports_bad_settings_and_no_zookeeper(stack) -> None:
                      environ={})
     with pytest.raises(ZkConsumerError, match="cannot connect to ZooKeeper at .* within 1 s"):
         nowhere.run()
+
+
+class _RefusedDuringStart:
+    """kazoo's KazooClient whose SASL login ZooKeeper refuses before the connection is
+    reported: listeners see LOST with the raw state AUTH_FAILED, and start() times out."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from kazoo.protocol.states import KeeperState
+
+        self.client_state = KeeperState.CONNECTING
+        self.listeners: list[Any] = []
+
+    def add_listener(self, listener: Any) -> None:
+        self.listeners.append(listener)
+
+    def remove_listener(self, listener: Any) -> None:
+        self.listeners.remove(listener)
+
+    def _refuse(self) -> None:
+        from kazoo.protocol.states import KazooState, KeeperState
+
+        self.client_state = KeeperState.AUTH_FAILED
+        for listener in list(self.listeners):
+            listener(KazooState.LOST)
+        self.client_state = KeeperState.CLOSED
+
+    def start_async(self) -> threading.Event:
+        self._refuse()
+        return threading.Event()  # never connected
+
+    def start(self, timeout: float) -> None:
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        self._refuse()
+        raise KazooTimeoutError("Connection time-out")
+
+    def stop(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("who", ["bridge", "tools"])
+def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
+    monkeypatch: pytest.MonkeyPatch, who: str
+) -> None:
+    """As the connector does (below): not "cannot connect ... within" for a refused login."""
+    from zkconsumer import _admin, _bridge
+
+    address = f"127.0.0.1:{free_port()}"
+    refused = rf"SASL login as 'zkc' \(zookeeper.auth\) refused by ZooKeeper at {address}"
+    if who == "bridge":
+        monkeypatch.setattr(_bridge, "KazooClient", _RefusedDuringStart)
+        bridge = Bridge(address, "127.0.0.1:1", connect_timeout_s=0.3, environ=_bridge_env())
+        with pytest.raises(ZkConsumerError, match=f"^{refused}"):
+            bridge.run()
+    else:
+        monkeypatch.setattr(_admin, "KazooClient", _RefusedDuringStart)
+        with pytest.raises(_admin.AdminError, match=f"^{AUTH_ENV}: {refused}"):
+            _admin.connect(address, timeout_s=0.3, environ=_bridge_env())
 
 
 def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> None:

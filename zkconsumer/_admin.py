@@ -774,8 +774,10 @@ def connect(
             )
         except (ValueError, KazooException) as e:
             raise AdminError(f"bad ZooKeeper address {zookeeper!r}: {e}") from e
+        from ._connector import login_refusal, sasl_refused  # late: see _check_login
+
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), login_refusal(client) as refused:
                 # kazoo warns when the chroot does not exist (a typo in the connect string):
                 # the tools say so in one line instead (check_chroot).
                 warnings.simplefilter("ignore", UserWarning)
@@ -783,6 +785,9 @@ def connect(
         except (KazooTimeoutError, KazooException, OSError) as e:
             client.stop()
             client.close()
+            if refused.is_set() and config is not None and config.zk_sasl is not None:
+                # Refused before kazoo reported the connection: not a time-out.
+                raise AdminError(f"{AUTH_ENV}: {sasl_refused(config)}") from None
             raise ZooKeeperUnreachableError(
                 f"cannot connect to ZooKeeper at {zookeeper} within {timeout_s:g} s"
             ) from e

@@ -434,23 +434,27 @@ class Bridge:
         if listener is not None:
             zk.add_listener(listener)
         _OUTAGES.last = None
-        connected = zk.start_async()
-        deadline = time.monotonic() + self._connect_timeout
-        while not connected.wait(max(0.0, min(0.1, deadline - time.monotonic()))):
-            if self._stop.is_set() or time.monotonic() >= deadline:
-                zk.stop()
-                zk.close()
-                if self._stop.is_set():
-                    raise _StoppedError("stopped while connecting to ZooKeeper")
-                # kazoo's own reason, demoted to DEBUG by _OutageFilter, is the one clue.
-                why = f" (last attempt: {_OUTAGES.last})" if _OUTAGES.last else ""
-                raise ZkConsumerError(
-                    f"cannot connect to ZooKeeper at {self._zk_connect} within "
-                    f"{self._connect_timeout:g} s{why}"
-                )
-        if config is not None:
-            from ._connector import check_kazoo_login
+        from ._connector import check_kazoo_login, login_refusal, sasl_refused
 
+        with login_refusal(zk) as refused:
+            connected = zk.start_async()
+            deadline = time.monotonic() + self._connect_timeout
+            while not connected.wait(max(0.0, min(0.1, deadline - time.monotonic()))):
+                if self._stop.is_set() or time.monotonic() >= deadline:
+                    zk.stop()
+                    zk.close()
+                    if self._stop.is_set():
+                        raise _StoppedError("stopped while connecting to ZooKeeper")
+                    if refused.is_set() and config is not None and config.zk_sasl is not None:
+                        # Refused before kazoo reported the connection: not a time-out.
+                        raise ZkConsumerError(sasl_refused(config))
+                    # kazoo's own reason, demoted to DEBUG by _OutageFilter, is the one clue.
+                    why = f" (last attempt: {_OUTAGES.last})" if _OUTAGES.last else ""
+                    raise ZkConsumerError(
+                        f"cannot connect to ZooKeeper at {self._zk_connect} within "
+                        f"{self._connect_timeout:g} s{why}"
+                    )
+        if config is not None:
             try:
                 check_kazoo_login(zk, config)  # stops the client when it raises
             except ZkConsumerError:

@@ -1668,11 +1668,12 @@ def kazoo_security_kwargs(config: ConsumerConfig) -> dict[str, Any]:
     return kwargs
 
 
-def start_and_check_login(zk: KazooClient, config: ConsumerConfig) -> None:
-    """``zk.start()`` within zookeeper.connection.timeout.ms, then
-    :func:`check_kazoo_login`. A SASL login refused before kazoo reported the connection
-    (the server answered the exchange first) made ``start()`` time out, and the error said
-    "Connection time-out": it says the login was refused, as when it comes after."""
+@contextmanager
+def login_refusal(zk: KazooClient) -> Iterator[threading.Event]:
+    """For the ``with`` block, an Event set if ZooKeeper refuses ``zk``'s login while it
+    connects. A SASL login refused before kazoo reported the connection (the server answered
+    the exchange first) makes ``start()`` time out, and kazoo says "Connection time-out":
+    with this, the caller can say the login was refused (:func:`sasl_refused`)."""
     refused = threading.Event()
 
     def on_state(state: str) -> None:
@@ -1682,18 +1683,25 @@ def start_and_check_login(zk: KazooClient, config: ConsumerConfig) -> None:
 
     zk.add_listener(on_state)
     try:
-        try:
-            zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
-        except zk.handler.timeout_exception:
-            if refused.is_set() and config.zk_sasl is not None:
-                raise ZkConsumerError(_sasl_refused(config)) from None
-            raise
-        check_kazoo_login(zk, config)
+        yield refused
     finally:
         zk.remove_listener(on_state)
 
 
-def _sasl_refused(config: ConsumerConfig) -> str:
+def start_and_check_login(zk: KazooClient, config: ConsumerConfig) -> None:
+    """``zk.start()`` within zookeeper.connection.timeout.ms, then
+    :func:`check_kazoo_login`; a SASL login refused first says so (:func:`login_refusal`)."""
+    with login_refusal(zk) as refused:
+        try:
+            zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        except zk.handler.timeout_exception:
+            if refused.is_set() and config.zk_sasl is not None:
+                raise ZkConsumerError(sasl_refused(config)) from None
+            raise
+        check_kazoo_login(zk, config)
+
+
+def sasl_refused(config: ConsumerConfig) -> str:
     sasl = config.zk_sasl
     assert sasl is not None
     return (f"SASL login as {sasl.username!r} (zookeeper.auth) refused by ZooKeeper at "
@@ -1738,7 +1746,7 @@ def check_kazoo_login(zk: KazooClient, config: ConsumerConfig) -> None:
                 zk.stop()
             except Exception:  # noqa: BLE001 - the error below matters, not this one
                 pass
-            raise ZkConsumerError(_sasl_refused(config)) from None
+            raise ZkConsumerError(sasl_refused(config)) from None
         except ConnectionLoss as e:
             # kazoo reconnects (and logs in again) by itself: ask again until the deadline.
             if time.monotonic() >= deadline:
