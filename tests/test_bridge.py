@@ -265,10 +265,29 @@ def test_a_bridge_refused_its_top_level_paths_stops_with_one_line(
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
     assert "Traceback" not in err
+    # Not "access to /brokers/ids": it does not exist, and the ACL at fault is the root's.
     assert err.strip().splitlines()[-1] == (
-        f"zkconsumer bridge: ZooKeeper at {stack.zookeeper}{root} refused access to "
-        f"{zp.BROKER_IDS} (NoAuth): its ACL does not grant the bridge's login "
-        "(ZKCONSUMER_ZOOKEEPER_AUTH) what the bridge needs")
+        f"zkconsumer bridge: ZooKeeper at {stack.zookeeper}{root} refused to create "
+        f"{zp.BROKER_IDS} or a missing parent (NoAuth): the ACL of its nearest existing "
+        "ancestor does not grant the bridge's login (ZKCONSUMER_ZOOKEEPER_AUTH) CREATE")
+
+
+@pytest.mark.parametrize(("op", "says"), [
+    ("create", "refused to create /brokers/topics/t (NoAuth): the ACL of its parent "
+               "/brokers/topics does not grant the bridge's login (ZKCONSUMER_ZOOKEEPER_AUTH) "
+               "CREATE"),
+    ("delete", "refused to delete /brokers/topics/t (NoAuth): the ACL of its parent "
+               "/brokers/topics does not grant the bridge's login (ZKCONSUMER_ZOOKEEPER_AUTH) "
+               "DELETE"),
+    ("access", "refused access to /brokers/topics/t (NoAuth): its ACL does not grant the "
+               "bridge's login (ZKCONSUMER_ZOOKEEPER_AUTH) what the bridge needs"),
+])
+def test_a_refusal_names_the_znode_whose_acl_is_at_fault(op: str, says: str) -> None:
+    # ZooKeeper checks a create's or a delete's permission on the parent.
+    from zkconsumer._bridge import ZooKeeperRefusedError
+
+    error = ZooKeeperRefusedError("zk:2181", "/brokers/topics/t", op)
+    assert str(error) == f"ZooKeeper at zk:2181 {says}"
 
 
 def test_an_unreachable_cluster_is_one_warning_not_a_flood(

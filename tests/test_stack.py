@@ -247,6 +247,13 @@ def test_up_is_not_fooled_by_another_process_listening_on_a_port(tmp_path: Path)
         try:
             with pytest.raises(StackError, match=r"^broker (exited at start|did not answer)"):
                 stack.up(timeout=20)
+            # Nothing left running, so the taken port is forgotten: the next `up` works.
+            state = json.loads((tmp_path / "stack" / "stack.json").read_text())
+            assert (state["zk_port"], state["broker_port"], state["procs"]) == (0, 0, {})
+            again = LocalStack(tmp_path / "stack")
+            again.up(timeout=60)
+            assert again.broker_port != port and port_open(again.bootstrap)
+            again.down()
         finally:
             stack.down()
 

@@ -178,13 +178,23 @@ class _StoppedError(ZkConsumerError):
 
 
 class ZooKeeperRefusedError(ZkConsumerError):
-    """ZooKeeper refused a request for lack of permission (NoAuth); names the znode."""
+    """ZooKeeper refused a request for lack of permission (NoAuth); names the znode whose
+    ACL is at fault: for a create or a delete, the parent's (ZooKeeper checks CREATE and
+    DELETE there), for the rest the znode's own."""
 
-    def __init__(self, zookeeper: str, path: str) -> None:
-        super().__init__(
-            f"ZooKeeper at {zookeeper} refused access to {path} (NoAuth): its ACL does not "
-            f"grant the bridge's login ({AUTH_ENV}) what the bridge needs"
-        )
+    def __init__(self, zookeeper: str, path: str, op: str = "access") -> None:
+        login = f"the bridge's login ({AUTH_ENV})"
+        if op == "access":
+            why = f"refused access to {path} (NoAuth): its ACL does not grant {login}"
+        elif op == "ensure":
+            why = (f"refused to create {path} or a missing parent (NoAuth): the ACL of its "
+                   f"nearest existing ancestor does not grant {login} CREATE")
+        else:
+            parent = path.rsplit("/", 1)[0] or "/"
+            why = (f"refused to {op} {path} (NoAuth): the ACL of its parent {parent} does "
+                   f"not grant {login} {op.upper()}")
+        super().__init__(f"ZooKeeper at {zookeeper} {why} what the bridge needs"
+                         if op == "access" else f"ZooKeeper at {zookeeper} {why}")
         self.path = path
 
 
@@ -468,7 +478,7 @@ class Bridge:
         hosts = self._zk_connect.partition("/")[0]
         root = self._start_client(hosts, config, security)
         try:
-            self._wait(root.ensure_path_async(chroot), chroot)
+            self._wait(root.ensure_path_async(chroot), chroot, "ensure")
         except (*_ZK_GONE, KazooException) as e:
             raise ZkConsumerError(f"cannot create the chroot {chroot} on ZooKeeper at {hosts} "
                                   f"({type(e).__name__}: {e})") from None
@@ -546,10 +556,10 @@ class Bridge:
             for path in (*OWN_PATHS, *KAFKA_PATHS)]
         for path, result in pending:
             if path in OWN_PATHS:
-                self._wait(result, path)
+                self._wait(result, path, "ensure")
                 continue
             try:
-                self._wait(result, path)
+                self._wait(result, path, "ensure")
             except _ZK_GONE:
                 raise
             except (ZooKeeperRefusedError, KazooException) as e:
@@ -649,7 +659,7 @@ class Bridge:
                 path = zp.broker_path(bid)
                 try:
                     self._wait(zk.create_async(path, reg.encode(), ephemeral=True,
-                                               makepath=True), path)
+                                               makepath=True), path, "ensure")
                 except NodeExistsError:
                     # Ours (written before a resync, or with other details): rewritten. Another
                     # session's (a second bridge, a real broker): left alone, as a broker
@@ -791,7 +801,7 @@ class Bridge:
                 # without its znode (written next round), never a topic znode the bridge
                 # would then take for someone else's and leave for good.
                 path = self._marker(topic)
-                self._wait(zk.ensure_path_async(path), path)
+                self._wait(zk.ensure_path_async(path), path, "ensure")
             if not self._write_topic(topic, data, held_data is not None):
                 return
             log.info("bridge: topic %s with %d partitions", topic, len(parts))
@@ -805,16 +815,17 @@ class Bridge:
             self._delete(self._partition_dir(topic, gone), recursive=True)
 
     # -- small ZooKeeper helpers -------------------------------------------------------------
-    def _wait(self, result: IAsyncResult, path: str) -> Any:
+    def _wait(self, result: IAsyncResult, path: str, op: str = "access") -> Any:
         """The answer of a request on ``path``, or KazooTimeoutError after
         ``request_timeout_s``. A request given up on stays queued in kazoo and may still run
         once the connection is back: the caller's round fails, and the next one rewrites
         everything after it. NoAuth becomes :class:`ZooKeeperRefusedError`: kazoo's error
-        does not say which znode's ACL is at fault."""
+        does not say which znode's ACL is at fault. ``op``: ``create``, ``delete``,
+        ``ensure`` (``ensure_path``) or ``access`` (the rest), for that error."""
         try:
             return result.get(timeout=self._request_timeout)
         except NoAuthError:
-            raise ZooKeeperRefusedError(self._zk_connect, path) from None
+            raise ZooKeeperRefusedError(self._zk_connect, path, op) from None
 
     def _write_topic(self, topic: str, data: bytes, listed: bool) -> bool:
         """Write a managed topic's znode; False when someone else created it first (an admin
@@ -829,7 +840,7 @@ class Bridge:
             except NoNodeError:
                 pass  # deleted since the listing: created below
         try:
-            self._wait(zk.create_async(path, data), path)  # /brokers/topics exists
+            self._wait(zk.create_async(path, data), path, "create")  # /brokers/topics exists
         except NodeExistsError:
             try:
                 if self._wait(zk.get_async(path), path)[0] == data:
@@ -856,11 +867,11 @@ class Bridge:
         try:
             for parent in (zp.partitions_dir(topic), self._partition_dir(topic, partition)):
                 try:
-                    self._wait(zk.create_async(parent), parent)
+                    self._wait(zk.create_async(parent), parent, "create")
                 except NodeExistsError:
                     pass
             try:
-                self._wait(zk.create_async(path, data), path)
+                self._wait(zk.create_async(path, data), path, "create")
             except NodeExistsError:  # written meanwhile (a request left queued by a timeout)
                 self._wait(zk.set_async(path, data), path)
         except NoNodeError:
@@ -874,6 +885,6 @@ class Bridge:
             if recursive:
                 for child in self._wait(zk.get_children_async(path), path):
                     self._delete(f"{path}/{child}", recursive=True)
-            self._wait(zk.delete_async(path), path)
+            self._wait(zk.delete_async(path), path, "delete")
         except NoNodeError:
             pass

@@ -335,6 +335,11 @@ class LocalStack:
                     self.stop(name)
                 except StackError:
                     pass  # the error that matters is the one being raised
+            if not self.procs:
+                # Nothing left running: ports forgotten, as by `down`. One taken by another
+                # process (the likely cause) would make every later `up` fail the same way.
+                self.zk_port = self.broker_port = 0
+                self._save(ports=False)
             raise
         return self.addresses()
 
