@@ -17,6 +17,7 @@ import pytest
 from tests.support import StackInfo, group_owners, offset_znodes, produce, produce_bulk, wait_until
 from zkconsumer import (
     ConsumerConfig,
+    ConsumerShutdownError,
     ConsumerTimeoutException,
     ZookeeperConsumerConnector,
     create_consumer_connector,
@@ -338,6 +339,11 @@ def test_shutdown_ends_an_iterator_blocked_in_another_thread(
     again.start()
     again.join(10)
     assert late == ["end"], "next() after shutdown() blocked"
+    # Committing now cannot store anything (what was owned is forgotten): it says so, rather
+    # than return as if the application's offsets were stored.
+    for commit in (lambda: c.commit_offsets(), lambda: c.commit_offsets({(topic, 0): 0})):
+        with pytest.raises(ConsumerShutdownError, match="shut down; nothing committed"):
+            commit()
 
 
 def test_commit_before_release_on_rebalance(stack, zk, names, topic_factory) -> None:

@@ -107,6 +107,32 @@ def test_kafka_store_without_brokers_raises(stack: StackInfo, names: Any) -> Non
     store.close()
 
 
+def test_kafka_store_gives_up_on_unreachable_brokers_within_its_socket_timeout(
+    stack: StackInfo, names: Any
+) -> None:
+    """Not kafka-python's 30 s wait for a first broker: with the commit retries, brokers
+    registered but unreachable held a rebalance (and shutdown) for minutes."""
+    from kafka.errors import KafkaError
+
+    from zkconsumer._stack import free_port
+
+    config = _config(stack, names.group, offsets_channel_socket_timeout_ms=1000)
+    store = KafkaOffsetStore(config, names.group, lambda: [f"127.0.0.1:{free_port()}"])
+    raised: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            store.commit({TopicPartition("t", 0): 1})
+        except KafkaError as e:
+            raised.append(e)
+
+    worker = threading.Thread(target=commit, daemon=True)
+    worker.start()
+    worker.join(15)  # well under 30 s, well over 1 s
+    assert not worker.is_alive() and len(raised) == 1, "still waiting for a first broker"
+    store.close()
+
+
 def test_dual_reads_the_larger_and_commits_to_both(
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
     kafka_store: KafkaOffsetStore,

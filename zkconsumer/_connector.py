@@ -471,6 +471,7 @@ class ZookeeperConsumerConnector:
         the next commit after the pause stores them), and when the connection or the session
         goes while it commits, or ZooKeeper leaves it unanswered for
         ``zookeeper.session.timeout.ms`` (a write after a lost session is never sent).
+        Raises :class:`ConsumerShutdownError` once :meth:`shutdown` has begun.
         """
         if isinstance(offsets, bool):  # the positional form of the first overload
             if retry_on_failure is not None:
@@ -479,6 +480,15 @@ class ZookeeperConsumerConnector:
         retry = True if retry_on_failure is None else retry_on_failure
         explicit = None if offsets is None else _explicit_offsets(offsets)
         self._check()
+        with self._state_lock:
+            closed = self._closed
+        if closed:
+            # Loud, as the original failed: shutdown forgot what was owned, so this would
+            # commit nothing and return as if it had.
+            raise ConsumerShutdownError(
+                f"{self.consumer_id}: the connector is shut down; nothing committed (commit "
+                "before shutdown(), which commits consumed offsets itself only with "
+                "auto.commit.enable=true)")
         lost = ZkConnectionLostError(
             f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
             "or the session was lost (the partitions may belong to another member now)"

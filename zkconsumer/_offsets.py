@@ -231,6 +231,9 @@ class KafkaOffsetStore:
                 raise KafkaConnectionError("no broker is registered in ZooKeeper")
             kwargs = with_tls_deadline(self._config.kafka_client_kwargs())
             kwargs["request_timeout_ms"] = self._config.offsets_channel_socket_timeout_ms
+            # Also the wait for a first broker (kafka-python's default is 30 s): with the
+            # retries, an unreachable cluster held the rebalance for minutes.
+            kwargs["bootstrap_timeout_ms"] = self._config.offsets_channel_socket_timeout_ms
             self._admin = KafkaAdminClient(bootstrap_servers=brokers, **kwargs)
         return self._admin
 
