@@ -185,7 +185,8 @@ class ZooKeeperRefusedError(ZkConsumerError):
     def __init__(self, zookeeper: str, path: str, op: str = "access") -> None:
         login = f"the bridge's login ({AUTH_ENV})"
         if op == "access":
-            why = f"refused access to {path} (NoAuth): its ACL does not grant {login}"
+            why = (f"refused access to {path} (NoAuth): its ACL does not grant {login} what "
+                   "the bridge needs")
         elif op == "ensure":
             why = (f"refused to create {path} or a missing parent (NoAuth): the ACL of its "
                    f"nearest existing ancestor does not grant {login} CREATE")
@@ -193,8 +194,7 @@ class ZooKeeperRefusedError(ZkConsumerError):
             parent = path.rsplit("/", 1)[0] or "/"
             why = (f"refused to {op} {path} (NoAuth): the ACL of its parent {parent} does "
                    f"not grant {login} {op.upper()}")
-        super().__init__(f"ZooKeeper at {zookeeper} {why} what the bridge needs"
-                         if op == "access" else f"ZooKeeper at {zookeeper} {why}")
+        super().__init__(f"ZooKeeper at {zookeeper} {why}")
         self.path = path
 
 
