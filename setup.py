@@ -1,6 +1,6 @@
 """Packaging for zkconsumer (see README.md)."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name="zkconsumer",
@@ -13,7 +13,12 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["zkconsumer", "zkconsumer.*"]),
-    package_data={"zkconsumer": ["py.typed"]},
+    package_data={"zkconsumer": ["py.typed", "_speedups.pyi"]},
+    # The confluent fetch path's per-message steps in C (zkconsumer/_speedups.c). Optional:
+    # without a C compiler the install goes on and zkconsumer does the same in Python.
+    ext_modules=[
+        Extension("zkconsumer._speedups", ["zkconsumer/_speedups.c"], optional=True),
+    ],
     install_requires=[
         "kazoo[sasl]>=2.10,<3",  # sasl: pure-sasl, for zookeeper.auth=sasl:user:password
         "kafka-python>=3.0,<4",

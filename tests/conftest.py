@@ -81,3 +81,18 @@ def topic_factory(stack: StackInfo, zk: KazooClient):  # type: ignore[no-untyped
         return name
 
     return make
+
+
+@pytest.fixture(params=["c", "python"])
+def speedups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with zkconsumer._speedups (``"c"``) and with its Python twins
+    (``"python"``, as an install without a C compiler runs): the confluent grouping and the
+    stream iterator's MessageAndMetadata maker. (test_speedups.py fails if it is not built.)"""
+    from zkconsumer import _fetcher, _stream
+
+    if request.param == "python":
+        monkeypatch.setattr(_fetcher, "split_messages", None)
+        monkeypatch.setattr(_stream, "_make_message", None)
+    elif _fetcher.split_messages is None or _stream._make_message is None:
+        pytest.skip("zkconsumer._speedups not built (test_the_extension_is_built fails)")
+    return str(request.param)

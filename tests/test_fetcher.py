@@ -618,7 +618,7 @@ def _fields(offsets: Any, ts_type: int = 0) -> list[tuple[Any, ...]]:
     return [(o, b"k%d" % o, b"v%d" % o, 1000 + o, ts_type) for o in offsets]
 
 
-def test_confluent_poll_groups_interleaved_runs_per_partition_in_order() -> None:
+def test_confluent_poll_groups_interleaved_runs_per_partition_in_order(speedups: str) -> None:
     from confluent_kafka import KafkaError
 
     eof = KafkaError(KafkaError._PARTITION_EOF)
@@ -632,7 +632,7 @@ def test_confluent_poll_groups_interleaved_runs_per_partition_in_order() -> None
     assert not result.partition_errors and not result.out_of_range
 
 
-def test_confluent_poll_one_run_and_the_shortcuts_checks() -> None:
+def test_confluent_poll_one_run_and_the_shortcuts_checks(speedups: str) -> None:
     """The usual poll (one partition, one timestamp type) is one run; each shortcut is
     checked: the same partition number of another topic, an error among timestamped
     messages, messages without a timestamp (kept, type -1), mixed timestamp types."""
@@ -684,7 +684,7 @@ class _ScriptedConsumer:
         pass
 
 
-def test_confluent_corrupt_batch_is_skipped_one_offset_per_round() -> None:
+def test_confluent_corrupt_batch_is_skipped_one_offset_per_round(speedups: str) -> None:
     from confluent_kafka import KafkaError
 
     from zkconsumer._fetcher import ConfluentBackend

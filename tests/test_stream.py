@@ -35,6 +35,11 @@ from zkconsumer._stream import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _both_makers(speedups: str) -> None:
+    """Every test here runs with the C MessageAndMetadata maker and with tuple.__new__."""
+
+
 def _info(
     q: ChunkQueue, partition: int = 0, offset: int = 0, topic: str = "t"
 ) -> PartitionTopicInfo:

@@ -18,6 +18,8 @@ ensure_apt_packages() {
   # Debian's default JRE: 17 on bookworm, 21 on trixie (PySpark 4 takes either).
   command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
+  # zkconsumer._speedups (the confluent fetch path's C steps) is built at install.
+  command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
   if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]} from Debian's packages" >&2
     _as_root env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=3 update -q >&2
@@ -40,6 +42,13 @@ ensure_venv() {
     echo "setup: install python3.11 (or set PYTHON to one) and run again." >&2
     exit 2
   fi
+  if ! "$py" -c 'import os, sysconfig; p = sysconfig.get_paths()["include"]
+raise SystemExit(not os.path.exists(os.path.join(p, "Python.h")))' 2>/dev/null; then
+    # Debian's own python3 has no headers without python3-dev: zkconsumer._speedups needs them.
+    echo "setup: installing the Python headers (python3-dev) from Debian's packages" >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=3 update -q >&2
+    _as_root env DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=3 install -y -q --no-install-recommends python3-dev >&2
+  fi
   local stamp="$VENV/.zkconsumer-installed"
   if [ -f "$stamp" ] && [ -n "$(awk '{print $2}' "$stamp")" ] \
       && [ "$(awk '{print $2}' "$stamp")" != "$VENV" ]; then
@@ -61,8 +70,9 @@ ensure_venv() {
     fi
   fi
   local want
-  want="$(sha256sum < "$ROOT/setup.py" | cut -d' ' -f1) $VENV"
-  # Installed again when setup.py changed, or a package went missing (uninstalled by hand).
+  # setup.py and the C source it builds (zkconsumer._speedups, built in place).
+  want="$(cat "$ROOT/setup.py" "$ROOT/zkconsumer/_speedups.c" | sha256sum | cut -d' ' -f1) $VENV"
+  # Installed again when either changed, or a package went missing (uninstalled by hand).
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
       || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow' 2>/dev/null; then
     echo "setup: installing zkconsumer[dev,spark,fast] into $VENV" >&2

@@ -1,0 +1,319 @@
+/* zkconsumer._speedups: the two per-message steps of the confluent fetch path, in C.
+ *
+ * Optional: setup.py builds it when a C compiler is there, and zkconsumer does the same
+ * work in Python (slower) without it. Each function has a Python twin that the tests
+ * compare it with:
+ *
+ *   split_messages(messages, timestamp_types) -> (runs, errors)
+ *       twin: ConfluentBackend._group_py in _fetcher.py. Reads a list of
+ *       confluent_kafka.Message into columns, one run per stretch of consecutive messages
+ *       of one partition: runs is a list of (topic, partition, offsets, keys, values,
+ *       timestamps, timestamp_types), the last five lists with one item per message;
+ *       errors lists the messages that carry an error, in order. timestamp_types maps
+ *       librdkafka's timestamp type (the first item of Message.timestamp()) to the one
+ *       handed out. Only the Message's public methods are called.
+ *
+ *   message_maker(cls) -> make
+ *       twin: functools.partial(tuple.__new__, cls). make(t) is an instance of cls (a
+ *       tuple subclass with len(cls._fields) items, a NamedTuple) holding t's items. The
+ *       stream iterator maps it over zip() of a chunk's columns.
+ *
+ * Why: the same steps in Python, with map() and tuple.__new__, cost about 200 and 150 ns
+ * a message (most of the latter in tuple.__new__'s argument handling), which is most
+ * of what zkconsumer adds to what confluent-kafka itself spends per message.
+ *
+ * Neither function runs Python code of its own, so each call is atomic under the GIL,
+ * as the map/zip/tuple.__new__ chain it replaces was (the stream iterator relies on it:
+ * see _stream.py). Allocations may still run the garbage collector, as before.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* -- message_maker ------------------------------------------------------------------- */
+
+/* self is (cls, n): the type and its number of fields. */
+static PyObject *
+make_message(PyObject *self, PyObject *t)
+{
+    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(self, 0);
+    Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(self, 1));
+    if (!PyTuple_Check(t)) {
+        PyErr_Format(PyExc_TypeError, "make() takes a tuple, not %.100s",
+                     Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(t) != n) {
+        PyErr_Format(PyExc_TypeError, "make() takes a tuple of %zd items, not %zd", n,
+                     PyTuple_GET_SIZE(t));
+        return NULL;
+    }
+    /* What tuple.__new__(cls, t) does for a tuple subclass, without its argument
+       parsing and the argument tuples it makes. */
+    PyObject *o = cls->tp_alloc(cls, n);
+    if (o == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(t, i);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(o, i, item);
+    }
+    return o;
+}
+
+static PyMethodDef make_message_def = {
+    "make", (PyCFunction)make_message, METH_O,
+    "make(t) -> an instance of the maker's class holding t's items",
+};
+
+static PyObject *
+message_maker(PyObject *module, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "message_maker() takes a subclass of tuple");
+        return NULL;
+    }
+    if (((PyTypeObject *)cls)->tp_basicsize != PyTuple_Type.tp_basicsize) {
+        /* Instance attributes (no __slots__ = ()) would be left unset. */
+        PyErr_SetString(PyExc_TypeError,
+                        "message_maker() takes a tuple subclass without instance attributes");
+        return NULL;
+    }
+    PyObject *fields = PyObject_GetAttrString(cls, "_fields");
+    if (fields == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PyObject_Length(fields);
+    Py_DECREF(fields);
+    if (n < 0) {
+        return NULL;
+    }
+    PyObject *self = Py_BuildValue("(On)", cls, n);
+    if (self == NULL) {
+        return NULL;
+    }
+    PyObject *make = PyCFunction_NewEx(&make_message_def, self, module);
+    Py_DECREF(self);
+    return make;
+}
+
+/* -- split_messages ------------------------------------------------------------------ */
+
+enum { M_ERROR, M_TOPIC, M_PARTITION, M_OFFSET, M_KEY, M_VALUE, M_TIMESTAMP, M_COUNT };
+static const char *const method_names[M_COUNT] = {
+    "error", "topic", "partition", "offset", "key", "value", "timestamp",
+};
+/* The columns of a run, after its topic and partition. */
+enum { C_OFFSETS, C_KEYS, C_VALUES, C_TIMESTAMPS, C_TYPES, C_COUNT };
+
+/* descr(m): a method descriptor of m's type called on m. */
+static inline PyObject *
+call_method(PyObject *descr, PyObject *m)
+{
+    return PyObject_Vectorcall(descr, &m, 1, NULL);
+}
+
+/* Appends item (a new reference, or NULL after an error) to list; returns -1 on error. */
+static inline int
+append_new(PyObject *list, PyObject *item)
+{
+    if (item == NULL) {
+        return -1;
+    }
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+/* A new run (topic, partition, [], [], [], [], []) appended to runs; its columns are
+   stored, borrowed, in cols. Returns the run (borrowed), or NULL on error. */
+static PyObject *
+new_run(PyObject *runs, PyObject *topic, PyObject *partition, PyObject **cols)
+{
+    PyObject *run = PyTuple_New(2 + C_COUNT);
+    if (run == NULL) {
+        return NULL;
+    }
+    Py_INCREF(topic);
+    PyTuple_SET_ITEM(run, 0, topic);
+    Py_INCREF(partition);
+    PyTuple_SET_ITEM(run, 1, partition);
+    for (int k = 0; k < C_COUNT; k++) {
+        PyObject *col = PyList_New(0);
+        if (col == NULL) {
+            Py_DECREF(run);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(run, 2 + k, col);
+        cols[k] = col;
+    }
+    int rc = PyList_Append(runs, run);
+    Py_DECREF(run);  /* runs holds it */
+    return rc < 0 ? NULL : run;
+}
+
+/* Reads message m (of the descriptors' type) into runs or errors; cur is the current
+   run (borrowed, NULL before the first) and cols its columns. Returns 0, or -1 on error. */
+static int
+split_one(PyObject *m, PyObject **descr, PyObject *types, PyObject *runs, PyObject *errors,
+          PyObject **cur, PyObject **cols)
+{
+    int rc = -1;
+    PyObject *stamp = NULL, *topic = NULL, *partition = NULL, *err = NULL;
+
+    stamp = call_method(descr[M_TIMESTAMP], m);
+    if (stamp == NULL) {
+        goto done;
+    }
+    if (!PyTuple_Check(stamp) || PyTuple_GET_SIZE(stamp) != 2) {
+        PyErr_SetString(PyExc_TypeError, "Message.timestamp() did not return a pair");
+        goto done;
+    }
+    Py_ssize_t kind = PyLong_AsSsize_t(PyTuple_GET_ITEM(stamp, 0));
+    if (kind == -1 && PyErr_Occurred()) {
+        goto done;
+    }
+    if (kind < 0 || kind >= PyTuple_GET_SIZE(types)) {
+        PyErr_Format(PyExc_ValueError, "unknown librdkafka timestamp type %zd", kind);
+        goto done;
+    }
+    if (kind == 0) {
+        /* RD_KAFKA_TIMESTAMP_NOT_AVAILABLE: librdkafka gives every errored message this
+           type, so only these need looking at. */
+        err = call_method(descr[M_ERROR], m);
+        if (err == NULL) {
+            goto done;
+        }
+        if (err != Py_None) {
+            rc = PyList_Append(errors, m);
+            goto done;
+        }
+    }
+    topic = call_method(descr[M_TOPIC], m);
+    if (topic == NULL) {
+        goto done;
+    }
+    partition = call_method(descr[M_PARTITION], m);
+    if (partition == NULL) {
+        goto done;
+    }
+    int same = 0;
+    if (*cur != NULL) {
+        same = PyObject_RichCompareBool(partition, PyTuple_GET_ITEM(*cur, 1), Py_EQ);
+        if (same > 0) {
+            same = PyObject_RichCompareBool(topic, PyTuple_GET_ITEM(*cur, 0), Py_EQ);
+        }
+        if (same < 0) {
+            goto done;
+        }
+    }
+    if (!same) {
+        *cur = new_run(runs, topic, partition, cols);
+        if (*cur == NULL) {
+            goto done;
+        }
+    }
+    if (append_new(cols[C_OFFSETS], call_method(descr[M_OFFSET], m)) < 0
+        || append_new(cols[C_KEYS], call_method(descr[M_KEY], m)) < 0
+        || append_new(cols[C_VALUES], call_method(descr[M_VALUE], m)) < 0
+        || PyList_Append(cols[C_TIMESTAMPS], PyTuple_GET_ITEM(stamp, 1)) < 0
+        || PyList_Append(cols[C_TYPES], PyTuple_GET_ITEM(types, kind)) < 0) {
+        goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(stamp);
+    Py_XDECREF(topic);
+    Py_XDECREF(partition);
+    Py_XDECREF(err);
+    return rc;
+}
+
+static PyObject *
+split_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "split_messages() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *messages = args[0], *types = args[1];
+    if (!PyList_Check(messages)) {
+        PyErr_SetString(PyExc_TypeError, "split_messages() takes a list of messages");
+        return NULL;
+    }
+    if (!PyTuple_Check(types)) {
+        PyErr_SetString(PyExc_TypeError, "split_messages() takes a tuple of timestamp types");
+        return NULL;
+    }
+    PyObject *result = NULL, *runs = NULL, *errors = NULL, *m = NULL;
+    PyObject *descr[M_COUNT] = {NULL};
+    PyObject *cols[C_COUNT] = {NULL};
+    PyObject *cur = NULL;
+    PyTypeObject *type = NULL;
+
+    runs = PyList_New(0);
+    errors = PyList_New(0);
+    if (runs == NULL || errors == NULL) {
+        goto done;
+    }
+    /* Indexed afresh each time: an allocation may run the garbage collector, and so a
+       finalizer's Python code, which could (in principle) change the list. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        m = PyList_GET_ITEM(messages, i);
+        Py_INCREF(m);
+        if (type == NULL) {
+            type = Py_TYPE(m);
+            Py_INCREF(type);
+            for (int k = 0; k < M_COUNT; k++) {
+                descr[k] = PyObject_GetAttrString((PyObject *)type, method_names[k]);
+                if (descr[k] == NULL) {
+                    goto done;
+                }
+            }
+        }
+        else if (Py_TYPE(m) != type) {
+            PyErr_Format(PyExc_TypeError, "split_messages(): a %.100s among %.100s messages",
+                         Py_TYPE(m)->tp_name, type->tp_name);
+            goto done;
+        }
+        if (split_one(m, descr, types, runs, errors, &cur, cols) < 0) {
+            goto done;
+        }
+        Py_CLEAR(m);
+    }
+    result = PyTuple_Pack(2, runs, errors);
+done:
+    Py_XDECREF(m);
+    for (int k = 0; k < M_COUNT; k++) {
+        Py_XDECREF(descr[k]);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(runs);
+    Py_XDECREF(errors);
+    return result;
+}
+
+/* -- module -------------------------------------------------------------------------- */
+
+static PyMethodDef speedups_methods[] = {
+    {"message_maker", (PyCFunction)message_maker, METH_O,
+     "message_maker(cls) -> make: make(t) is tuple.__new__(cls, t), faster."},
+    {"split_messages", (PyCFunction)(void (*)(void))split_messages, METH_FASTCALL,
+     "split_messages(messages, timestamp_types) -> (runs, errors): confluent_kafka "
+     "messages read into columns, one run per stretch of one partition."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    "zkconsumer._speedups",
+    "C versions of the confluent fetch path's per-message steps (see _speedups.c).",
+    -1,
+    speedups_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModule_Create(&speedups_module);
+}
