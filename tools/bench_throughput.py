@@ -40,6 +40,9 @@ from tools.bench import Made, progress, stack, write_result
 
 #: How long one client's run may take to read every message (all four kinds of client).
 DEADLINE_S = 600.0
+#: The goals' message count: its results go to throughput.json, other counts' (a longer,
+#: steadier run, say) to throughput_<count>.json beside it.
+GOAL_MESSAGES = 200_000
 
 
 def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
@@ -253,8 +256,12 @@ def bench_throughput(args: argparse.Namespace) -> None:
             ratios[f"{backend}{suffix}"] = [round(z / r, 3) for z, r in zip(zkc, raw, strict=True)]
     median_ratio = {k: round(statistics.median(v), 3) for k, v in ratios.items()}
     goals = {"kafka_python": 0.9, "confluent": 0.8}
-    write_result("throughput", {
+    from zkconsumer import _fetcher
+
+    write_result("throughput" if n == GOAL_MESSAGES else f"throughput_{n}", {
         "messages": n, "message_bytes": args.size, "partitions": 4, "rounds": args.rounds,
+        # Whether zkconsumer._speedups (C) made the confluent backend's columns and messages.
+        "speedups": _fetcher.split_messages is not None,
         "configurations": {
             "raw_*": "the client alone: assign + poll in one thread",
             "zkconsumer_*": "4 streams drained by 4 threads (the goals' configuration)",
@@ -289,8 +296,9 @@ def _message_count(text: str) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("throughput", help="messages/s: raw clients vs zkconsumer streams")
-    p.add_argument("--messages", type=_message_count, default=200_000,
-                   help="a multiple of 4000 (default 200000)")
+    p.add_argument("--messages", type=_message_count, default=GOAL_MESSAGES,
+                   help=f"a multiple of 4000 (default {GOAL_MESSAGES}, the goals' count; "
+                        "others write throughput_<count>.json)")
     p.add_argument("--size", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds of all clients in one process; ratios are per round")
