@@ -803,7 +803,7 @@ class ConfluentBackend:
     ) -> None:
         """Add ``messages`` to ``batches``, one run of a partition's messages at a time; the
         errored ones go to :meth:`_on_error`. With :mod:`zkconsumer._speedups` built, its
-        ``split_messages`` does it (about twice as fast); otherwise :meth:`_group_py`."""
+        ``split_messages`` does it (in C: see there); otherwise :meth:`_group_py`."""
         if split_messages is None:
             self._group_py(messages, batches, result)
             return
