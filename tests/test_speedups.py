@@ -162,6 +162,81 @@ def test_split_messages_runs_and_errors() -> None:
     assert _speedups.split_messages([], _CONFLUENT_TS_TYPE) == ([], [])
 
 
+class _ShiftedMessage(Message):
+    """A Message whose offset() is Python code: split_messages must call it, not the C
+    function of Message.offset that it calls directly for Message itself."""
+
+    def offset(self) -> int:  # type: ignore[override]
+        offset = super().offset()
+        assert offset is not None
+        return offset + 1000
+
+
+class _DuckMessage:
+    """Not a Message at all, only the methods split_messages calls (in Python)."""
+
+    def __init__(self, m: Any) -> None:
+        self.m = m
+
+    def error(self) -> Any:
+        return self.m.error()
+
+    def topic(self) -> Any:
+        return self.m.topic()
+
+    def partition(self) -> Any:
+        return self.m.partition()
+
+    def offset(self) -> Any:
+        return self.m.offset()
+
+    def key(self) -> Any:
+        return self.m.key()
+
+    def value(self) -> Any:
+        return self.m.value()
+
+    def timestamp(self) -> Any:
+        return self.m.timestamp()
+
+
+@needs_speedups
+def test_split_messages_calls_each_type_s_own_methods() -> None:
+    messages = _random_poll(random.Random(7), {(t, p): 0 for t in "ab" for p in range(3)})
+    want, want_errors = _speedups.split_messages(messages, _CONFLUENT_TS_TYPE)
+    assert want and want_errors  # the seed gives both
+
+    ducks = [_DuckMessage(m) for m in messages]
+    got, got_errors = _speedups.split_messages(ducks, _CONFLUENT_TS_TYPE)
+    assert got == want
+    assert [d.m for d in got_errors] == want_errors
+
+    shifted = [
+        m if m.error() is not None else _ShiftedMessage(
+            topic=m.topic(), partition=m.partition(), offset=m.offset(), key=m.key(),
+            value=m.value(), timestamp=m.timestamp())
+        for m in messages
+    ]
+    shifted = [m for m in shifted if isinstance(m, _ShiftedMessage)]  # one type a call
+    got, _ = _speedups.split_messages(shifted, _CONFLUENT_TS_TYPE)
+    assert [o - 1000 for run in got for o in run[2]] == [o for run in want for o in run[2]]
+
+
+@needs_speedups
+def test_split_messages_fills_long_and_short_runs_exactly() -> None:
+    """Each run's columns are made with room for the rest of the poll and cut to what the
+    run got: every length comes out right, the one-message runs as the long ones."""
+    parts = [0] * 1000 + [1] + [0] + [2] * 3 + [1] * 500
+    messages = [Message(topic="a", partition=p, offset=i, value=b"%d" % i, timestamp=(1, i))
+                for i, p in enumerate(parts)]
+    runs, errors = _speedups.split_messages(messages, _CONFLUENT_TS_TYPE)
+    assert errors == []
+    assert [(r[1], len(r[2])) for r in runs] == [(0, 1000), (1, 1), (0, 1), (2, 3), (1, 500)]
+    assert [o for r in runs for o in r[2]] == list(range(len(parts)))
+    assert all(len(col) == len(r[2]) for r in runs for col in r[3:])
+    assert [v for r in runs for v in r[4]] == [b"%d" % i for i in range(len(parts))]
+
+
 @needs_speedups
 def test_split_messages_refuses_bad_input() -> None:
     m = Message(topic="a", partition=0, offset=1, timestamp=(1, 5))
