@@ -92,7 +92,7 @@ def speedups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
     if request.param == "python":
         monkeypatch.setattr(_fetcher, "split_messages", None)
-        monkeypatch.setattr(_stream, "_make_message", None)
-    elif _fetcher.split_messages is None or _stream._make_message is None:
+        monkeypatch.setattr(_stream, "_zip_messages", None)
+    elif _fetcher.split_messages is None or _stream._zip_messages is None:
         pytest.skip("zkconsumer._speedups not built (test_the_extension_is_built fails)")
     return str(request.param)

@@ -9,7 +9,9 @@ import gc
 import random
 import sys
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import repeat
+from operator import length_hint
 from typing import Any, NamedTuple
 
 import pytest
@@ -38,21 +40,80 @@ def test_the_extension_is_built() -> None:
     )
 
 
-# -- message_maker ---------------------------------------------------------------------------
+# -- message_zipper --------------------------------------------------------------------------
+
+_ITEMS = ("t", 3, 42, None, b"v", 1700000000000, 1)
+
+
+def _columns(n: int) -> list[list[Any]]:
+    return [[(field, i) for i in range(n)] for field in range(7)]
+
 
 @needs_speedups
-def test_make_is_tuple_new() -> None:
-    make = _speedups.message_maker(MessageAndMetadata)
-    items = ("t", 3, 42, None, b"v", 1700000000000, 1)
-    m = make(items)
+def test_zip_messages_is_map_tuple_new_over_zip() -> None:
+    zip_messages = _speedups.message_zipper(MessageAndMetadata)
+    (m,) = zip_messages(*([x] for x in _ITEMS))
     assert type(m) is MessageAndMetadata
-    assert m == tuple.__new__(MessageAndMetadata, items) == MessageAndMetadata(*items)
+    assert m == tuple.__new__(MessageAndMetadata, _ITEMS) == MessageAndMetadata(*_ITEMS)
     assert (m.topic, m.partition, m.offset, m.key, m.message, m.value) == (
         "t", 3, 42, None, b"v", b"v")
     # Tracked by the garbage collector, as tuple.__new__ makes it (the collector never
     # untracks a tuple subclass; nothing here depends on it being tracked or not).
-    assert gc.is_tracked(m) == gc.is_tracked(tuple.__new__(MessageAndMetadata, items))
+    assert gc.is_tracked(m) == gc.is_tracked(tuple.__new__(MessageAndMetadata, _ITEMS))
     assert m._replace(offset=43).offset == 43
+    columns = _columns(5)
+    want = list(map(tuple.__new__, repeat(MessageAndMetadata), zip(*columns, strict=False)))
+    got = list(zip_messages(*columns))
+    assert got == want and all(type(g) is MessageAndMetadata for g in got)
+    assert list(zip_messages(*[[]] * 7)) == []
+
+
+@needs_speedups
+def test_zip_messages_stops_as_zip_does() -> None:
+    """In order, at the first iterator that ends, the later ones not advanced (the stream
+    iterator's gate relies on it: a drained permit iterator, first, ends the chunk's
+    iterator without taking a message off the columns); an iterator's exception passes
+    through, and the items taken before it are dropped."""
+    zip_messages = _speedups.message_zipper(MessageAndMetadata)
+    columns = _columns(4)
+    iters = [iter(c) for c in columns]
+    permit = repeat("t", 2)
+    it = zip_messages(permit, *iters[1:])
+    assert [m.partition for m in it] == [(1, 0), (1, 1)]
+    assert [length_hint(i) for i in iters[1:]] == [2] * 6  # nothing taken past the permit
+    assert next(it, None) is None
+    short = [*columns[:3], columns[3][:1], *columns[4:]]  # the 4th ends after one
+    its = [iter(c) for c in short]
+    assert len(list(zip_messages(*its))) == 1
+    assert [length_hint(i) for i in its] == [2, 2, 2, 0, 3, 3, 3]  # as zip leaves them
+    zips = [iter(c) for c in short]
+    assert len(list(zip(*zips, strict=False))) == 1
+    assert [length_hint(i) for i in zips] == [2, 2, 2, 0, 3, 3, 3]
+
+    def failing() -> Iterator[int]:
+        yield 1
+        raise KeyError("boom")
+
+    it = zip_messages(*columns[:6], failing())
+    assert next(it).offset == (2, 0)
+    with pytest.raises(KeyError, match="boom"):
+        next(it)
+
+
+@needs_speedups
+def test_message_zipper_refuses_what_tuple_new_would_not_make_right() -> None:
+    with pytest.raises(TypeError, match="subclass of tuple"):
+        _speedups.message_zipper(list)
+    with pytest.raises(TypeError, match="subclass of tuple"):
+        _speedups.message_zipper(MessageAndMetadata(*_ITEMS))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="without instance attributes"):
+        _speedups.message_zipper(_WithAttributes)
+    zip_pairs = _speedups.message_zipper(_Pair)
+    assert list(zip_pairs([1, 3], [2, 4])) == [_Pair(1, 2), _Pair(3, 4)]
+    with pytest.raises(TypeError, match="takes 2 iterables \\(3 given\\)"):
+        zip_pairs([1], [2], [3])
+    with pytest.raises(TypeError, match="not iterable"):
+        zip_pairs([1], 2)
 
 
 class _WithAttributes(tuple):  # type: ignore[type-arg]
@@ -62,22 +123,6 @@ class _WithAttributes(tuple):  # type: ignore[type-arg]
 class _Pair(NamedTuple):
     a: int
     b: int
-
-
-@needs_speedups
-def test_make_refuses_what_tuple_new_would_not_make_right() -> None:
-    with pytest.raises(TypeError, match="subclass of tuple"):
-        _speedups.message_maker(list)
-    with pytest.raises(TypeError, match="subclass of tuple"):
-        _speedups.message_maker(MessageAndMetadata("t", 0, 0, None, None, 0, 0))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="without instance attributes"):
-        _speedups.message_maker(_WithAttributes)
-    make = _speedups.message_maker(_Pair)
-    assert make((1, 2)) == _Pair(1, 2)
-    with pytest.raises(TypeError, match="tuple of 2 items, not 3"):
-        make((1, 2, 3))
-    with pytest.raises(TypeError, match="takes a tuple, not list"):
-        make([1, 2])
 
 
 # -- split_messages --------------------------------------------------------------------------
@@ -285,7 +330,7 @@ def test_no_reference_leaks() -> None:
     messages.append(Message(topic="a", partition=0, offset=99, error=eof))
     mixed = [*messages[:3], (1, 2)]
     bad_type = [*messages[:3], Message(topic="a", partition=0, offset=1, timestamp=(3, 5))]
-    make = _speedups.message_maker(MessageAndMetadata)
+    zip_messages = _speedups.message_zipper(MessageAndMetadata)
     # Objects of this test alone (not small ints or interned strings, which any thread's
     # code counts references to): only then do their counts say what these calls kept.
     items = ("".join(["to", "pic"]), *(int(f"{n}000000") for n in (1, 2)), key, value,
@@ -302,12 +347,21 @@ def test_no_reference_leaks() -> None:
             except error:
                 pass
         try:
-            make((1,))
+            zip_messages([1])
         except TypeError:
             pass
+        try:
+            next(zip_messages(*([x] for x in items[:6]), iter(broken, None)))
+        except KeyError:
+            pass
+
+    def broken() -> None:
+        raise KeyError("boom")
 
     def made() -> None:
-        assert make(items).message is value
+        (m,) = zip_messages(*([x] for x in items))
+        assert m.message is value
+        assert list(zip_messages(*([x] for x in items[:6]), [])) == []  # one ends
 
     watched = [value, key, eof, messages[0], messages[-1], mixed[-1], bad_type[-1], *items]
     counts = [sys.getrefcount(x) for x in watched]
@@ -336,8 +390,8 @@ def test_without_the_extension_zkconsumer_imports_and_uses_the_python_twins() ->
     code = (
         "import sys; sys.modules['zkconsumer._speedups'] = None\n"
         "from zkconsumer import _fetcher, _stream\n"
-        "assert _fetcher.split_messages is None and _stream._make_message is None\n"
-        "m, = _stream.make_messages(iter([('t', 1, 2, None, b'v', 3, 0)]))\n"
+        "assert _fetcher.split_messages is None and _stream._zip_messages is None\n"
+        "m, = _stream.make_messages(*([x] for x in ('t', 1, 2, None, b'v', 3, 0)))\n"
         "assert type(m) is _stream.MessageAndMetadata and m.offset == 2, m\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

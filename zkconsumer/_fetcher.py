@@ -684,10 +684,10 @@ class ConfluentRecords(Sequence[MessageAndMetadata[bytes | None, bytes | None]])
         )
 
     def __iter__(self) -> Iterator[MessageAndMetadata[bytes | None, bytes | None]]:
-        return make_messages(zip(
+        return make_messages(
             repeat(self.topic), repeat(self.partition), self.offsets, self.keys, self.values,
             self.timestamps, self.timestamp_types,
-        ))
+        )
 
 
 class ConfluentBackend:

@@ -1,9 +1,11 @@
 """Type stubs of the optional C module (see _speedups.c)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-def message_maker(cls: type[tuple[Any, ...]]) -> Callable[[tuple[Any, ...]], Any]: ...
+def message_zipper(cls: type[tuple[Any, ...]]) -> Callable[..., Iterator[Any]]:
+    """zip_messages(*iterables: Iterable[Any]) -> Iterator[cls]"""
+    ...
 def split_messages(
     messages: list[Any], timestamp_types: tuple[int, ...]
 ) -> tuple[

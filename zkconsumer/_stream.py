@@ -43,14 +43,14 @@ machine, about what librdkafka takes to fetch it). :class:`ConsumerIterator` is 
 (Python), makes the next one when the previous one ends: it takes a chunk off the queue, skips
 what was consumed, waits at the gate, and turns timeouts and failures into an iterator that
 raises once (the chain must never see its source raise: that would end it). Without decoders,
-a chunk's iterator is :func:`make_messages` over ``zip(...)`` of list iterators on the chunk's
-*columns* (offsets, keys, values, timestamps, timestamp types;
+a chunk's iterator is :func:`make_messages` (a ``zip`` that makes the messages) over list
+iterators on the chunk's *columns* (offsets, keys, values, timestamps, timestamp types;
 :func:`_columns`): each ``next()`` takes one message off them within one C call, which the GIL
 makes atomic, so the offsets' list iterator's position *is* how many messages were handed out
 (but for the gap below). The
 partition's consumed offset is computed from it (:class:`_Cursor`, attached to the
 :class:`~zkconsumer._partition.PartitionTopicInfo`), not stored per message. With a gate, the
-first iterable zip reads is a bounded ``repeat`` of the topic that the gate's close drains (a
+first iterable it reads is a bounded ``repeat`` of the topic that the gate's close drains (a
 listener, one C call), so a closed gate ends the chunk's iterator before it takes another
 message; the slow path waits at the gate and
 goes on with the same cursor. ``clear()`` empties the offsets' list iterator in one C call
@@ -69,7 +69,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
 from itertools import chain, islice, repeat
 from operator import attrgetter, length_hint
@@ -126,24 +126,26 @@ class MessageAndMetadata(NamedTuple, Generic[K, V]):
 
 
 try:
-    from ._speedups import message_maker
-except ImportError:  # built without a C compiler (see setup.py): tuple.__new__ does it
-    message_maker = None  # type: ignore[assignment]
+    from ._speedups import message_zipper
+except ImportError:  # built without a C compiler (see setup.py): map/zip/tuple.__new__ do it
+    message_zipper = None  # type: ignore[assignment]
 
-#: ``make(t)``: the ``MessageAndMetadata`` holding tuple ``t``'s seven items, as
-#: ``tuple.__new__(MessageAndMetadata, t)`` makes it but without its argument handling (about
-#: 40 ns a message less); None without :mod:`zkconsumer._speedups`.
-_make_message = None if message_maker is None else message_maker(MessageAndMetadata)
+#: ``zip_messages(*iterables)``: ``map(partial(tuple.__new__, MessageAndMetadata),
+#: zip(*iterables))`` in one C object, without the zip's tuple, the map's call and
+#: ``tuple.__new__``'s argument handling (about 50 ns a message less); None without
+#: :mod:`zkconsumer._speedups`.
+_zip_messages = None if message_zipper is None else message_zipper(MessageAndMetadata)
 
 
-def make_messages(items: Iterator[tuple[Any, ...]]) -> Iterator[MessageAndMetadata[Any, Any]]:
-    """A ``MessageAndMetadata`` of each 7-tuple of ``items``, made as it is taken, in C: each
-    ``next()`` is one C call that runs no Python code of its own (see the module docstring
-    for why the stream iterator needs that)."""
-    make = _make_message
-    if make is None:
-        return map(_tuple_new, repeat(MessageAndMetadata), items)
-    return map(make, items)
+def make_messages(*iterables: Iterable[Any]) -> Iterator[MessageAndMetadata[Any, Any]]:
+    """A ``MessageAndMetadata`` of each round of items of ``iterables`` (one per field, as
+    ``zip`` takes them: in order, ending at the first that ends), made as it is taken, in C:
+    each ``next()`` is one C call that runs no Python code of its own (see the module
+    docstring for why the stream iterator needs that)."""
+    zip_messages = _zip_messages
+    if zip_messages is None:
+        return map(_tuple_new, repeat(MessageAndMetadata), zip(*iterables, strict=False))
+    return zip_messages(*iterables)
 
 
 Decoder = Callable[[bytes], Any]
@@ -680,10 +682,11 @@ class _Chunks:
         if self.gate is None:
             first = repeat(info.topic)
         else:
-            # zip takes the topic before anything of the chunk: a permit per message left,
-            # drained by the gate's close. One per cursor, shared by every iterator made over
-            # it (two threads on one stream each get one), until a close drains it. Published
-            # before the gate is read here, so a close either drains it or came before.
+            # make_messages takes the topic before anything of the chunk: a permit per message
+            # left, drained by the gate's close. One per cursor, shared by every iterator made
+            # over it (two threads on one stream each get one), until a close drains it.
+            # Published before the gate is read here, so a close either drains it or came
+            # before.
             first_or_none = cursor.permit
             if first_or_none is None or not length_hint(first_or_none):
                 first_or_none = cursor.permit = repeat(info.topic, length_hint(cursor.it))
@@ -691,7 +694,7 @@ class _Chunks:
             self._permit = first
             if self.gate.closed:
                 deque(first, maxlen=0)
-        return make_messages(zip(first, repeat(info.partition), *cursor.iters))
+        return make_messages(first, repeat(info.partition), *cursor.iters)
 
     def _start(self, chunk: FetchedDataChunk) -> _Cursor | _DecodingCursor | None:
         # Called with lock held.
