@@ -767,9 +767,13 @@ class ConfluentBackend:
         messages = [first]
         got = 0
         while True:
-            got += len(messages)
+            taken = len(messages)
+            got += taken
             self._group(messages, batches, result)
-            if got >= CONFLUENT_BATCH or (got > 1 and len(messages) < step):
+            # Freed now, not when the next consume's list replaces it: both lists at once
+            # would be a whole threshold of young Message objects, and a collection.
+            messages = []
+            if got >= CONFLUENT_BATCH or (got > 1 and taken < step):
                 break  # librdkafka has nothing more right now
             messages = c.consume(min(step, CONFLUENT_BATCH - got), 0)
             if not messages:
