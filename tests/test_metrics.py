@@ -356,20 +356,27 @@ def test_the_endpoint_binds_127_0_0_1_unless_told() -> None:
         m.close()
 
 
+def _started_since(before: set[threading.Thread]) -> int:
+    """How many threads alive now were not alive in ``before``: the threads a test made (a
+    thread of an earlier test ending meanwhile does not change the count, as it did with
+    ``threading.active_count()``)."""
+    return sum(1 for t in threading.enumerate() if t not in before)
+
+
 def test_idle_connections_end_after_the_client_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each idle connection held a thread for ever (300 connections, 300 threads)."""
     import zkconsumer._metrics as metrics_module
 
     monkeypatch.setattr(metrics_module, "CLIENT_TIMEOUT_S", 0.3, raising=False)
     m = ConsumerMetrics("app")
-    before = threading.active_count()
+    before = set(threading.enumerate())
     try:
         port = m.serve(0, "127.0.0.1")
         idle = _idle_connections(port, 20)
         try:
             wait_until(lambda: all(_closed_by_server(s) for s in idle), 10,
                        "the server closed the idle connections")
-            wait_until(lambda: threading.active_count() == before + 1, 10,
+            wait_until(lambda: _started_since(before) == 1, 10,
                        "their threads ended")
             assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
         finally:
@@ -421,24 +428,24 @@ def test_connections_beyond_the_bound_are_closed_at_once(
 
     monkeypatch.setattr(metrics_module, "MAX_CLIENTS", 3, raising=False)
     m = ConsumerMetrics("app")
-    before = threading.active_count()
+    before = set(threading.enumerate())
     try:
         port = m.serve(0, "127.0.0.1")
         idle = _idle_connections(port, 3)
         try:
-            wait_until(lambda: threading.active_count() == before + 1 + 3, 10,
+            wait_until(lambda: _started_since(before) == 1 + 3, 10,
                        "a thread per connection")
             (extra,) = _idle_connections(port, 1)
             try:
                 wait_until(lambda: _closed_by_server(extra), 3, "the extra connection closed")
             finally:
                 extra.close()
-            assert threading.active_count() == before + 1 + 3
+            assert _started_since(before) == 1 + 3
             assert not any(_closed_by_server(s) for s in idle)
         finally:
             for s in idle:
                 s.close()
-        wait_until(lambda: threading.active_count() == before + 1, 10, "their threads ended")
+        wait_until(lambda: _started_since(before) == 1, 10, "their threads ended")
         assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
     finally:
         m.close()
@@ -446,18 +453,18 @@ def test_connections_beyond_the_bound_are_closed_at_once(
 
 def test_close_cuts_idle_connections_without_waiting_for_them() -> None:
     m = ConsumerMetrics("app")
-    before = threading.active_count()
+    before = set(threading.enumerate())
     port = m.serve(0, "127.0.0.1")
     idle = _idle_connections(port, 5)
     try:
-        wait_until(lambda: threading.active_count() >= before + 1 + len(idle), 10,
+        wait_until(lambda: _started_since(before) >= 1 + len(idle), 10,
                    "a thread per connection")
         closer = threading.Thread(target=m.close, daemon=True)
         closer.start()
         closer.join(3)  # less than CLIENT_TIMEOUT_S: close() did not wait for them
         assert not closer.is_alive(), "close() waits on idle connections"
         wait_until(lambda: all(_closed_by_server(s) for s in idle), 3, "connections cut")
-        wait_until(lambda: threading.active_count() == before, 3, "no thread left")
+        wait_until(lambda: _started_since(before) == 0, 3, "no thread left")
     finally:
         for s in idle:
             s.close()
