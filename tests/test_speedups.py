@@ -256,13 +256,11 @@ def test_split_messages_calls_each_type_s_own_methods() -> None:
     assert got == want
     assert [d.m for d in got_errors] == want_errors
 
-    shifted = [
-        m if m.error() is not None else _ShiftedMessage(
-            topic=m.topic(), partition=m.partition(), offset=m.offset(), key=m.key(),
-            value=m.value(), timestamp=m.timestamp())
-        for m in messages
+    shifted = [  # one type a call: the errored messages left out
+        _ShiftedMessage(topic=m.topic(), partition=m.partition(), offset=m.offset(),
+                        key=m.key(), value=m.value(), timestamp=m.timestamp())
+        for m in messages if m.error() is None
     ]
-    shifted = [m for m in shifted if isinstance(m, _ShiftedMessage)]  # one type a call
     got, _ = _speedups.split_messages(shifted, _CONFLUENT_TS_TYPE)
     assert [o - 1000 for run in got for o in run[2]] == [o for run in want for o in run[2]]
 
