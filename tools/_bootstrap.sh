@@ -91,6 +91,9 @@ if [ "${ZKCONSUMER_NO_VENV:-}" = 1 ]; then
 else
   ensure_apt_packages
   ensure_venv
+  # The brokers (Kafka 3.9, Kafka 4) and the JVM consumers' classpaths, from Maven Central.
+  source "$ROOT/tools/jvm/resolve"
+  ensure_jvm_classpaths
   export PATH="$VENV/bin:$PATH"
   export PYSPARK_PYTHON="$VENV/bin/python"
   export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
