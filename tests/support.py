@@ -114,6 +114,18 @@ def delete_topic(bootstrap: str, name: str) -> None:
         admin.close()
 
 
+def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
+    """DeleteRecords: partition -> the offset that becomes its log start."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        admin.delete_records({KTP(topic, p): o for p, o in before.items()})
+    finally:
+        admin.close()
+
+
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
     """CreatePartitions: ``name`` grows to ``total`` partitions."""
     from kafka import KafkaAdminClient

@@ -46,9 +46,11 @@ markers, control records, are never handed out), so both deliver the same messag
 open transaction never holds a partition back.
 
 Offsets are looked up with one shared kafka-python client (:func:`log_end_offsets` is the only
-way zkconsumer computes a log end), leaders with one shared ``KafkaAdminClient``. Some brokers never answer OFFSET_OUT_OF_RANGE for an offset past
-the log end; a fetcher therefore also treats a position above the partition's high watermark,
-seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup, as out of range.
+way zkconsumer computes a log end), leaders with one shared ``KafkaAdminClient``. Some
+Kafka-protocol brokers that are not Apache Kafka never answer OFFSET_OUT_OF_RANGE for an
+offset past the log end; a fetcher therefore also treats a position above the partition's
+high watermark, seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup,
+as out of range (Kafka answers OFFSET_OUT_OF_RANGE first).
 A partition held back by a full queue is paused, so no fetch answer updates its high watermark;
 for ConsumerLag its log end is looked up every :data:`HELD_LOG_END_REFRESH_S` instead.
 
