@@ -77,9 +77,11 @@ BROKER_JVM_OPTIONS = (
     "-Djava.awt.headless=true",
 )
 #: Broker settings for one broker on loopback: replication factors of 1 for the internal
-#: topics, no initial rebalance delay (``group.initial.rebalance.delay.ms``: the modern
-#: consumers of ``zkconsumer compare`` and the migration tests join at once instead of 3 s
-#: later), few threads, and a small log cleaner buffer (128 MiB by default).
+#: topics, no initial rebalance delay (``group.initial.rebalance.delay.ms``, 3 s by default:
+#: it holds a new group's first assignment so that members starting together join one
+#: generation; ``zkconsumer compare`` measures the time to a first assignment and the
+#: migration tests start one member at a time, so 0 measures the protocol, not the delay),
+#: few threads, and a small log cleaner buffer (128 MiB by default).
 BROKER_SETTINGS = (
     "num.partitions=1",
     "default.replication.factor=1",
@@ -88,6 +90,9 @@ BROKER_SETTINGS = (
     "transaction.state.log.replication.factor=1",
     "transaction.state.log.min.isr=1",
     "group.initial.rebalance.delay.ms=0",
+    # Kafka's floor is 6 s; the suite and `zkconsumer compare` run modern members with the
+    # short session timeouts their ZooKeeper members use (ZooKeeper's floor here is 1 s).
+    "group.min.session.timeout.ms=1000",
     "num.network.threads=2",
     "num.io.threads=4",
     "background.threads=4",
@@ -613,6 +618,33 @@ class LocalStack:
                 raise StackError(f"{self._label(name)} did not answer within {timeout:.0f}s: "
                                  f"{self._cause(name)} (log: {self._log(name)})")
             time.sleep(0.1)
+        while name == "broker" and not self._groups_served():
+            if time.monotonic() > deadline:
+                raise StackError(f"{self._label(name)} did not coordinate groups within "
+                                 f"{timeout:.0f}s (log: {self._log(name)})")
+            time.sleep(0.2)
+
+    def _groups_served(self) -> bool:
+        """Whether the broker coordinates groups yet. A new cluster makes its offsets topic
+        at the first FindCoordinator, and answers COORDINATOR_NOT_AVAILABLE (then
+        COORDINATOR_LOAD_IN_PROGRESS) until it is ready: a tool or test starting at once
+        failed on it."""
+        from kafka import KafkaAdminClient
+        from kafka.errors import GroupIdNotFoundError
+
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                     client_id="zkconsumer-stack")
+        except Exception:  # noqa: BLE001 - not answering yet
+            return False
+        try:
+            error = admin.describe_groups(["zkconsumer-stack"])["zkconsumer-stack"]["error"]
+            # Kafka 4 says it does not know the group; Kafka 3.9 describes it as Dead.
+            return not error or str(error).startswith(f"[Error {GroupIdNotFoundError.errno}]")
+        except Exception:  # noqa: BLE001 - not coordinating yet
+            return False
+        finally:
+            admin.close()
 
     def _label(self, name: str) -> str:
         return f"the {self.broker_kind} broker" if name == "broker" else name
