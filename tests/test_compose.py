@@ -1,18 +1,42 @@
-"""Static checks of docker-compose.yml (no Docker engine is needed, or used)."""
+"""Static checks of docker-compose.yml (no Docker engine is needed, or used).
+
+The compose stack runs the same software as the suite's local stack, started the same way:
+the checks compare it with what :class:`zkconsumer._stack.LocalStack` runs (its commands and
+configuration files, captured without starting anything) and with the suite's constants.
+"""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from zkconsumer import _stack
+from zkconsumer._stack import (
+    _LOG4J_PROPERTIES,
+    BROKER_CLASSPATHS,
+    BROKER_JVM_OPTIONS,
+    BROKER_SETTINGS,
+    LocalStack,
+)
+
 yaml = pytest.importorskip("yaml")
 
-COMPOSE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
-
-# Confluent Platform 7.N packages Apache Kafka 3.N.
-CONFLUENT_TO_KAFKA = {"7.9": "3.9"}
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = ROOT / "docker-compose.yml"
+#: The files the compose services mount or build from.
+COMPOSE_DIR = ROOT / "tools" / "compose"
+#: Where the jars service puts the classpaths (the volume), as ZKCONSUMER_JVM_DIR.
+JARS = "/jars"
+#: What differs between the suite's broker and the compose one: where each listens, where it
+#: keeps its data, which ZooKeeper it registers in.
+BROKER_PLACE_KEYS = {"zookeeper.connect", "listeners", "advertised.listeners",
+                     "listener.security.protocol.map", "inter.broker.listener.name",
+                     "log.dirs"}
+#: The same for ZooKeeper.
+ZOOKEEPER_PLACE_KEYS = {"dataDir", "clientPort", "clientPortAddress"}
 
 
 @pytest.fixture(scope="module")
@@ -72,58 +96,243 @@ def listeners(value: str) -> dict[str, tuple[str, int]]:
     return out
 
 
-def test_the_three_services(services: dict[str, Any]) -> None:
-    assert set(services) == {"zookeeper", "kafka", "tests"}
+def command(service: dict[str, Any]) -> list[str]:
+    """A service's command as a list (the exec form)."""
+    raw = service.get("command")
+    assert isinstance(raw, list), f"{raw!r}: give the command in the list form"
+    return [str(arg) for arg in raw]
 
 
-def test_zookeeper_is_3_8(services: dict[str, Any]) -> None:
-    assert image(services["zookeeper"]) == ("zookeeper", "3.8")
+def mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Container path -> source (``./path`` for a file of the repository, else a volume)."""
+    out = {}
+    for spec in service.get("volumes", []):
+        source, target = str(spec).split(":")[:2]
+        out[target] = source
+    return out
 
 
-def test_kafka_is_3_9(services: dict[str, Any]) -> None:
-    repo, tag = image(services["kafka"])
-    # apache/kafka is KRaft-only and bitnami/kafka's versioned tags are gone (see the file).
-    assert repo == "confluentinc/cp-kafka"
-    major_minor = ".".join(tag.split(".")[:2])
-    assert CONFLUENT_TO_KAFKA.get(major_minor) == "3.9", tag
-    assert len(tag.split(".")) == 3, "pin a patch release"
+def mounted_file(service: dict[str, Any], target: str) -> Path:
+    """The repository file a service mounts at ``target``."""
+    source = mounts(service).get(target)
+    assert source is not None and source.startswith("./"), f"{target} is not mounted"
+    path = ROOT / source
+    assert path.is_file(), source
+    return path
+
+
+def properties(text: str) -> dict[str, str]:
+    """``key=value`` lines (comments and blank lines left out), each key once."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        assert sep and key not in out, line
+        out[key] = value
+    return out
+
+
+def kafka_properties(services: dict[str, Any]) -> dict[str, str]:
+    cfg = mounted_file(services["kafka"], command(services["kafka"])[-1])
+    return properties(cfg.read_text(encoding="utf-8"))
+
+
+def _capture_spawn(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Make ``stack`` record the command lines it would start instead of starting them."""
+    argvs: list[list[str]] = []
+
+    def popen(name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
+        argvs.append(argv)
+        return 0
+
+    monkeypatch.setattr(stack, "_popen", popen)
+    return argvs
+
+
+def suite_zookeeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
+    """The command line and zoo.cfg the suite's stack starts ZooKeeper with."""
+    stack = LocalStack(tmp_path / "stack")
+    stack.zk_port = 2181
+    argvs = _capture_spawn(stack, monkeypatch)
+    stack._spawn_zookeeper()
+    return argvs[0], tmp_path / "stack" / "zookeeper" / "zoo.cfg"
+
+
+def suite_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
+    """The command line and server.properties the suite's stack starts its broker with."""
+    jvm = tmp_path / "jvm"
+    (jvm / BROKER_CLASSPATHS["kafka"]).mkdir(parents=True)
+    (jvm / BROKER_CLASSPATHS["kafka"] / ".resolved").write_text("x\n")
+    monkeypatch.setenv("ZKCONSUMER_JVM_DIR", str(jvm))
+    stack = LocalStack(tmp_path / "stack", broker="kafka")
+    stack.zk_port, stack.broker_port = 2181, 9092
+    argvs = _capture_spawn(stack, monkeypatch)
+    stack._spawn_kafka()
+    return argvs[0], tmp_path / "stack" / "broker" / "server.properties"
+
+
+def test_the_four_services(services: dict[str, Any]) -> None:
+    assert set(services) == {"jars", "zookeeper", "kafka", "tests"}
+
+
+def test_the_jars_service_copies_the_suites_classpaths_with_the_suites_script(
+    compose: dict[str, Any], services: dict[str, Any],
+) -> None:
+    jars = services["jars"]
+    assert image(jars) == ("maven", "3.9-eclipse-temurin-17")
+    # tools/jvm/resolve copies every tools/jvm/<name>/pom.xml to $ZKCONSUMER_JVM_DIR/<name>/
+    # with its .resolved stamp, as for the suite; the checkout is read-only to it.
+    assert command(jars) == ["bash", "/src/tools/jvm/resolve"]
+    assert mounts(jars) == {"/src": ".", JARS: "jars"}
+    assert ".:/src:ro" in jars["volumes"]
+    assert env(jars) == {"ZKCONSUMER_JVM_DIR": JARS}
+    assert "jars" in compose["volumes"]
+    assert "profiles" not in jars
+
+
+def test_the_suites_pom_pins_apache_kafka_3_9_2() -> None:
+    pom = ROOT / "tools" / "jvm" / BROKER_CLASSPATHS["kafka"] / "pom.xml"
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    deps = {
+        (d.findtext("m:groupId", namespaces=ns), d.findtext("m:artifactId", namespaces=ns)):
+            d.findtext("m:version", namespaces=ns)
+        for d in ET.parse(pom).getroot().iterfind("m:dependencies/m:dependency", ns)
+    }
+    assert deps[("org.apache.kafka", "kafka_2.13")] == "3.9.2"
+
+
+def test_kafka_runs_the_suites_jars(services: dict[str, Any]) -> None:
+    kafka = services["kafka"]
+    # Java 17, as the suite's broker needs (find_java(17)).
+    assert image(kafka) == ("eclipse-temurin", "17-jre")
+    assert mounts(kafka)[JARS] == "jars"
+    assert "jars:/jars:ro" in kafka["volumes"]
+    argv = command(kafka)
+    assert argv[argv.index("-cp") + 1] == f"{JARS}/{BROKER_CLASSPATHS['kafka']}/*"
+    assert argv[argv.index("-cp") + 2] == "kafka.Kafka"
+
+
+def test_kafka_command_is_the_suites(
+    services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    suite, cfg = suite_kafka(tmp_path, monkeypatch)
+    jvm = tmp_path / "jvm"
+    expected = ["java"]
+    for arg in suite[1:]:
+        if arg.startswith("-Dzkconsumer.broker="):
+            continue  # the suite's marker for its own processes
+        arg = arg.replace(str(cfg.parent / "log4j.properties"), "/etc/zkconsumer/log4j.properties")
+        arg = arg.replace(str(cfg), "/etc/zkconsumer/server.properties")
+        expected.append(arg.replace(str(jvm), JARS))
+    assert command(services["kafka"]) == expected
+    assert tuple(command(services["kafka"])[1:1 + len(BROKER_JVM_OPTIONS)]) == BROKER_JVM_OPTIONS
+
+
+def test_kafka_settings_are_the_suites(
+    services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compose_settings = kafka_properties(services)
+    for line in BROKER_SETTINGS:
+        key, _, value = line.partition("=")
+        assert compose_settings.get(key) == value, line
+    # Nothing else differs from the suite's server.properties but where the broker is.
+    _, cfg = suite_kafka(tmp_path, monkeypatch)
+    suite_settings = properties(cfg.read_text(encoding="utf-8"))
+    assert {k: v for k, v in compose_settings.items() if k not in BROKER_PLACE_KEYS} == {
+        k: v for k, v in suite_settings.items() if k not in BROKER_PLACE_KEYS}
+
+
+def test_kafka_logging_is_the_suites(services: dict[str, Any]) -> None:
+    argv = command(services["kafka"])
+    option = next(a for a in argv if a.startswith("-Dlog4j.configuration=file:"))
+    log4j = mounted_file(services["kafka"], option.partition("file:")[2])
+    lines = [line for line in log4j.read_text(encoding="utf-8").splitlines()
+             if not line.startswith("#")]
+    assert lines == _LOG4J_PROPERTIES.splitlines()
+
+
+def test_zookeeper_is_the_version_the_suite_runs(services: dict[str, Any]) -> None:
+    build = services["zookeeper"]["build"]
+    dockerfile = (ROOT / build["context"] / build["dockerfile"]).read_text(encoding="utf-8")
+    # Debian bookworm's package, as on the suite's machines and in the tests service.
+    assert "FROM debian:bookworm-slim" in dockerfile.splitlines()
+    assert "--no-install-recommends zookeeper" in dockerfile
+    assert image(services["tests"])[1].endswith("-bookworm")
+    # The image's build fails unless Debian's jar is the version the suite runs.
+    suite_version = _stack.zookeeper_version()
+    assert suite_version == "3.8.0"
+    assert f"test -f /usr/share/java/zookeeper-{suite_version}.jar" in dockerfile
+    assert "image" not in services["zookeeper"]  # built here, never pulled by that name
+
+
+def test_zookeeper_runs_as_the_suite_does(
+    services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    suite, cfg = suite_zookeeper(tmp_path, monkeypatch)
+    expected = ["java"] + [
+        "/etc/zkconsumer/zoo.cfg" if arg == str(cfg) else arg
+        for arg in suite[1:] if not arg.startswith("-Dzkconsumer.stack=")]
+    argv = command(services["zookeeper"])
+    assert argv == expected
+    assert argv[argv.index("-cp") + 1] == f"{_stack.ZOOKEEPER_JAR}:{_stack.SLF4J_SIMPLE_JAR}"
+
+
+def test_zookeeper_configuration_is_the_suites(
+    services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    zoo = properties(mounted_file(services["zookeeper"], command(services["zookeeper"])[-1])
+                     .read_text(encoding="utf-8"))
+    _, cfg = suite_zookeeper(tmp_path, monkeypatch)
+    suite = properties(cfg.read_text(encoding="utf-8"))
+    assert {k: v for k, v in zoo.items() if k not in ZOOKEEPER_PLACE_KEYS} == {
+        k: v for k, v in suite.items() if k not in ZOOKEEPER_PLACE_KEYS}
+    assert zoo["tickTime"] == "500"  # 2 s sessions (the suite's) are allowed
+    # Reachable from the other containers, on the published port; data where Debian's
+    # package gives its user a directory.
+    assert (zoo["clientPortAddress"], int(zoo["clientPort"])) == (
+        "0.0.0.0", published(services["zookeeper"])[0][2])
+    assert zoo["dataDir"] == "/var/lib/zookeeper"
+    assert services["zookeeper"]["user"] == "zookeeper"
 
 
 def test_published_ports_are_bound_to_localhost(services: dict[str, Any]) -> None:
     assert published(services["zookeeper"]) == [("127.0.0.1", 2181, 2181)]
     assert published(services["kafka"]) == [("127.0.0.1", 9092, 9092)]
     assert published(services["tests"]) == []
+    assert published(services["jars"]) == []
     for name, service in services.items():
         for host_ip, _, _ in published(service):
             assert host_ip == "127.0.0.1", name
 
 
 def test_kafka_runs_in_zookeeper_mode(services: dict[str, Any]) -> None:
-    kafka = env(services["kafka"])
-    assert kafka["KAFKA_ZOOKEEPER_CONNECT"] == "zookeeper:2181"
-    zk_host, _, zk_port = kafka["KAFKA_ZOOKEEPER_CONNECT"].partition(":")
+    kafka = kafka_properties(services)
+    assert kafka["zookeeper.connect"] == "zookeeper:2181"
+    zk_host, _, zk_port = kafka["zookeeper.connect"].partition(":")
     assert zk_host in services
     assert int(zk_port) == published(services["zookeeper"])[0][2]
     # Any KRaft setting would make it a KRaft broker (or refuse to start).
-    assert not [k for k in kafka if k in ("KAFKA_PROCESS_ROLES", "KAFKA_NODE_ID", "CLUSTER_ID")]
-    assert not [k for k in kafka if k.startswith("KAFKA_CONTROLLER")]
-    assert kafka["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
+    assert not [k for k in kafka if k in ("process.roles", "node.id")]
+    assert not [k for k in kafka if k.startswith("controller.")]
+    assert kafka["broker.id"] == "0"  # the suite's
 
 
 def test_kafka_listeners(services: dict[str, Any]) -> None:
-    kafka = env(services["kafka"])
-    bound = listeners(kafka["KAFKA_LISTENERS"])
-    advertised = listeners(kafka["KAFKA_ADVERTISED_LISTENERS"])
+    kafka = kafka_properties(services)
+    bound = listeners(kafka["listeners"])
+    advertised = listeners(kafka["advertised.listeners"])
     assert advertised == {"INTERNAL": ("kafka", 29092), "PLAINTEXT": ("localhost", 9092)}
     assert {name: port for name, (_, port) in bound.items()} == {
         "INTERNAL": 29092,
         "PLAINTEXT": 9092,
     }
     protocol_map = dict(
-        item.split(":") for item in kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
+        item.split(":") for item in kafka["listener.security.protocol.map"].split(",")
     )
     assert protocol_map == {"INTERNAL": "PLAINTEXT", "PLAINTEXT": "PLAINTEXT"}
-    assert kafka["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL"
+    assert kafka["inter.broker.listener.name"] == "INTERNAL"
     # The host-facing listener is the published port.
     assert advertised["PLAINTEXT"][1] == published(services["kafka"])[0][1]
 
@@ -137,7 +346,7 @@ def test_tests_service_points_at_the_compose_stack(services: dict[str, Any]) -> 
     assert zk_host in services and int(zk_port) == 2181
     kafka_host, _, kafka_port = variables["ZKCONSUMER_BOOTSTRAP"].partition(":")
     assert kafka_host in services
-    advertised = listeners(env(services["kafka"])["KAFKA_ADVERTISED_LISTENERS"])
+    advertised = listeners(kafka_properties(services)["advertised.listeners"])
     assert advertised["INTERNAL"] == (kafka_host, int(kafka_port))
 
 
@@ -159,27 +368,45 @@ def test_tests_service_runs_the_suite(services: dict[str, Any]) -> None:
     assert "openjdk-17-jre-headless" in script and " zookeeper " in script
 
 
+def test_tests_service_runs_the_jars_services_classpaths(services: dict[str, Any]) -> None:
+    # jvm_classpath() finds them (each with its .resolved stamp) under ZKCONSUMER_JVM_DIR.
+    tests = services["tests"]
+    assert env(tests)["ZKCONSUMER_JVM_DIR"] == env(services["jars"])["ZKCONSUMER_JVM_DIR"]
+    assert mounts(tests)[JARS] == "jars"
+    assert "jars:/jars:ro" in tests["volumes"]
+
+
 def test_tests_service_only_with_the_test_profile(services: dict[str, Any]) -> None:
     assert services["tests"]["profiles"] == ["test"]
-    assert "profiles" not in services["zookeeper"]
-    assert "profiles" not in services["kafka"]
+    for name in ("jars", "zookeeper", "kafka"):
+        assert "profiles" not in services[name], name
 
 
 def test_depends_on(services: dict[str, Any]) -> None:
+    assert depends_on(services["jars"]) == {}
     assert depends_on(services["zookeeper"]) == {}
-    assert depends_on(services["kafka"]) == {"zookeeper": "service_healthy"}
+    assert depends_on(services["kafka"]) == {
+        "jars": "service_completed_successfully",
+        "zookeeper": "service_healthy",
+    }
     assert depends_on(services["tests"]) == {
+        "jars": "service_completed_successfully",
         "zookeeper": "service_healthy",
         "kafka": "service_healthy",
     }
 
 
 def test_healthchecks(services: dict[str, Any]) -> None:
-    zk_test = services["zookeeper"]["healthcheck"]["test"]
-    assert "zkServer.sh status" in " ".join(zk_test)
+    zk_test = " ".join(services["zookeeper"]["healthcheck"]["test"])
+    # The four-letter word (whitelisted in zoo.cfg) on the port ZooKeeper serves.
+    assert "/dev/tcp/127.0.0.1/2181" in zk_test and "printf srvr" in zk_test
+    assert "Mode: standalone" in zk_test
     kafka_test = " ".join(services["kafka"]["healthcheck"]["test"])
-    assert "--bootstrap-server kafka:29092" in kafka_test
+    # Kafka 3.9's own tool, from the suite's jars, through the listener the containers use.
+    assert "kafka.admin.BrokerApiVersionsCommand --bootstrap-server kafka:29092" in kafka_test
+    assert f"-cp '{JARS}/{BROKER_CLASSPATHS['kafka']}/*'" in kafka_test
     assert "healthcheck" not in services["tests"]
+    assert "healthcheck" not in services["jars"]
 
 
 def test_no_unescaped_interpolation() -> None:
