@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ZkConsumerError
+from ._tables import Table, terminal_width
 
 __all__ = ["register"]
 
@@ -80,12 +81,15 @@ def _connect(args: argparse.Namespace) -> Any:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for r in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(out)
+    """Aligned on a terminal (stacked when too wide), plain when piped: never cut."""
+    table = Table(headers, right=[h for h in headers if h not in _LEFT])
+    for row in rows:
+        table.add_row(*row)
+    return "\n".join(table.lines(terminal_width()))
+
+
+#: The columns of text, aligned to the left on a terminal (numbers go to the right).
+_LEFT = frozenset({"TOPIC", "CLASS", "ZK-OWNER", "ACTION"})
 
 
 # --------------------------------------------------------------------------------------

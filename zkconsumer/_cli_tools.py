@@ -48,6 +48,7 @@ from . import _admin
 from . import _zkpaths as zp
 from ._errors import ConsumerTimeoutException, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
+from ._tables import Table
 
 if TYPE_CHECKING:
     from ._config import ConsumerConfig
@@ -131,27 +132,17 @@ def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
 
 
 def _console(stderr: bool = False) -> Any:
-    """A rich console on the current stdout/stderr (looked up now: tests swap them).
-
-    Not on a terminal, the width is generous so that long thread ids are not folded.
-    """
+    """A rich console on the current stdout/stderr (looked up now: tests swap them), for
+    the progress display."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    isatty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, highlight=False, soft_wrap=False,
-                   width=None if isatty else 400)
+    return Console(file=stream, highlight=False, soft_wrap=True)
 
 
-def _table(columns: Sequence[tuple[str, str]]) -> Any:
-    """A borderless rich table; ``columns`` are (header, justify)."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for header, justify in columns:
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    return table
+def _table(columns: Sequence[tuple[str, str]]) -> Table:
+    """A table (:mod:`zkconsumer._tables`); ``columns`` are (header, justify)."""
+    return Table([h for h, _ in columns], right=[h for h, j in columns if j == "right"])
 
 
 def _cell(value: object) -> str:
@@ -226,14 +217,13 @@ def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
     if args.json:
         _print_json([g.to_json() for g in groups])
         return 0
+    if not groups:
+        print("no consumer groups in ZooKeeper")
+        return 0
     table = _table([("GROUP", "left"), ("MEMBERS", "right")])
     for g in groups:
         table.add_row(g.group, str(g.members))
-    console = _console()
-    if groups:
-        console.print(table)
-    else:
-        console.print("no consumer groups in ZooKeeper")
+    table.print()
     return 0
 
 
@@ -265,11 +255,10 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
         else:
             _print_json([r.to_json() for r in desc.rows()])
         return 0
-    console = _console()
     if not args.members:
         n = len(desc.members)
-        console.print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
-                      f"total lag {desc.total_lag_text()}")
+        print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
+              f"total lag {desc.total_lag_text()}")
         # Where each offset came from, last (the columns before it stay where they were),
         # once Kafka holds any: without one, every offset is ZooKeeper's.
         sources = desc.offsets_in_kafka
@@ -281,27 +270,25 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
                      _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner)]
             table.add_row(*cells, *([_cell(r.offset_source)] if sources else []))
         if desc.partitions:
-            table.add_section()
-            total = desc.total_lag_text() if not desc.unknown_lags else (
-                "unknown" if desc.unknown_lags == len(desc.partitions)
-                else f">={desc.total_lag}")
-            table.add_row("TOTAL", "", "", "", total, "", *([""] if sources else []))
-            console.print(table)
+            table.print()
         else:
-            console.print("no partitions: nothing subscribed, committed or owned")
+            print("no partitions: nothing subscribed, committed or owned")
         if desc.idle_threads:
-            console.print("Threads owning no partition: " + ", ".join(desc.idle_threads))
+            print("Threads owning no partition: " + ", ".join(desc.idle_threads))
     if desc.members or args.members:
-        mt = _table([("CONSUMER ID", "left"), ("PATTERN", "left"), ("SUBSCRIPTION", "left"),
+        if not args.members:
+            print()
+        # The subscription without spaces: one cell of a space-separated line.
+        mt = _table([("CONSUMER-ID", "left"), ("PATTERN", "left"), ("SUBSCRIPTION", "left"),
                      ("THREADS", "right"), ("PARTITIONS", "right")])
         for m in desc.members:
-            sub = ", ".join(f"{k}: {v}" for k, v in m.subscription.items())
+            sub = ",".join(f"{k}:{v}" for k, v in m.subscription.items())
             mt.add_row(m.consumer_id, m.pattern, sub, str(len(m.threads)),
                        str(m.owned_partitions))
         if desc.members:
-            console.print(mt)
+            mt.print()
         else:
-            console.print(f"group {group} has no registered members")
+            print(f"group {group} has no registered members")
     return 0
 
 
@@ -510,11 +497,9 @@ def _print_import_plan(changes: Sequence[_admin.ImportChange]) -> None:
                     ("OLD-OFFSET", "right"), ("NEW-OFFSET", "right")])
     for c in changed[:DRY_RUN_LIST_LIMIT]:
         table.add_row(c.group, c.topic, str(c.partition), _cell(c.old_offset), str(c.offset))
-    console = _console()
-    console.print(table)
+    table.print()
     if len(changed) > DRY_RUN_LIST_LIMIT:
-        console.print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists "
-                      "them all)")
+        print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists them all)")
 
 
 def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
@@ -595,11 +580,10 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
     if args.json:
         _print_json([r.to_json() for r in rows])
         return 0
-    console = _console()
     verb = "would reset" if args.dry_run else "reset"
     # A group with offsets in Kafka gets the new ones there too; OLD-OFFSET stays ZooKeeper's.
     kafka = any(r.kafka for r in rows)
-    console.print(f"{verb} group {group}, topic {topic} to {target}"
+    print(f"{verb} group {group}, topic {topic} to {target}"
                   + (" in ZooKeeper and Kafka" if kafka else "")
                   + (" (dry run: nothing written)" if args.dry_run else ""))
     columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
@@ -608,7 +592,7 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
     for r in rows:
         table.add_row(r.topic, str(r.partition), _cell(r.old_offset), str(r.offset),
                       *([_cell(r.old_kafka_offset)] if kafka else []))
-    console.print(table)
+    table.print()
     return 0
 
 
