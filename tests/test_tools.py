@@ -586,7 +586,8 @@ def test_unreachable_zookeeper_and_bad_flags(capsys: pytest.CaptureFixture[str])
     start = time.monotonic()
     line = fails(capsys, "groups", "list", "--zookeeper", address, "--connect-timeout", "1")
     assert time.monotonic() - start < 5
-    assert line == f"zkconsumer groups list: cannot connect to ZooKeeper at {address} within 1 s"
+    assert line == f"zkconsumer groups list: cannot connect to ZooKeeper at {address}: " \
+        "connection refused"
     line = fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
                  "--delete-consumer-offsets")
     assert line == ("zkconsumer console-consumer: --delete-consumer-offsets needs --group "
@@ -2598,8 +2599,8 @@ def test_flag_properties_are_compared_as_the_config_parses_them(
                   ["--consumer-property", f"zookeeper.connect= {address}/ "],
                   ["--timeout-ms", "100", "--consumer-property", "consumer.timeout.ms= 100"]):
         assert fails(capsys, *base, *extra, "--connect-timeout", "1") == (
-            f"zkconsumer console-consumer: cannot connect to ZooKeeper at {address} within "
-            "1 s"), extra
+            f"zkconsumer console-consumer: cannot connect to ZooKeeper at {address}: "
+            "connection refused"), extra
 
 
 # --------------------------------------------------------------------------------------
@@ -2660,3 +2661,78 @@ def test_describe_on_an_80_column_terminal_cuts_nothing(
                                      f"{topic} 0 1 4 3 {member}-0", f"{topic} 1 0 0 0 -"]
     assert out.splitlines()[-2:] == ["CONSUMER-ID PATTERN SUBSCRIPTION THREADS PARTITIONS",
                                      f"{member} static {topic}:1 1 1"]
+
+
+# --------------------------------------------------------------------------------------
+# failures in one line
+
+
+#: Runs ``zkconsumer ARGV...`` (sys.argv[2:]) in a process whose ZooKeeper (the stack in
+#: the directory sys.argv[1]) is stopped as soon as the command has connected.
+_LOSE_ZOOKEEPER = """
+import sys
+from zkconsumer import _admin, cli
+from zkconsumer._stack import LocalStack
+real = _admin.connect
+def connect_then_lose_zookeeper(*args, **kwargs):
+    client = real(*args, **kwargs)
+    LocalStack(sys.argv[1]).stop("zookeeper")
+    return client
+_admin.connect = connect_then_lose_zookeeper
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+def test_zookeeper_lost_mid_command_is_one_line_without_kazoos_warnings(tmp_path: Any) -> None:
+    """kazoo's timestamped WARNING lines came first (three of them, then 'ConnectionLoss');
+    -v still shows them."""
+    from zkconsumer._stack import LocalStack
+
+    stack = LocalStack(tmp_path / "zk")
+    stack.zk_port = free_port()
+    try:
+        for verbose in ([], ["-v"]):
+            stack.start("zookeeper")
+            argv = [*verbose, "groups", "list", "--zookeeper", stack.zookeeper,
+                    "--connect-timeout", "2"]
+            done = subprocess.run(
+                [sys.executable, "-c", _LOSE_ZOOKEEPER, str(stack.dir), *argv],
+                capture_output=True, text=True, timeout=60, cwd=REPO,
+                env={**os.environ, "PYTHONPATH": REPO})
+            assert (done.returncode, done.stdout) == (2, ""), done.stderr
+            lines = done.stderr.splitlines()
+            if not verbose:
+                assert lines == [
+                    f"zkconsumer groups list: ZooKeeper at {stack.zookeeper} failed: "
+                    "ConnectionLoss (the connection was lost mid-command and not "
+                    "re-established within 2 s)"]
+            else:
+                assert any("WARNING" in line and "kazoo" in line for line in lines), lines
+                assert lines[-1].startswith(f"zkconsumer groups list: ZooKeeper at "
+                                            f"{stack.zookeeper} failed: ConnectionLoss")
+            stack.stop("zookeeper")
+    finally:
+        stack.down()
+
+
+def test_a_refused_or_unresolvable_server_fails_at_once(
+    stack: StackInfo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each waited out the whole --connect-timeout (10 s) before failing."""
+    refused = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    assert fails(capsys, "groups", "list", "--zookeeper", refused) == (
+        f"zkconsumer groups list: cannot connect to ZooKeeper at {refused}: connection refused")
+    assert fails(capsys, "groups", "list", "--zookeeper", f"no-such-host.invalid:2181,{refused}"
+                 ) == ("zkconsumer groups list: cannot connect to ZooKeeper at "
+                       f"no-such-host.invalid:2181,{refused}: no-such-host.invalid:2181: cannot "
+                       f"resolve host 'no-such-host.invalid'; {refused}: connection refused")
+    assert fails(capsys, "migrate", "status", "--zookeeper", stack.zookeeper, "--group", "g",
+                 "--bootstrap-server", refused) == (
+        f"zkconsumer migrate status: cannot connect to the brokers at {refused}: {refused}: "
+        "Connection refused")
+    assert fails(capsys, "migrate", "status", "--zookeeper", stack.zookeeper, "--group", "g",
+                 "--bootstrap-server", "no-such-host.invalid:9092") == (
+        "zkconsumer migrate status: cannot connect to the brokers at no-such-host.invalid:9092: "
+        "no-such-host.invalid:9092: cannot resolve host 'no-such-host.invalid'")
+    assert time.monotonic() - start < 8

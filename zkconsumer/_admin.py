@@ -52,7 +52,14 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
@@ -731,6 +738,66 @@ def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) 
         raise AdminError(f"{AUTH_ENV}: {e}") from None
 
 
+def _endpoint_problem(host: str, port: int, timeout_s: float) -> str | None:
+    """Why nothing answers a TCP connection to ``host:port``, or None when something does.
+
+    A refused connection or a name that does not resolve is known at once: the tools say
+    so instead of waiting out their whole time-out, as their client libraries do."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+        return None
+    except socket.gaierror:
+        return f"cannot resolve host {host!r}"
+    except TimeoutError:
+        return f"no answer within {timeout_s:g} s"
+    except OSError as e:
+        return (e.strerror or str(e)).lower() if e.errno is not None else str(e)
+
+
+def zookeeper_endpoints(connect: str) -> list[tuple[str, str, int]]:
+    """The (entry, host, port) of a ZooKeeper connect string ``host[:port],...[/chroot]``
+    (port 2181 when omitted, as kazoo takes it); AdminError naming a bad one."""
+    hosts = connect.strip().split("/", 1)[0]
+    out = []
+    for entry in (e.strip() for e in hosts.split(",") if e.strip()):
+        host, sep, port = entry.rpartition(":")
+        if not sep or "]" in port:  # "host", "[::1]"
+            host, port = entry, "2181"
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise AdminError(f"bad ZooKeeper address {entry!r} in {connect!r} "
+                             "(expected host:port)")
+        out.append((entry, host, int(port)))
+    if not out:
+        raise AdminError(f"bad ZooKeeper address {connect!r}: no host:port in it")
+    return out
+
+
+def unreachable_endpoints(
+    endpoints: Sequence[tuple[str, str, int]], timeout_s: float
+) -> str | None:
+    """None when one of ``endpoints`` accepts a TCP connection, else why each does not
+    ("a:1: connection refused; b:2: cannot resolve host 'b'")."""
+    problems = []
+    for entry, host, port in endpoints:
+        problem = _endpoint_problem(host, port, max(timeout_s / len(endpoints), 0.5))
+        if problem is None:
+            return None
+        problems.append(f"{entry}: {problem}" if len(endpoints) > 1 else problem)
+    return "; ".join(problems)
+
+
+def zookeeper_failure(zookeeper: str | None, connect_timeout_s: float | None,
+                      e: BaseException) -> str:
+    """One line for a kazoo exception: which ZooKeeper, and what failed (kazoo's exceptions
+    often have no text of their own)."""
+    text = f"{type(e).__name__} {e}".rstrip()
+    if isinstance(e, ConnectionLoss | SessionExpiredError | KazooTimeoutError):
+        within = "" if connect_timeout_s is None else f" within {connect_timeout_s:g} s"
+        text += f" (the connection was lost mid-command and not re-established{within})"
+    return f"ZooKeeper at {zookeeper} failed: {text}" if zookeeper else f"ZooKeeper failed: {text}"
+
+
 # A logger of its own for the tools' kazoo client: kazoo logs each failed connection
 # attempt, which would bury the one-line "cannot connect" error under a screen of retries.
 _kazoo_log = logging.getLogger("zkconsumer.admin.kazoo")
@@ -752,6 +819,11 @@ def connect(
     if not zookeeper or not zookeeper.strip():
         raise AdminError("--zookeeper is empty")
     config = security_config(zookeeper.strip(), timeout_s, environ)
+    # Refused or unresolvable: said at once, not after timeout_s of kazoo's retries.
+    problem = unreachable_endpoints(zookeeper_endpoints(zookeeper), timeout_s)
+    if problem is not None:
+        raise ZooKeeperUnreachableError(f"cannot connect to ZooKeeper at {zookeeper}: "
+                                        f"{problem}")
     security: dict[str, Any] = {}
     if config is not None:
         from ._connector import kazoo_security_kwargs  # late: see _check_login
@@ -1111,14 +1183,24 @@ def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
     connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
     30 s before giving up, logging each attempt."""
+    problem = brokers_problem(servers, timeout_s)
+    if problem is not None:
+        raise AdminError(f"cannot reach any broker ({problem})")
+
+
+def brokers_problem(servers: str, timeout_s: float = 5.0) -> str | None:
+    """None when one of ``servers`` accepts a TCP connection within ``timeout_s``, else
+    why each does not ("b:9092: Connection refused; c:9092: cannot resolve host 'c'")."""
     problems = []
     for entry, host, port in parse_broker_list(servers):
         try:
             socket.create_connection((host, port), timeout=timeout_s).close()
-            return
+            return None
+        except socket.gaierror:
+            problems.append(f"{entry}: cannot resolve host {host!r}")
         except OSError as e:
             problems.append(f"{entry}: {e.strerror or e}")
-    raise AdminError(f"cannot reach any broker ({'; '.join(problems) or 'none given'})")
+    return "; ".join(problems) or "none given"
 
 
 def _reachable_brokers(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._admin import zookeeper_failure
 from ._errors import ZkConsumerError
 from ._tables import Table, terminal_width
 
@@ -61,8 +62,11 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
                 f"ZooKeeper refused an operation by a znode's ACL (NoAuth); set {AUTH_ENV} "
                 "to credentials it grants"
             ) from e
-        except (KafkaError, KazooException, KazooTimeoutError) as e:
-            raise _command_error(f"{type(e).__name__}: {e}".rstrip(": ")) from e
+        except (KazooException, KazooTimeoutError) as e:
+            raise _command_error(zookeeper_failure(
+                args.zookeeper, getattr(args, "connect_timeout", None), e)) from e
+        except KafkaError as e:
+            raise _command_error(f"Kafka failed: {type(e).__name__} {e}".rstrip()) from e
 
     return run
 

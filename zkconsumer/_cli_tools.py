@@ -100,8 +100,7 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
             ) from e
         except (KazooTimeoutError, KazooException) as e:
             raise _command_error(
-                f"ZooKeeper at {args.zookeeper} failed: {type(e).__name__} {e}".rstrip()
-            ) from e
+                _admin.zookeeper_failure(args.zookeeper, args.connect_timeout, e)) from e
         except KafkaError as e:
             raise _command_error(f"broker error: {type(e).__name__} {e}".rstrip()) from e
         finally:
