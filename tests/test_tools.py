@@ -325,12 +325,16 @@ def test_export_import_round_trip_and_bad_files(
                    f"/consumers/{g1}/offsets/{ta}/2:41\n"
                    f"/consumers/{g3}/offsets/{ta}/0:6\n")
     before = tree(zk, zp.CONSUMERS + "/" + g1)
-    line = fails(capsys, "offsets", "import", *zkc, "--input", str(bad))
-    assert line.startswith(f"zkconsumer offsets import: {bad}: 3 malformed lines, nothing written: "
-                           "line 2: not /consumers/<group>/offsets/<topic>/<partition>:<offset>")
-    assert "; line 4: " in line
-    assert line.endswith(f"; line 6: /consumers/{g3}/offsets/{ta}/0 set again (line 1 sets 5, "
-                         "this line 6)")
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(bad))
+    assert (rc, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[0] == f"zkconsumer offsets import: {bad}: 3 malformed lines, nothing written"
+    assert lines[1].startswith(f"{bad}:2: not /consumers/<group>/offsets/<topic>/<partition>:"
+                               "<offset>")
+    assert lines[2].startswith(f"{bad}:4: ")
+    assert lines[3] == (f"{bad}:6: /consumers/{g3}/offsets/{ta}/0 set again (line 1 sets 5, "
+                        "this line 6)")
+    assert len(lines) == 4
     assert zk.exists(zp.group_dir(g3)) is None
     assert tree(zk, zp.group_dir(g1)) == before
 
@@ -2369,11 +2373,14 @@ def test_names_no_consumer_can_use_are_refused_or_named(
                    f"/consumers/a b-{names.suffix}/offsets/{topic}/0:1\n"
                    f"/consumers/{g}/offsets/or:ders/0:1\n")
     before = tree(zk, zp.CONSUMERS)
-    assert fails(capsys, "offsets", "import", *zkc, "--input", str(bad)) == (
-        f"zkconsumer offsets import: {bad}: 2 malformed lines, nothing written: line 2: "
-        f"'a b-{names.suffix}' is not a legal group name: contains illegal characters (' '); "
-        f"{legal}; line 3: 'or:ders' is not a legal topic name: contains illegal characters "
-        f"(':'); {legal}")
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(bad))
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        f"zkconsumer offsets import: {bad}: 2 malformed lines, nothing written",
+        f"{bad}:2: 'a b-{names.suffix}' is not a legal group name: contains illegal characters "
+        f"(' '); {legal}",
+        f"{bad}:3: 'or:ders' is not a legal topic name: contains illegal characters (':'); "
+        f"{legal}"]
     assert tree(zk, zp.CONSUMERS) == before
     long_topic = "t" * 250  # legal characters, but Kafka's Topic.validate allows 249
     assert fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", long_topic,
@@ -2736,3 +2743,73 @@ def test_a_refused_or_unresolvable_server_fails_at_once(
         "zkconsumer migrate status: cannot connect to the brokers at no-such-host.invalid:9092: "
         "no-such-host.invalid:9092: cannot resolve host 'no-such-host.invalid'")
     assert time.monotonic() - start < 8
+
+
+# --------------------------------------------------------------------------------------
+# offsets import: every format export writes, every error on its own line
+
+
+def test_offsets_import_reads_what_export_json_writes(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    """It read the line format only: `offsets export --json` could not be imported."""
+    zkc = ["--zookeeper", stack.zookeeper]
+    g, topic = names.group, names.topic
+    seed(zk, g, {(topic, 0): 7, (topic, 1): 2**63 - 1})
+    rc, out, _ = run(capsys, "offsets", "export", *zkc, "--group", g, "--json",
+                     "--zookeeper-only")
+    assert rc == 0
+    saved = tmp_path / "offsets.json"
+    saved.write_text(out)
+    assert run(capsys, "groups", "delete", *zkc, "--group", g)[0] == 0
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(saved),
+                       "--zookeeper-only")
+    assert (rc, out) == (0, "imported 2 offsets of 1 group in one transaction (created 2, "
+                            "updated 0, unchanged 0)\n"), err
+    assert [zk.get(zp.offset_path(g, topic, p))[0] for p in (0, 1)] == [b"7", b"%d" % (2**63 - 1)]
+
+
+def test_offsets_import_names_negative_and_overflowing_offsets_one_error_a_line(
+    stack: StackInfo, zk: KazooClient, names: Any, capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    """Seven bad lines came as one line of about 1,000 characters, and -5 or 2**63 were
+    'not /consumers/<group>/offsets/<topic>/<partition>:<offset>'."""
+    zkc = ["--zookeeper", stack.zookeeper]
+    g, topic = names.group, names.topic
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"/consumers/{g}/offsets/{topic}/0:-5\n"
+                   f"/consumers/{g}/offsets/{topic}/1:{2**63}\n"
+                   f"/consumers/{g}/offsets/{topic}/2:-1\n")
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(bad))
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        f"zkconsumer offsets import: {bad}: 2 malformed lines, nothing written",
+        f"{bad}:1: offset -5 is negative: an offset is the next message's position, from 0 "
+        "(only -1, 'no offset', is allowed below 0)",
+        f"{bad}:2: offset {2**63} does not fit in a signed 64-bit integer (the largest is "
+        f"{2**63 - 1})"]
+    # The same in JSON, each entry named by its number.
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text(json.dumps([
+        {"group": g, "topic": topic, "partition": 0, "offset": -5},
+        {"group": g, "topic": topic, "partition": 1, "offset": 1},
+        {"group": g, "topic": topic, "partition": "x", "offset": 1}]))
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(bad_json))
+    assert err.splitlines() == [
+        f"zkconsumer offsets import: {bad_json}: 2 malformed entries, nothing written",
+        f"{bad_json}:1: offset -5 is negative: an offset is the next message's position, "
+        "from 0 (only -1, 'no offset', is allowed below 0)",
+        f"{bad_json}:3: partition must be an integer from 0 to 2147483647, got 'x'"]
+    # Many: the first 20, then how many more.
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"/consumers/{g}/offsets/{topic}/{p}:-{p + 2}\n" for p in range(27)))
+    rc, out, err = run(capsys, "offsets", "import", *zkc, "--input", str(many))
+    lines = err.splitlines()
+    assert rc == 2 and len(lines) == 1 + 20 + 1
+    assert lines[0] == (f"zkconsumer offsets import: {many}: 27 malformed lines, nothing "
+                        "written (the first 20 follow)")
+    assert lines[20].startswith(f"{many}:20: offset -21 is negative")
+    assert lines[21] == f"{many}: and 7 more malformed lines"
+    assert zk.exists(zp.group_dir(g)) is None

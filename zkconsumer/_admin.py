@@ -40,6 +40,7 @@ Lag is computed in one place, :func:`partition_lag`, which ``groups describe`` a
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -211,17 +212,28 @@ def acl_refused(
 
 
 class OffsetFileError(AdminError):
-    """An offsets file has malformed lines; ``problems`` lists (line number, reason)."""
+    """An offsets file has malformed lines; ``problems`` lists (line number, reason).
 
-    def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
+    Its message is one line per problem, ``SOURCE:LINE: reason`` (as compilers say it), the
+    first :data:`SHOWN_PROBLEMS` of them, after a first line with the count."""
+
+    def __init__(self, source: str, problems: Sequence[tuple[int, str]],
+                 where: str = "line") -> None:
         self.source = source
         self.problems = list(problems)
-        shown = "; ".join(f"line {n}: {why}" for n, why in self.problems[:10])
-        more = f"; and {len(self.problems) - 10} more" if len(self.problems) > 10 else ""
-        noun = "line" if len(self.problems) == 1 else "lines"
-        super().__init__(
-            f"{source}: {len(self.problems)} malformed {noun}, nothing written: {shown}{more}"
-        )
+        n = len(self.problems)
+        plural = "entries" if where == "entry" else f"{where}s"
+        noun = plural if n != 1 else where
+        lines = [f"{source}: {n} malformed {noun}, nothing written"
+                 + (f" (the first {SHOWN_PROBLEMS} follow)" if n > SHOWN_PROBLEMS else "")]
+        lines += [f"{source}:{k}: {why}" for k, why in self.problems[:SHOWN_PROBLEMS]]
+        if n > SHOWN_PROBLEMS:
+            lines.append(f"{source}: and {n - SHOWN_PROBLEMS} more malformed {plural}")
+        super().__init__("\n".join(lines))
+
+
+#: The most problems of an offsets file that an error lists.
+SHOWN_PROBLEMS = 20
 
 
 # --------------------------------------------------------------------------------------
@@ -2076,34 +2088,124 @@ def parse_offset_lines(lines: Iterable[str], source: str = "input") -> list[Offs
     error (naming both lines); given twice with the same offset, it counts once.
     """
     problems: list[tuple[int, str]] = []
-    seen: dict[str, tuple[int, int]] = {}
-    entries: list[OffsetEntry] = []
+    checked = _EntryChecks()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
+            problem = _offset_text_problem(line.strip().rpartition(":")[2])
+            if problem is not None:
+                problems.append((n, problem))
+                continue
             group, topic, partition, offset = zp.parse_offset_line(line)
             zp.offset_path(group, topic, partition)
         except ValueError:
             problems.append((n, f"not /consumers/<group>/offsets/<topic>/<partition>:<offset>: "
                                 f"{line.strip()[:120]!r}"))
             continue
-        illegal = legal_name_problem(group, "group") or legal_name_problem(topic, "topic")
-        if illegal is not None:  # offsets no consumer could ever read
-            problems.append((n, illegal))
-            continue
-        entry = OffsetEntry(group, topic, partition, offset)
-        first = seen.get(entry.path)
-        if first is not None:
-            if first[1] != offset:
-                problems.append((n, f"{entry.path} set again (line {first[0]} sets {first[1]}, "
-                                    f"this line {offset})"))
-            continue
-        seen[entry.path] = (n, offset)
-        entries.append(entry)
+        problem = checked.add(n, OffsetEntry(group, topic, partition, offset))
+        if problem is not None:
+            problems.append((n, problem))
     if problems:
         raise OffsetFileError(source, problems)
-    return entries
+    return checked.entries
+
+
+def parse_offset_json(text: str, source: str = "input") -> list[OffsetEntry]:
+    """Parse and validate what ``offsets export --json`` writes: a JSON list of objects
+    with ``group``, ``topic``, ``partition`` and ``offset`` (other fields are ignored).
+    OffsetFileError lists every bad entry by its number, from 1; the same checks as the
+    lines get."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise OffsetFileError(source, [(e.lineno, f"not JSON: {e.msg}")]) from None
+    if not isinstance(items, list):
+        raise OffsetFileError(source, [(1, "not a JSON list of offsets (as `offsets export "
+                                           "--json` writes)")])
+    problems: list[tuple[int, str]] = []
+    checked = _EntryChecks("entry")
+    for n, item in enumerate(items, 1):
+        entry, problem = _json_entry(item)
+        if entry is not None:
+            problem = checked.add(n, entry)
+        if problem is not None:
+            problems.append((n, problem))
+    if problems:
+        raise OffsetFileError(source, problems, where="entry")
+    return checked.entries
+
+
+def _json_entry(item: object) -> tuple[OffsetEntry | None, str | None]:
+    fields = ("group", "topic", "partition", "offset")
+    if not isinstance(item, dict) or any(f not in item for f in fields):
+        return None, f"not an object with {', '.join(fields)}: {json.dumps(item)[:120]}"
+    group, topic, partition, offset = (item[f] for f in fields)
+    if not isinstance(group, str) or not isinstance(topic, str):
+        return None, "group and topic must be strings"
+    if not isinstance(partition, int) or isinstance(partition, bool) or not (
+            0 <= partition <= _JAVA_INT_MAX):
+        return None, f"partition must be an integer from 0 to {_JAVA_INT_MAX}, got {partition!r}"
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        return None, f"offset must be an integer, got {offset!r}"
+    problem = _offset_problem(offset)
+    if problem is not None:
+        return None, problem
+    try:
+        zp.offset_path(group, topic, partition)
+    except ValueError as e:
+        return None, str(e)
+    return OffsetEntry(group, topic, partition, offset), None
+
+
+class _EntryChecks:
+    """The checks every parsed entry gets, whatever the format: legal names, and no path
+    set twice to different offsets. Used by one parse call; no lock needed."""
+
+    def __init__(self, where: str = "line") -> None:
+        self._where = where
+        self.entries: list[OffsetEntry] = []
+        self._seen: dict[str, tuple[int, int]] = {}
+
+    def add(self, n: int, entry: OffsetEntry) -> str | None:
+        """Keep ``entry`` (line or entry ``n``), or say what is wrong with it."""
+        illegal = (legal_name_problem(entry.group, "group")
+                   or legal_name_problem(entry.topic, "topic"))
+        if illegal is not None:  # offsets no consumer could ever read
+            return illegal
+        first = self._seen.get(entry.path)
+        if first is not None:
+            if first[1] != entry.offset:
+                return (f"{entry.path} set again ({self._where} {first[0]} sets {first[1]}, "
+                        f"this {self._where} {entry.offset})")
+            return None
+        self._seen[entry.path] = (n, entry.offset)
+        self.entries.append(entry)
+        return None
+
+
+_SIGNED_INT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+_INT64_MAX = 2**63 - 1
+
+
+def _offset_text_problem(text: str) -> str | None:
+    """What is wrong with an offset written as decimal ``text`` (None when it is not a
+    number at all: the line's own check says so)."""
+    if _SIGNED_INT.fullmatch(text) is None:
+        return None
+    return _offset_problem(int(text))
+
+
+def _offset_problem(offset: int) -> str | None:
+    """Why ``offset`` cannot be committed, precisely, or None. -1 is the legacy consumer's
+    "no offset", kept as it is."""
+    if offset < -1:
+        return (f"offset {offset} is negative: an offset is the next message's position, "
+                "from 0 (only -1, 'no offset', is allowed below 0)")
+    if offset > _INT64_MAX:
+        return (f"offset {offset} does not fit in a signed 64-bit integer (the largest is "
+                f"{_INT64_MAX})")
+    return None
 
 
 def _ancestors(path: str) -> list[str]:

@@ -427,12 +427,12 @@ def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
               "lines hold ZooKeeper's only", file=sys.stderr)
 
 
-def _read_input(path: str) -> list[str]:
+def _read_input(path: str) -> str:
     try:
         if path == "-":
-            return sys.stdin.read().splitlines()
+            return sys.stdin.read()
         with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+            return f.read()
     except UnicodeDecodeError as e:
         raise _command_error(f"{path} is not a UTF-8 text file ({e.reason} at byte "
                              f"{e.start})") from e
@@ -442,9 +442,13 @@ def _read_input(path: str) -> list[str]:
 
 def _cmd_offsets_import(args: argparse.Namespace) -> int:
     # Validate the whole file before connecting: a bad line writes nothing.
-    lines = _read_input(args.input)
+    text = _read_input(args.input)
     source = "stdin" if args.input == "-" else args.input
-    entries = _admin.parse_offset_lines(lines, source)
+    # Whatever `offsets export` writes: the legacy lines, or its --json list.
+    if text.lstrip().startswith("["):
+        entries = _admin.parse_offset_json(text, source)
+    else:
+        entries = _admin.parse_offset_lines(text.splitlines(), source)
     if not entries:
         raise _command_error(f"{source} holds no offsets")
     return _import(args, entries)
