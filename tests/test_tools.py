@@ -463,8 +463,9 @@ def test_reset_offsets(
     seed(zk, g, {(topic, 0): 1})
 
     def reset(to: str, *extra: str) -> Any:
+        execute = [] if "--dry-run" in extra else ["--execute"]
         return run_json(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
-                        "--to", to, *extra)
+                        "--to", to, *extra, *execute)
 
     def row(p: int, old: int | None, new: int) -> dict[str, Any]:
         return {"group": g, "topic": topic, "partition": p, "old_offset": old, "offset": new}
@@ -487,7 +488,7 @@ def test_reset_offsets(
     fake_member(zk, g, f"{g}_m", topic)
     before = tree(zk, zp.group_dir(g))
     line = fails(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
-                 "--to", "earliest")
+                 "--to", "earliest", "--execute")
     assert line == (f"zkconsumer offsets reset: refusing to reset offsets: group '{g}' has 1 "
                     f"registered member ({g}_m); stop it first or pass --force")
     assert tree(zk, zp.group_dir(g)) == before
@@ -708,9 +709,13 @@ def test_console_consumer(
     assert sorted(e["offset"] for e in run_json(capsys, "offsets", "export", *zkc, "--group",
                                                 g)) == [2, 3]
 
-    assert fails(capsys, "console-consumer", *zkc, "--topic", names("none")) == (
-        f"zkconsumer console-consumer: topic '{names('none')}' not found in ZooKeeper "
-        f"(no /brokers/topics/{names('none')})")
+    # A topic not there yet is waited for, as the legacy tool did (it exited with status 2).
+    rc, out, err = run(capsys, "console-consumer", *zkc, "--topic", names("none"),
+                       "--timeout-ms", "300")
+    assert (rc, out) == (0, "")
+    assert err == (f"zkconsumer console-consumer: topic {names('none')} does not exist yet (no "
+                   f"/brokers/topics/{names('none')}); waiting for it to be created\n"
+                   "Processed a total of 0 messages\n")
     assert _console_groups(zk) == before
 
 
@@ -1472,8 +1477,9 @@ def test_reset_to_an_offset_says_when_it_is_clamped_and_refuses_dates(
     zkc = ["--zookeeper", stack.zookeeper]
 
     def reset(to: str, *extra: str) -> tuple[int, str, str]:
+        execute = [] if "--dry-run" in extra else ["--execute"]
         return run(capsys, "offsets", "reset", *zkc, "--group", g, "--topic", topic,
-                   "--to", to, *extra)
+                   "--to", to, *extra, *execute)
 
     before = tree(zk, zp.group_dir(g))
     for to, meant in (("20240501", "2024-05-01"),
@@ -1617,7 +1623,8 @@ def test_reset_and_import_write_kafka_too_for_a_group_with_offsets_there(
     assert tree(zk, zp.group_dir(g)) == before
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 5, (topic, 1): 5}
 
-    assert run_json(capsys, *reset, "--to", "earliest") == [row(0, 3, 5, 0), row(1, 4, 5, 0)]
+    assert run_json(capsys, *reset, "--to", "earliest", "--execute") == [
+        row(0, 3, 5, 0), row(1, 4, 5, 0)]
     assert offset_znodes(zk, g, topic, 2) == {0: 0, 1: 0}
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0, (topic, 1): 0}
     # What a member with dual commit resumes from (the larger of the two stores).
@@ -1659,7 +1666,7 @@ def test_reset_and_import_write_kafka_too_for_a_group_with_offsets_there(
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 2, (topic, 1): 0}
 
     # --zookeeper-only: ZooKeeper alone, as before (and the JSON rows as they were).
-    assert run_json(capsys, *reset, "--to", "latest", "--zookeeper-only") == [
+    assert run_json(capsys, *reset, "--to", "latest", "--zookeeper-only", "--execute") == [
         {"group": g, "topic": topic, "partition": p, "old_offset": old, "offset": 5}
         for p, old in ((0, 2), (1, 0))]
     assert offset_znodes(zk, g, topic, 2) == {0: 5, 1: 5}
@@ -1719,7 +1726,7 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
 
         # A member joining after the check: ZooKeeper is written, Kafka refuses; said so.
         monkeypatch.setattr(_admin._KafkaGroups, "members", lambda self, group: [])
-        assert fails(capsys, *reset) == (
+        assert fails(capsys, *reset, "--execute") == (
             "zkconsumer offsets reset: ZooKeeper's offsets written, Kafka's not all: "
             f"a modern consumer joined group '{g}' meanwhile and Kafka refused its offsets; "
             "stop it and run this again")
@@ -1729,7 +1736,8 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
     finally:
         modern.close()
     # Stopped (it leaves the group): run again, it finishes the job.
-    wait_until(lambda: run(capsys, *reset)[0] == 0, 30, "the reset once the member left")
+    wait_until(lambda: run(capsys, *reset, "--execute")[0] == 0, 30,
+               "the reset once the member left")
     assert kafka_read(stack.bootstrap, g) == {(topic, 0): 0}
 
 
@@ -1766,7 +1774,8 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
         raise GroupAuthorizationFailedError(f"group {group}")
 
     monkeypatch.setattr(_admin._KafkaGroups, "offsets", denied)
-    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest"]
+    reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest",
+             "--execute"]
     assert fails(capsys, *reset) == refused.format(
         "reset", f"[Error 30] GroupAuthorizationFailedError: group {g}")
     assert tree(zk, zp.group_dir(g)) == before
@@ -1876,7 +1885,7 @@ def test_a_member_registering_during_a_reset_is_refused_in_a_resets_words(
 
     monkeypatch.setattr(_admin, "_kafka_writes", joining)
     assert fails(capsys, "offsets", "reset", "--zookeeper", stack.zookeeper, "--group", g,
-                 "--topic", topic, "--to", "earliest") == (
+                 "--topic", topic, "--to", "earliest", "--execute") == (
         f"zkconsumer offsets reset: refusing to reset offsets: group '{g}' has 1 registered "
         "member (late); stop it first or pass --force")
     assert offset_znodes(zk, g, topic, 1) == {0: 2}
@@ -2288,7 +2297,7 @@ def test_forced_writes_say_the_live_members_overwrite_the_offsets(
             "read when a member next claims the partition\n")
     reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "latest",
              "--force"]
-    for extra in ([], ["--json"], ["--dry-run"]):
+    for extra in (["--execute"], ["--execute", "--json"], ["--dry-run"]):
         rc, _, err = run(capsys, *reset, *extra)
         assert (rc, err) == (
             0, f"zkconsumer offsets reset: warning: group {g} has 4 live members ({g}_a, "
@@ -2305,7 +2314,7 @@ def test_forced_writes_say_the_live_members_overwrite_the_offsets(
         "next claims the partition\n")
     # No member: nothing to say.
     zk.delete(zp.id_path(g, members[0]))
-    assert run(capsys, *reset)[::2] == (0, "")
+    assert run(capsys, *reset, "--execute")[::2] == (0, "")
     assert run(capsys, "offsets", "import", *zkc, "--input", str(lines), "--force")[::2] == (
         0, "")
 
@@ -2446,11 +2455,11 @@ def test_reset_seeds_a_group_not_there_yet(
     assert out.splitlines()[0] == f"would reset group {g}, topic {topic} to latest (dry run: " \
                                   "nothing written)"
     assert zk.exists(zp.group_dir(g)) is None
-    rc, out, err = run(capsys, *reset, "--json")
+    rc, out, err = run(capsys, *reset, "--json", "--execute")
     assert (rc, json.loads(out), err) == (0, rows, note + "were created\n")
     assert offset_znodes(zk, g, topic, 2) == {0: 3, 1: 0}
     # There now: no note.
-    rc, out, err = run(capsys, *reset)
+    rc, out, err = run(capsys, *reset, "--execute")
     assert (rc, err) == (0, "")
 
 
@@ -2813,3 +2822,75 @@ def test_offsets_import_names_negative_and_overflowing_offsets_one_error_a_line(
     assert lines[20].startswith(f"{many}:20: offset -21 is negative")
     assert lines[21] == f"{many}: and 7 more malformed lines"
     assert zk.exists(zp.group_dir(g)) is None
+
+
+def test_offsets_reset_previews_unless_execute_with_kafkas_target_flags(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It wrote unless --dry-run was given, and knew --to only."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 6 + [(1, None, b"y")] * 2)
+    g = names.group
+    seed(zk, g, {(topic, 0): 3, (topic, 1): 1})
+    base = ["offsets", "reset", "--zookeeper", stack.zookeeper, "--group", g, "--topic", topic]
+
+    def rows(*argv: str) -> list[tuple[int, int | None, int]]:
+        out = run_json(capsys, *base, *argv)
+        return [(r["partition"], r["old_offset"], r["offset"]) for r in out]
+
+    before = tree(zk, zp.group_dir(g))
+    rc, out, err = run(capsys, *base, "--to-earliest")
+    assert (rc, err) == (0, "")
+    assert out.splitlines() == [
+        f"would reset group {g}, topic {topic} to earliest (preview: nothing written; "
+        "--execute writes)",
+        "TOPIC PARTITION OLD-OFFSET NEW-OFFSET", f"{topic} 0 3 0", f"{topic} 1 1 0"]
+    assert rows("--to-latest") == [(0, 3, 6), (1, 1, 2)]
+    assert rows("--to-offset", "5") == [(0, 3, 5), (1, 1, 2)]
+    assert rows("--to-datetime", "2999-01-01T00:00:00Z") == [(0, 3, 6), (1, 1, 2)]
+    assert tree(zk, zp.group_dir(g)) == before  # previews only
+
+    rc, out, err = run(capsys, *base, "--shift-by", "-2", "--execute")
+    assert rc == 0
+    assert out.splitlines()[0] == (f"reset group {g}, topic {topic} to the committed offsets "
+                                   "shifted by -2")
+    assert err == ("zkconsumer offsets reset: note: the committed offsets shifted by -2 is "
+                   f"outside the log of 1 of 2 partitions, clamped: {topic}:1 to 0 (log start)\n")
+    assert offset_znodes(zk, g, topic, 2) == {0: 1, 1: 0}
+    assert rows("--shift-by", "+4", "--execute") == [(0, 1, 5), (1, 0, 2)]
+    assert offset_znodes(zk, g, topic, 2) == {0: 5, 1: 2}
+
+    # One target, and no shift without a committed offset.
+    with pytest.raises(SystemExit):
+        main([*base, "--to-earliest", "--to-latest"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    h = names("fresh")
+    assert fails(capsys, "offsets", "reset", "--zookeeper", stack.zookeeper, "--group", h,
+                 "--topic", topic, "--shift-by", "1") == (
+        f"zkconsumer offsets reset: cannot shift the offsets of group '{h}': no committed "
+        f"offset for {topic}:0, {topic}:1 (set one with --to-earliest, --to-latest or "
+        "--to-offset)")
+    assert fails(capsys, *base, "--to-datetime", "latest") == (
+        "zkconsumer offsets reset: --to-datetime 'latest' is not an ISO-8601 date-time "
+        "(e.g. 2024-05-01T12:00:00Z)")
+
+
+def test_console_consumer_waits_for_a_topic_created_later(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    topic = names.topic
+    argv = _cli("console-consumer", "--zookeeper", stack.zookeeper, "--topic", topic,
+                "--from-beginning", "--max-messages", "2")
+    with reaped(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": REPO})) as proc:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == (
+            f"zkconsumer console-consumer: topic {topic} does not exist yet (no "
+            f"/brokers/topics/{topic}); waiting for it to be created\n")
+        topic_factory(topic, 1)
+        produce(stack.bootstrap, topic, [(0, None, b"first"), (0, None, b"second")])
+        out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out) == (0, "first\nsecond\n"), err
+    assert err == "Processed a total of 2 messages\n"

@@ -500,7 +500,7 @@ class DeleteResult:
 class ResetTarget:
     """Where ``offsets reset`` moves a group: earliest, latest, an offset or a time."""
 
-    kind: Literal["earliest", "latest", "offset", "datetime"]
+    kind: Literal["earliest", "latest", "offset", "datetime", "shift"]
     offset: int | None = None
     timestamp_ms: int | None = None
     text: str = ""
@@ -2552,6 +2552,11 @@ def _reset_with(
                     _refuse_a_date_taken_for_an_offset(target, topic, ends)
                     clamped = {tp: "log start" if target.offset < starts[tp] else "log end"
                                for tp in tps if new[tp] != target.offset}
+                elif target.kind == "shift":
+                    assert target.offset is not None
+                    starts = broker.earliest(tps)
+                    ends = ends_reader(servers, tps)
+                    new, clamped = _shifted(zk, group, tps, target.offset, plan, starts, ends)
                 else:
                     assert target.timestamp_ms is not None
                     found = broker.for_time(tps, target.timestamp_ms)
@@ -2584,6 +2589,32 @@ def _reset_with(
     _import_zookeeper(zk, entries, [group], force, refusal=_RESET_REFUSAL)
     _commit_kafka(plan, writes, "")
     return rows
+
+
+def _shifted(
+    zk: KazooClient, group: str, tps: Sequence[TopicPartition], by: int, plan: _KafkaPlan,
+    starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int],
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
+    """``--shift-by``: each partition's committed offset (the one a member resumes from:
+    :func:`resume_offset` of both stores) moved by ``by``, clamped to the log as Kafka's
+    tool clamps it; AdminError naming the partitions with no committed offset to move."""
+    old = _read_offsets(zk, group)
+    in_kafka = plan.offsets.get(group) or {}
+    current = {tp: resume_offset(old.get(tp), in_kafka.get(tp))[0] for tp in tps}
+    missing = [tp for tp in tps if current[tp] is None]
+    if missing:
+        raise AdminError(
+            f"cannot shift the offsets of group {group!r}: no committed offset for "
+            f"{', '.join(f'{t}:{p}' for t, p in missing)} (set one with --to-earliest, "
+            "--to-latest or --to-offset)")
+    new: dict[TopicPartition, int] = {}
+    clamped: dict[TopicPartition, str] = {}
+    for tp in tps:
+        wanted = cast(int, current[tp]) + by
+        new[tp] = min(max(wanted, starts[tp]), ends[tp])
+        if new[tp] != wanted:
+            clamped[tp] = "log start" if wanted < starts[tp] else "log end"
+    return new, clamped
 
 
 def _date_meant(n: int) -> str | None:

@@ -307,7 +307,8 @@ def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
     from .cli import positive_seconds
 
     if group:
-        p.add_argument("--group", required=True, metavar="G")
+        p.add_argument("--group", required=True, metavar="G",
+                       help="the consumer group (one id in both protocols)")
     p.add_argument("--bootstrap-server", required=True, metavar="B",
                    help="Kafka bootstrap servers, host:port[,host:port]")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)

@@ -35,6 +35,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
@@ -549,8 +550,32 @@ def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
 def _cmd_offsets_reset(args: argparse.Namespace) -> int:
     group = _name(args.group, "group")
     topic = _name(args.topic, "topic")
-    target = _admin.parse_reset_target(args.to)
+    target = _reset_target(args)
+    # As Kafka's own reset tool: a preview unless --execute.
+    args.dry_run = not args.execute
     return _reset(args, group, topic, target)
+
+
+def _reset_target(args: argparse.Namespace) -> _admin.ResetTarget:
+    """The one target flag given (argparse makes them exclusive and one required)."""
+    if args.to is not None:
+        return _admin.parse_reset_target(args.to)
+    if args.to_earliest:
+        return _admin.ResetTarget("earliest", text="earliest")
+    if args.to_latest:
+        return _admin.ResetTarget("latest", text="latest")
+    if args.to_offset is not None:
+        if args.to_offset < 0:
+            raise _command_error(f"--to-offset must be >= 0, got {args.to_offset}")
+        return _admin.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
+    if args.shift_by is not None:
+        return _admin.ResetTarget("shift", offset=args.shift_by,
+                                  text=f"the committed offsets shifted by {args.shift_by:+d}")
+    target = _admin.parse_reset_target(args.to_datetime)
+    if target.kind != "datetime":
+        raise _command_error(f"--to-datetime {args.to_datetime!r} is not an ISO-8601 "
+                             "date-time (e.g. 2024-05-01T12:00:00Z)")
+    return target
 
 
 @_handler
@@ -569,7 +594,8 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
         shown = ", ".join(f"{r.topic}:{r.partition} to {r.offset} ({r.clamped})"
                           for r in clamped[:5])
         more = f" and {len(clamped) - 5} more" if len(clamped) > 5 else ""
-        print(f"zkconsumer offsets reset: note: offset {target} is outside the log of "
+        what = f"offset {target}" if target.kind == "offset" else str(target)
+        print(f"zkconsumer offsets reset: note: {what} is outside the log of "
               f"{len(clamped)} of {_count(len(rows), 'partition')}, clamped: {shown}{more}",
               file=sys.stderr)
     if new_group:
@@ -588,7 +614,8 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
     kafka = any(r.kafka for r in rows)
     print(f"{verb} group {group}, topic {topic} to {target}"
                   + (" in ZooKeeper and Kafka" if kafka else "")
-                  + (" (dry run: nothing written)" if args.dry_run else ""))
+                  + ((" (dry run: nothing written)" if args.explicit_dry_run else
+                      " (preview: nothing written; --execute writes)") if args.dry_run else ""))
     columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
                ("NEW-OFFSET", "right")]
     table = _table(columns + [("OLD-KAFKA-OFFSET", "right")] if kafka else columns)
@@ -842,9 +869,9 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                       topic_filter: TopicFilter | None) -> int:
     from . import ConsumerConfig
 
-    if topic_filter is None and zk.exists(zp.topic_path(args.topic)) is None:
-        raise _command_error(_admin.not_found_message("topic", args.topic,
-                                                      zp.topic_path(args.topic)))
+    if topic_filter is None and not _wait_for_topic(zk, args.topic, args.timeout_ms):
+        print("Processed a total of 0 messages", file=sys.stderr)
+        return 0
 
     throwaway = args.group is None
     group = _throwaway_group(zk) if throwaway else args.group
@@ -926,6 +953,33 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
             print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
                   file=sys.stderr)
     return 0
+
+
+def _wait_for_topic(zk: KazooClient, topic: str, timeout_ms: int | None) -> bool:
+    """Wait for ``topic`` to be created, as the legacy console consumer did (its connector
+    waited for partitions), saying so on stderr; False when --timeout-ms passed first."""
+    path = zp.topic_path(topic)
+    created = threading.Event()
+    if zk.exists(path, watch=lambda event: created.set()) is not None:
+        return True
+    print(f"zkconsumer console-consumer: topic {topic} does not exist yet (no {path}); "
+          "waiting for it to be created", file=sys.stderr, flush=True)
+    deadline = None if timeout_ms is None or timeout_ms <= 0 else (
+        time.monotonic() + timeout_ms / 1000)
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        # A watch fires once, and a reconnect may lose it: look again now and then.
+        created.wait(TOPIC_WAIT_RECHECK_S if left is None else min(left,
+                                                                   TOPIC_WAIT_RECHECK_S))
+        created.clear()
+        if zk.exists(path, watch=lambda event: created.set()) is not None:
+            return True
+
+
+#: How often the console consumer looks again for a topic it waits for, besides the watch.
+TOPIC_WAIT_RECHECK_S = 5.0
 
 
 def _messages(stream: Any) -> Iterator[Any]:
@@ -1062,7 +1116,7 @@ def register(sub: Any) -> None:
         "offsets no member can resume from: past the log end, or of topics or partitions "
         "not in /brokers/topics.")
     _add_common(p, bootstrap=True)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group")
     p.add_argument("--members", action="store_true",
                    help="list the members (consumer id, subscription, threads) only")
     p.set_defaults(func=_cmd_groups_describe, command="groups describe")
@@ -1074,7 +1128,7 @@ def register(sub: Any) -> None:
         "warning says when it has any (a member committing there resumes from them), or "
         "when Kafka could not be asked.")
     _add_common(p, bootstrap=True, json_flag=False)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group to delete")
     p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
     p.set_defaults(func=_cmd_groups_delete, command="groups delete")
 
@@ -1121,21 +1175,38 @@ def register(sub: Any) -> None:
     p = osub.add_parser(
         "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
         description="Set the committed offsets of every partition of a topic "
-        "(UpdateOffsetsInZK). --to earliest|latest|OFFSET|DATETIME; OFFSET is clamped to "
-        "each partition's log; DATETIME is ISO-8601 (local time without a zone) and "
-        "resolves to the first offset at or after it. Refused while the group has "
+        "(UpdateOffsetsInZK). Shows the new offsets and writes nothing unless --execute "
+        "(as Kafka's kafka-consumer-groups --reset-offsets). --to-earliest, --to-latest, "
+        "--to-offset N, --shift-by N, --to-datetime DATETIME, or --to "
+        "earliest|latest|OFFSET|DATETIME; an offset is clamped to each partition's log; "
+        "DATETIME is ISO-8601 (local time without a zone) and resolves to the first offset "
+        "at or after it. Refused while the group has "
         "registered members unless --force. A group with committed offsets in Kafka "
         "(offsets.storage=kafka) gets the new offsets there too (refused while it has "
         "active members in Kafka); refused when Kafka cannot be asked, unless "
         f"{_admin.ZOOKEEPER_ONLY_FLAG}.")
     _add_common(p, bootstrap=True)
-    p.add_argument("--group", required=True, metavar="G")
-    p.add_argument("--topic", required=True, metavar="T")
-    p.add_argument("--to", required=True, metavar="WHERE",
-                   help="earliest, latest, an offset, or an ISO-8601 date-time")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group")
+    p.add_argument("--topic", required=True, metavar="T",
+                   help="the topic whose partitions are reset (all of them)")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to", metavar="WHERE",
+                    help="earliest, latest, an offset, or an ISO-8601 date-time")
+    to.add_argument("--to-earliest", action="store_true", help="each partition's log start")
+    to.add_argument("--to-latest", action="store_true", help="each partition's log end")
+    to.add_argument("--to-offset", type=int, metavar="N",
+                    help="offset N (clamped to each partition's log)")
+    to.add_argument("--shift-by", type=int, metavar="N",
+                    help="the committed offset plus N (negative: back), clamped to the log")
+    to.add_argument("--to-datetime", metavar="DATETIME",
+                    help="the first offset at or after an ISO-8601 date-time")
     p.add_argument("--force", action="store_true",
                    help="write even while the group has registered members")
-    p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
+    run = p.add_mutually_exclusive_group()
+    run.add_argument("--execute", action="store_true",
+                     help="write the new offsets (without it: a preview)")
+    run.add_argument("--dry-run", dest="explicit_dry_run", action="store_true",
+                     help="show the new offsets; write nothing (the default)")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka for the "
                    "group's committed offsets (the brokers are still needed for the log ends)")
@@ -1148,5 +1219,5 @@ def register(sub: Any) -> None:
         "an owner, and every owner is a live thread of a registered member. Exit status 0 "
         "when so, 1 otherwise; the reason is printed.")
     _add_common(p)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group to check")
     p.set_defaults(func=_cmd_verify)

@@ -133,12 +133,26 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _mark_leaves(parser)
     return parser
+
+
+def _mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser records itself in the namespace it parses, so that an
+    unknown flag is answered with that subcommand's usage, not the top level's."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                child.set_defaults(_parser=child)
+                _mark_leaves(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        leaf: argparse.ArgumentParser = getattr(args, "_parser", parser)
+        leaf.error(f"unrecognized arguments: {' '.join(unknown)}")
     level = logging.INFO if args.verbose or args.command == "bridge" else logging.WARNING
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
