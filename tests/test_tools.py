@@ -598,9 +598,10 @@ def test_unreachable_zookeeper_and_bad_flags(capsys: pytest.CaptureFixture[str])
     assert line == ("zkconsumer console-consumer: --delete-consumer-offsets needs --group "
                     "(a throwaway group has no offsets to delete)")
     assert fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
-                 "--property", "print.value=true") == (
-        "zkconsumer console-consumer: --property 'print.value' is not known; known: "
-        "print.key, key.separator, line.separator")
+                 "--property", "print.headers=true") == (
+        "zkconsumer console-consumer: --property 'print.headers' is not known; known: "
+        "print.key, print.value, print.timestamp, print.partition, print.offset, "
+        "key.separator, line.separator")
     assert fails(capsys, "console-consumer", "--zookeeper", address, "--topic", "t",
                  "--max-messages", "0") == (
         "zkconsumer console-consumer: --max-messages must be >= 1, got 0")

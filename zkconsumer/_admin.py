@@ -1240,6 +1240,56 @@ def _log_end_offsets(
     return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
 
 
+def log_ends(
+    zk: KazooClient, tps: Sequence[TopicPartition], bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+) -> dict[TopicPartition, int]:
+    """The log end offsets of ``tps`` from the brokers (``bootstrap``, else those registered
+    in ZooKeeper); AdminError naming why they cannot be asked."""
+    return _log_end_offsets(_reachable_brokers(zk, bootstrap, kafka), tps, kafka)
+
+
+def partition_leaders(
+    zk: KazooClient, tps: Iterable[TopicPartition]
+) -> dict[TopicPartition, int | None]:
+    """Each partition's leader broker id from its state znode; None without a leader or a
+    readable state (as the legacy tools read ``/brokers/topics/T/partitions/P/state``)."""
+    out: dict[TopicPartition, int | None] = {}
+    for path, data in _get_many(zk, [zp.partition_state_path(t, p) for t, p in tps]).items():
+        topic, partition = _state_tp(path)
+        try:
+            state = zp.PartitionState.decode(data, path) if data is not None else None
+        except ZkDataError as e:
+            log.warning("partition state unreadable: %s", e)
+            state = None
+        out[TopicPartition(topic, partition)] = (
+            state.leader if state is not None and state.has_leader else None)
+    return out
+
+
+def _state_tp(path: str) -> tuple[str, int]:
+    """``/brokers/topics/T/partitions/P/state`` -> (T, P)."""
+    parts = path.split("/")
+    return parts[3], int(parts[5])
+
+
+def broker_endpoints(
+    zk: KazooClient, broker_ids: Iterable[int], listener: str = "PLAINTEXT"
+) -> dict[int, tuple[str, int]]:
+    """``(host, port)`` of each registered broker of ``broker_ids`` (the others left out)."""
+    out: dict[int, tuple[str, int]] = {}
+    for bid in sorted(set(broker_ids)):
+        path = zp.broker_path(bid)
+        try:
+            data, _ = zk.get(path)
+            out[bid] = zp.BrokerRegistration.decode(data, path).endpoint(listener)
+        except NoNodeError:
+            continue
+        except ZkDataError as e:
+            log.warning("broker %s: %s", bid, e)
+    return out
+
+
 class _BrokersUnreachableError(AdminError):
     """A kafka-python client could not bootstrap from the brokers."""
 
@@ -1389,6 +1439,44 @@ def _kafka_groups(
     in ZooKeeper), once one is seen to accept connections: AdminError naming why not (none
     registered, none reachable, no answer within :data:`BOOTSTRAP_TIMEOUT_MS`)."""
     return _KafkaGroups(_reachable_brokers(zk, bootstrap, kafka), kafka)
+
+
+def kafka_committed(
+    zk: KazooClient, group: str, kafka: Mapping[str, Any] | None = None,
+    bootstrap: str | None = None,
+) -> dict[TopicPartition, int]:
+    """The group's committed offsets in Kafka (one OffsetFetch); AdminError naming why
+    Kafka cannot be asked."""
+    with _kafka_groups(zk, bootstrap, kafka) as client:
+        return client.offsets(group)
+
+
+def committed_offsets(zk: KazooClient, group: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets in ZooKeeper."""
+    return _read_offsets(zk, group)
+
+
+def committed_topics(zk: KazooClient, group: str) -> list[str]:
+    """The topics the group has offsets of in ZooKeeper, sorted."""
+    return sorted({tp.topic for tp in _read_offsets(zk, group)})
+
+
+def owners_of(
+    zk: KazooClient, group: str, tps: Iterable[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The owning thread id of each of ``tps`` that has an owner znode."""
+    wanted = set(tps)
+    return {tp: owner for tp, owner in _read_owners(zk, group).items() if tp in wanted}
+
+
+def groups_of_topic(zk: KazooClient, topic: str) -> list[str]:
+    """The groups with offsets or owners of ``topic`` in ZooKeeper, sorted."""
+    out = []
+    for group in sorted(_children(zk, zp.CONSUMERS)):
+        if (zk.exists(zp.offsets_topic_dir(group, topic)) is not None
+                or zk.exists(zp.owners_topic_dir(group, topic)) is not None):
+            out.append(group)
+    return out
 
 
 @dataclass

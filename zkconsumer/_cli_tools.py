@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -47,8 +47,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
 from . import _zkpaths as zp
-from ._errors import ConsumerTimeoutException, ZkConsumerError
+from ._config import read_properties
+from ._errors import ConsumerTimeoutException, MessageDecodeError, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
+from ._stream import CREATE_TIME, LOG_APPEND_TIME
 from ._tables import Table
 
 if TYPE_CHECKING:
@@ -60,7 +62,20 @@ __all__ = ["register"]
 #: Show a progress display from this many groups (export) or partitions (reset, import).
 PROGRESS_THRESHOLD = 20
 
-_CONSOLE_PROPERTIES = ("print.key", "key.separator", "line.separator")
+#: The properties of Kafka's DefaultMessageFormatter (print.partition and print.offset as
+#: its later versions have them).
+_CONSOLE_PROPERTIES = ("print.key", "print.value", "print.timestamp", "print.partition",
+                       "print.offset", "key.separator", "line.separator")
+_BOOLEAN_PROPERTIES = ("print.key", "print.value", "print.timestamp", "print.partition",
+                       "print.offset")
+#: --formatter values: Kafka's class names of the default formatter (before and after it
+#: moved) and of the one that prints nothing.
+_FORMATTERS = {
+    "kafka.tools.DefaultMessageFormatter": "default",
+    "org.apache.kafka.tools.consumer.DefaultMessageFormatter": "default",
+    "kafka.tools.NoOpMessageFormatter": "none",
+    "org.apache.kafka.tools.consumer.NoOpMessageFormatter": "none",
+}
 
 
 def _command_error(message: str) -> ZkConsumerError:
@@ -697,21 +712,44 @@ def _unescape(text: str, name: str) -> str:
 
 
 class _Output:
-    """Writes messages as bytes to stdout (the legacy formatter wrote raw bytes)."""
+    """Writes messages as bytes to stdout as Kafka's DefaultMessageFormatter does: the
+    timestamp (``CreateTime:<ms>``), ``Partition:<p>``, ``Offset:<o>``, the key and the
+    value, each enabled by its ``print.*`` property, separated by ``key.separator`` and
+    ended by ``line.separator``; a null key or value prints ``null``."""
 
-    def __init__(self, print_key: bool, key_sep: bytes, line_sep: bytes) -> None:
-        self._print_key = print_key
+    def __init__(self, props: Mapping[str, bool], key_sep: bytes, line_sep: bytes,
+                 enabled: bool = True) -> None:
+        self._fields = [name for name in ("timestamp", "partition", "offset", "key", "value")
+                        if props.get(f"print.{name}", name == "value")]
         self._key_sep = key_sep
         self._line_sep = line_sep
+        self._enabled = enabled
         buffer: BinaryIO | None = getattr(sys.stdout, "buffer", None)
         self._buffer = buffer
 
-    def write(self, key: bytes | None, value: bytes | None) -> None:
+    def format(self, message: Any) -> bytes:
         parts = []
-        if self._print_key:
-            parts += [b"null" if key is None else bytes(key), self._key_sep]
-        parts += [b"null" if value is None else bytes(value), self._line_sep]
-        data = b"".join(parts)
+        for n, name in enumerate(self._fields):
+            parts.append(self._field(message, name))
+            parts.append(self._key_sep if n < len(self._fields) - 1 else self._line_sep)
+        return b"".join(parts)
+
+    @staticmethod
+    def _field(message: Any, name: str) -> bytes:
+        if name == "timestamp":
+            kind = _TIMESTAMP_TYPES.get(message.timestamp_type)
+            return b"NO_TIMESTAMP" if kind is None else f"{kind}:{message.timestamp}".encode()
+        if name == "partition":
+            return f"Partition:{message.partition}".encode()
+        if name == "offset":
+            return f"Offset:{message.offset}".encode()
+        data = message.key if name == "key" else message.message
+        return b"null" if data is None else bytes(data)
+
+    def write(self, message: Any) -> None:
+        if not self._enabled:
+            return
+        data = self.format(message)
         if self._buffer is not None:
             sys.stdout.flush()
             self._buffer.write(data)
@@ -719,6 +757,10 @@ class _Output:
         else:
             sys.stdout.write(data.decode("utf-8", errors="replace"))
             sys.stdout.flush()
+
+
+#: Timestamp types as Kafka names them (TimestampType.toString).
+_TIMESTAMP_TYPES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
 
 
 class _Terminated(KeyboardInterrupt):
@@ -749,8 +791,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _cmd_console_consumer(args: argparse.Namespace) -> int:
     props = _parse_properties(args.property or [], _CONSOLE_PROPERTIES, "--property")
-    consumer_props = _parse_properties(args.consumer_property or [], None,
-                                       "--consumer-property")
+    # --consumer.config's keys first: --consumer-property wins, as in Kafka's tool.
+    consumer_props = read_properties(args.consumer_config) if args.consumer_config else {}
+    consumer_props.update(_parse_properties(args.consumer_property or [], None,
+                                            "--consumer-property"))
     if args.max_messages is not None and args.max_messages < 1:
         raise _command_error(f"--max-messages must be >= 1, got {args.max_messages}")
     if args.timeout_ms is not None and args.timeout_ms < 0:
@@ -763,12 +807,21 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
                              "has no offsets to delete)")
     if args.topic is not None:
         _name(args.topic, "topic")
-    print_key = props.get("print.key", "false").strip().lower()
-    if print_key not in ("true", "false"):
-        raise _command_error(f"--property print.key must be true or false, got {print_key!r}")
-    output = _Output(print_key == "true",
+    flags: dict[str, bool] = {}
+    for key in _BOOLEAN_PROPERTIES:
+        if key in props:
+            value = props[key].strip().lower()
+            if value not in ("true", "false"):
+                raise _command_error(f"--property {key} must be true or false, got {value!r}")
+            flags[key] = value == "true"
+    formatter = _FORMATTERS.get(args.formatter or "kafka.tools.DefaultMessageFormatter")
+    if formatter is None:
+        raise _command_error(f"--formatter {args.formatter!r} is not known; known: "
+                             f"{', '.join(_FORMATTERS)}")
+    output = _Output(flags,
                      _unescape(props.get("key.separator", "\t"), "key.separator").encode(),
-                     _unescape(props.get("line.separator", "\n"), "line.separator").encode())
+                     _unescape(props.get("line.separator", "\n"), "line.separator").encode(),
+                     enabled=formatter == "default")
     topic_filter: TopicFilter | None = None
     if args.whitelist is not None:
         topic_filter = Whitelist(args.whitelist)  # ConfigError for a bad regex
@@ -919,12 +972,12 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                     stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
                 else:
                     stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
-                for message in _messages(stream):
+                for message in _messages(stream, args.skip_message_on_error):
                     # Counted before it is written: a Ctrl-C (or SIGTERM) is taken when the
                     # write's system call returns, and the message printed must be counted.
                     count += 1
                     try:
-                        output.write(message.key, message.message)
+                        output.write(message)
                     except BrokenPipeError:
                         # The reader went away (`| head`): stop quietly, as the legacy tool.
                         count -= 1
@@ -982,12 +1035,20 @@ def _wait_for_topic(zk: KazooClient, topic: str, timeout_ms: int | None) -> bool
 TOPIC_WAIT_RECHECK_S = 5.0
 
 
-def _messages(stream: Any) -> Iterator[Any]:
-    """The stream's messages until --timeout-ms passes with none (a normal end)."""
-    try:
-        yield from stream
-    except ConsumerTimeoutException:
-        return
+def _messages(stream: Any, skip_errors: bool = False) -> Iterator[Any]:
+    """The stream's messages until --timeout-ms passes with none (a normal end); with
+    ``skip_errors`` (--skip-message-on-error) a message that cannot be decoded is said on
+    stderr and skipped."""
+    it = iter(stream)
+    while True:
+        try:
+            yield next(it)
+        except (ConsumerTimeoutException, StopIteration):
+            return
+        except MessageDecodeError as e:
+            if not skip_errors:
+                raise
+            print(f"zkconsumer console-consumer: skipped a message: {e}", file=sys.stderr)
 
 
 def _warn_kafka_offsets_left(zk: KazooClient, group: str, config: ConsumerConfig) -> None:
@@ -1084,8 +1145,16 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout-ms", type=int, metavar="MS",
                    help="exit when no message arrives for MS ms (consumer.timeout.ms)")
     p.add_argument("--property", action="append", metavar="KEY=VALUE",
-                   help="formatter property: print.key=true|false, key.separator, "
+                   help="formatter property: print.key, print.value, print.timestamp, "
+                   "print.partition, print.offset (true|false), key.separator, "
                    "line.separator (repeatable)")
+    p.add_argument("--formatter", metavar="CLASS",
+                   help="kafka.tools.DefaultMessageFormatter (the default) or "
+                   "kafka.tools.NoOpMessageFormatter (prints nothing)")
+    p.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                   help="a consumer properties file; --consumer-property wins over it")
+    p.add_argument("--skip-message-on-error", action="store_true",
+                   help="skip a message that cannot be decoded, saying so on stderr")
     p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
                    help="a consumer configuration key, e.g. fetch.message.max.bytes=2097152 "
                    "(repeatable); group.id, auto.offset.reset and consumer.timeout.ms are "
