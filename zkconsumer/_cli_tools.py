@@ -12,8 +12,9 @@ subcommand                             legacy tool
 =====================================  ===============================================
 
 The work is done by :mod:`zkconsumer._admin` (plain functions, no printing); this module
-parses flags, prints aligned tables (rich) or ``--json`` (a JSON list of objects with
-snake_case fields), and shows a progress display on a terminal for long operations.
+parses flags, prints tables that never cut a value (:mod:`zkconsumer._tables`) or ``--json``
+(a JSON list of objects with snake_case fields), and shows a progress display (rich) on a
+terminal for long operations. Kafka's own command lines are :mod:`zkconsumer._cli_kafka`.
 Every failure the user can fix raises :class:`zkconsumer.cli.CommandError` (or another
 ``ZkConsumerError``), which ``cli.main`` prints as one line with exit status 2. Input is
 validated before anything is written. ZooKeeper credentials and the ACL of created znodes come
