@@ -48,6 +48,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
 from . import _zkpaths as zp
+from ._cli_lag import add_groups_lag
 from ._config import read_properties
 from ._errors import ConsumerTimeoutException, MessageDecodeError, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
@@ -1201,6 +1202,7 @@ def register(sub: Any) -> None:
     p.add_argument("--group", required=True, metavar="G", help="the consumer group to delete")
     p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
     p.set_defaults(func=_cmd_groups_delete, command="groups delete")
+    add_groups_lag(gsub)
 
     # offsets
     o = sub.add_parser("offsets", help="export, import or reset committed offsets",

@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bridge)
 
     # Subcommands that live in their own modules register themselves here.
-    for name in ("_cli_tools", "_cli_migrate", "_cli_kafka"):
+    for name in ("_cli_tools", "_cli_migrate", "_cli_kafka", "_cli_lag"):
         try:
             module = importlib.import_module(f"zkconsumer.{name}")
         except ModuleNotFoundError as e:
