@@ -3,6 +3,7 @@ stack (polled, scraped over HTTP) and ``groups lag``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -73,6 +74,11 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+def _all_changed(monitor: LagMonitor, paths: list[str]) -> bool:
+    cache = monitor.cache
+    return cache is not None and all(cache.changed("get", p) for p in paths)
+
+
 def test_statuses_of_real_groups_over_polls(
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
 ) -> None:
@@ -95,6 +101,11 @@ def test_statuses_of_real_groups_over_polls(
             zk.set(path[fine], zp.encode_offset(20 + 2 * i))  # keeps up: lag 0
         if i == 2:
             zk.set(path[rewound], b"3")
+        if i:
+            # The poll reads again what ZooKeeper's watches said changed.
+            changed = [path[g] for g in (stalled, warned, fine)] + [path[rewound]] * (i == 2)
+            wait_until(functools.partial(_all_changed, monitor, changed), 10,
+                       "the watches fired")
         by_group = {g.group: g for g in monitor.poll(zk, groups)}
     assert {g: by_group[g].status for g in groups} == {
         stopped: "STOP", stalled: "STALL", warned: "WARN", rewound: "ERR", fine: "OK"}
@@ -199,3 +210,45 @@ def test_groups_lag_once_json_and_watch(
     # No commit since: the full window of 2 says STOP from the second poll on.
     assert polls[0][3] == f"{g} {topic} 0 1 3 2 - OK\n"
     assert polls[2][3] == f"{g} {topic} 0 1 3 2 - STOP\n"
+
+
+def test_the_grafana_dashboard_queries_metrics_the_exporter_serves() -> None:
+    from zkconsumer._exporter import _HELP
+
+    path = os.path.join(REPO, "docs", "grafana", "zkconsumer-lag.json")
+    with open(path, encoding="utf-8") as f:
+        dashboard = json.load(f)
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"zkconsumer_[a-z_]+", e)}
+    assert used and used <= set(_HELP), used - set(_HELP)
+    assert dashboard["uid"] == "zkconsumer-lag"
+
+
+def test_a_poll_reads_again_only_what_changed(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """Each poll read every znode of every group again (100,000 offsets took a minute)."""
+    topic = topic_factory(names.topic, 5)
+    g = names.group
+    for p in range(5):
+        zk.create(zp.offset_path(g, topic, p), b"0", makepath=True)
+    monitor = LagMonitor()
+    monitor.poll(zk, [g])
+    cache = monitor.cache
+    assert cache is not None
+    first = cache.reads
+    assert first >= 5
+    monitor.poll(zk, [g])
+    assert cache.reads == first  # nothing changed, nothing read
+    zk.set(zp.offset_path(g, topic, 3), b"1")
+    wait_until(lambda: cache.changed("get", zp.offset_path(g, topic, 3)), 10, "the watch")
+    [group] = monitor.poll(zk, [g])
+    assert cache.reads == first + 1
+    assert [p.offset for p in group.partitions] == [0, 0, 0, 1, 0]
+    # A partition committed for the first time: its topic's child list, then the offset.
+    zk.create(zp.offset_path(g, topic, 7), b"2")
+    wait_until(lambda: cache.changed("children", zp.offsets_topic_dir(g, topic)), 10,
+               "the child watch")
+    [group] = monitor.poll(zk, [g])
+    assert cache.reads == first + 1 + 2
+    assert group.partitions[-1].partition == 7 and group.partitions[-1].offset == 2

@@ -2,6 +2,7 @@
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
     tools/bench throughput [--messages 200000]
+    tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
@@ -262,6 +263,9 @@ def main() -> None:
     from tools import bench_throughput
 
     bench_throughput.register(sub)
+    from tools import bench_exporter
+
+    bench_exporter.register(sub)
     try:
         from tools import bench_spark
     except ModuleNotFoundError as e:

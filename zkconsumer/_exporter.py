@@ -186,6 +186,7 @@ class LagMonitor:
         self._clock = clock
         self._windows: dict[tuple[str, TopicPartition], deque[Observation]] = {}
         self._warned: set[str] = set()  # znodes named as undecodable
+        self._cache: ZkCache | None = None
         self.groups: list[GroupLag] = []
         self.log_end_error: str | None = None
         self.poll_seconds = 0.0
@@ -194,14 +195,21 @@ class LagMonitor:
         self.errors = 0
         self._rendered = b""
 
+    @property
+    def cache(self) -> ZkCache | None:
+        """What the polls read through (None before the first)."""
+        return self._cache
+
     # -- polling ---------------------------------------------------------------------------
     def poll(self, zk: KazooClient, groups: Sequence[str] | None = None) -> list[GroupLag]:
         """One poll of ``groups`` (default: every group under /consumers)."""
         start = time.monotonic()
-        raw = read_groups(zk, groups, self._warned)
+        if self._cache is None or self._cache.zk is not zk:
+            self._cache = ZkCache(zk)  # a new client: its watches are its own
+        raw = read_groups(self._cache, groups, self._warned)
         topics = sorted({tp.topic for g in raw.values()
                          for tp in [*g.offsets, *g.owners]})
-        partitions = topic_partition_map(zk, topics)
+        partitions = topic_partition_map(self._cache, topics)
         tps = [TopicPartition(t, p) for t in topics for p in partitions.get(t, [])]
         try:
             ends = dict(self._log_ends(zk, tps)) if tps else {}
@@ -268,58 +276,113 @@ class LagMonitor:
 # --------------------------------------------------------------------------------------
 
 
-def _pipelined(zk: KazooClient, calls: Sequence[tuple[Any, str]]) -> list[Any]:
-    """``[(kind, path)]`` -> the answers in order (None for a missing znode); ``kind`` is
-    "children" or "get". At most :data:`PIPELINE` requests in flight."""
-    out: list[Any] = []
-    for start in range(0, len(calls), PIPELINE):
-        batch = calls[start:start + PIPELINE]
-        pending = [zk.get_children_async(path) if kind == "children" else zk.get_async(path)
-                   for kind, path in batch]
-        for result in pending:
-            try:
-                out.append(result.get())
-            except NoNodeError:
-                out.append(None)
-    return out
+class ZkCache:
+    """Znodes read once and read again only when ZooKeeper says they changed.
+
+    Every read sets a watch; a watch firing (kazoo's event thread) marks its path dirty,
+    and the next read of it goes to ZooKeeper again (and sets a new watch). A missing
+    znode is watched with ``exists``, which fires when it is created. So a poll reads only
+    what changed since the last one: the offsets committed since, the owners and members
+    that moved. Reads are pipelined, :data:`PIPELINE` requests in flight at most.
+
+    ``_lock`` guards ``_dirty`` (written by kazoo's thread); the cached answers are read
+    and written by the polling thread only. One client per cache: a new session (whose
+    watches are gone) needs a new cache.
+    """
+
+    def __init__(self, zk: KazooClient) -> None:
+        self.zk = zk
+        self._lock = threading.Lock()
+        self._dirty: set[tuple[str, str]] = set()  # (kind, path)
+        self._answers: dict[tuple[str, str], Any] = {}
+        self.reads = 0  # requests sent to ZooKeeper (for the benchmark)
+
+    def _fired(self, kind: str) -> Callable[[Any], None]:
+        def fired(event: Any) -> None:
+            with self._lock:
+                self._dirty.add((kind, event.path))
+        return fired
+
+    def changed(self, kind: str, path: str) -> bool:
+        """Whether ZooKeeper said ``path`` changed since it was last read (its next read
+        goes to ZooKeeper)."""
+        with self._lock:
+            return (kind, path) in self._dirty
+
+    def read(self, kind: str, paths: Sequence[str]) -> list[Any]:
+        """The answers for ``paths`` in order: child lists (``kind`` "children") or
+        ``(data, stat)`` ("get"); None for a missing znode."""
+        with self._lock:
+            dirty, self._dirty = {k for k in self._dirty if k[0] == kind}, {
+                k for k in self._dirty if k[0] != kind}
+        wanted = [p for p in paths if (kind, p) not in self._answers or (kind, p) in dirty]
+        asked = set(paths)
+        for key in dirty:
+            if key[1] not in asked:
+                self._answers.pop(key, None)  # not wanted any more: read anew if it is
+        self._fetch(kind, wanted)
+        return [self._answers.get((kind, p)) for p in paths]
+
+    def _fetch(self, kind: str, paths: Sequence[str]) -> None:
+        fired = self._fired(kind)
+        for start in range(0, len(paths), PIPELINE):
+            batch = paths[start:start + PIPELINE]
+            pending = [self.zk.get_children_async(p, watch=fired) if kind == "children"
+                       else self.zk.get_async(p, watch=fired) for p in batch]
+            missing = []
+            for path, result in zip(batch, pending, strict=True):
+                try:
+                    self._answers[(kind, path)] = result.get()
+                except NoNodeError:
+                    self._answers[(kind, path)] = None
+                    missing.append(path)
+            # Told when it is created (a read of a missing znode sets no watch).
+            watches = [self.zk.exists_async(p, watch=fired) for p in missing]
+            for path, result in zip(missing, watches, strict=True):
+                if result.get() is not None:  # created meanwhile: read it next time
+                    with self._lock:
+                        self._dirty.add((kind, path))
+            self.reads += len(batch) + len(missing)
 
 
-def read_groups(zk: KazooClient, groups: Sequence[str] | None = None,
+def read_groups(zk: KazooClient | ZkCache, groups: Sequence[str] | None = None,
                 warned: set[str] | None = None) -> dict[str, _RawGroup]:
     """Every group's offsets (with commit times), owners and number of members. A znode
     that does not decode is left out, with a warning the first time (``warned``: the
-    paths already warned about, kept by the caller across polls)."""
+    paths already warned about, kept by the caller across polls). Given a :class:`ZkCache`,
+    only what changed since its last read is read again."""
+    cache = zk if isinstance(zk, ZkCache) else ZkCache(zk)
     warned = set() if warned is None else warned
-    names = list(groups) if groups is not None else sorted(_children(zk, zp.CONSUMERS))
+    if groups is not None:
+        names = list(groups)
+    else:
+        names = sorted(cache.read("children", [zp.CONSUMERS])[0] or [])
     raw = {g: _RawGroup() for g in names}
-    dirs: list[tuple[Any, str]] = []
-    for g in names:
-        dirs += [("children", zp.offsets_dir(g)), ("children", zp.owners_dir(g)),
-                 ("children", zp.ids_dir(g))]
-    answers = _pipelined(zk, dirs)
-    topic_dirs: list[tuple[Any, str]] = []
+    dirs = [d for g in names for d in (zp.offsets_dir(g), zp.owners_dir(g), zp.ids_dir(g))]
+    answers = cache.read("children", dirs)
+    topic_dirs: list[str] = []
     kinds: list[tuple[str, str, str]] = []  # (group, "offsets"|"owners", topic)
     for i, g in enumerate(names):
         offset_topics, owner_topics, ids = answers[3 * i:3 * i + 3]
         raw[g].members = len(ids or [])
         for what, topics in (("offsets", offset_topics), ("owners", owner_topics)):
             for topic in topics or []:
-                path = (zp.offsets_topic_dir(g, topic) if what == "offsets"
-                        else zp.owners_topic_dir(g, topic))
-                topic_dirs.append(("children", path))
+                topic_dirs.append(zp.offsets_topic_dir(g, topic) if what == "offsets"
+                                  else zp.owners_topic_dir(g, topic))
                 kinds.append((g, what, topic))
-    leaves: list[tuple[Any, str]] = []
-    leaf_keys: list[tuple[str, str, TopicPartition, str]] = []
-    for (g, what, topic), children in zip(kinds, _pipelined(zk, topic_dirs), strict=True):
+    leaves: list[str] = []
+    leaf_keys: list[tuple[str, str, TopicPartition]] = []
+    for (g, what, topic), children in zip(kinds, cache.read("children", topic_dirs),
+                                          strict=True):
         for child in children or []:
             partition = zp.parse_id(child)
             if partition is None:
                 continue  # not a partition: left out, as the tools do
-            path = (zp.offset_path(g, topic, partition) if what == "offsets"
-                    else zp.owner_path(g, topic, partition))
-            leaves.append(("get", path))
-            leaf_keys.append((g, what, TopicPartition(topic, partition), path))
-    for (g, what, tp, path), answer in zip(leaf_keys, _pipelined(zk, leaves), strict=True):
+            leaves.append(zp.offset_path(g, topic, partition) if what == "offsets"
+                          else zp.owner_path(g, topic, partition))
+            leaf_keys.append((g, what, TopicPartition(topic, partition)))
+    for (g, what, tp), path, answer in zip(leaf_keys, leaves, cache.read("get", leaves),
+                                           strict=True):
         if answer is None:
             continue  # gone meanwhile
         data, stat = answer
@@ -335,11 +398,13 @@ def read_groups(zk: KazooClient, groups: Sequence[str] | None = None,
     return raw
 
 
-def topic_partition_map(zk: KazooClient, topics: Sequence[str]) -> dict[str, list[int]]:
+def topic_partition_map(zk: KazooClient | ZkCache, topics: Sequence[str]
+                        ) -> dict[str, list[int]]:
     """Each topic's partitions from /brokers/topics (topics not there, or whose znode does
     not decode, left out)."""
+    cache = zk if isinstance(zk, ZkCache) else ZkCache(zk)
     out: dict[str, list[int]] = {}
-    answers = _pipelined(zk, [("get", zp.topic_path(t)) for t in topics])
+    answers = cache.read("get", [zp.topic_path(t) for t in topics])
     for topic, answer in zip(topics, answers, strict=True):
         if answer is None:
             continue
@@ -349,13 +414,6 @@ def topic_partition_map(zk: KazooClient, topics: Sequence[str]) -> dict[str, lis
         except ZkDataError as e:
             log.warning("%s", e)
     return out
-
-
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return list(zk.get_children(path))
-    except NoNodeError:
-        return []
 
 
 # --------------------------------------------------------------------------------------
