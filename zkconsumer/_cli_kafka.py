@@ -38,6 +38,7 @@ from ._config import ConsumerConfig, read_properties
 from ._errors import ZkConsumerError
 from ._types import TopicPartition
 from ._zkread import topic_partitions
+from .cli import CommandError, positive_seconds
 
 __all__ = ["register"]
 
@@ -86,8 +87,6 @@ def _tool(fn: Callable[[argparse.Namespace, KazooClient], int]
 
 
 def _command_error(message: str) -> ZkConsumerError:
-    from .cli import CommandError  # late: cli imports this module while building its parser
-
     return CommandError(message)
 
 
@@ -441,8 +440,6 @@ def _cmd_verify(args: argparse.Namespace, zk: KazooClient) -> int:
 
 
 def _connect_timeout(p: argparse.ArgumentParser) -> None:
-    from .cli import positive_seconds  # late: cli imports this module while building
-
     p.add_argument("--connect-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                    help="longest wait for the ZooKeeper session (default: %(default)s)")
 

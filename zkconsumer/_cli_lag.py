@@ -24,6 +24,7 @@ from . import _admin
 from ._errors import ZkConsumerError
 from ._exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
 from ._tables import Table, terminal_width
+from .cli import CommandError, positive_seconds
 
 __all__ = ["add_groups_lag", "register"]
 
@@ -32,8 +33,6 @@ DEFAULT_PORT = 9308
 
 
 def _command_error(message: str) -> ZkConsumerError:
-    from .cli import CommandError  # late: cli imports this module while building its parser
-
     return CommandError(message)
 
 
@@ -199,8 +198,6 @@ def _partition_table(groups: list[GroupLag]) -> Table:
 
 
 def _common(p: argparse.ArgumentParser, interval: float) -> None:
-    from .cli import positive_seconds  # late: cli imports this module while building
-
     p.add_argument("--zookeeper", required=True, metavar="ZK",
                    help="ZooKeeper connect string, host:port[,host:port...][/chroot]")
     p.add_argument("--connect-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
