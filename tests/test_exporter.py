@@ -86,21 +86,28 @@ def test_statuses_of_real_groups_over_polls(
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 20)
     stopped, stalled, warned, rewound, fine = (names(s) for s in
                                                ("stop", "stall", "warn", "rewind", "ok"))
+    # The commit times are the znodes' modification times (ZooKeeper's clock). Each poll is
+    # taken to come 10 ms after the last commit; the produce between two rounds of commits
+    # takes longer than that.
+    latest = [0.0]
     path = {g: zp.offset_path(g, topic, 0) for g in (stopped, stalled, warned, rewound, fine)}
     for g, offset in ((stopped, 5), (stalled, 5), (warned, 1), (rewound, 10), (fine, 20)):
         zk.create(path[g], zp.encode_offset(offset), makepath=True)
-    # Real time: the commit times are the znodes' modification times. Each poll comes right
-    # after the commits; the produce between two polls takes longer than that.
-    monitor = LagMonitor(window=3)
+        latest[0] = max(latest[0], zk.exists(path[g]).mtime / 1000)
+
+    def commit(p: str, data: bytes) -> None:
+        latest[0] = max(latest[0], zk.set(p, data).mtime / 1000)
+
+    monitor = LagMonitor(window=3, clock=lambda: latest[0] + 0.01)
     groups = [stopped, stalled, warned, rewound, fine]
     for i in range(3):
         if i:
-            zk.set(path[stalled], b"5")  # committed again, the same offset
-            zk.set(path[warned], zp.encode_offset(1 + i))
             produce(stack.bootstrap, topic, [(0, None, b"y")] * 2)  # lag grows by 1 a poll
-            zk.set(path[fine], zp.encode_offset(20 + 2 * i))  # keeps up: lag 0
+            commit(path[stalled], b"5")  # committed again, the same offset
+            commit(path[warned], zp.encode_offset(1 + i))
+            commit(path[fine], zp.encode_offset(20 + 2 * i))  # keeps up: lag 0
         if i == 2:
-            zk.set(path[rewound], b"3")
+            commit(path[rewound], b"3")
         if i:
             # The poll reads again what ZooKeeper's watches said changed.
             changed = [path[g] for g in (stalled, warned, fine)] + [path[rewound]] * (i == 2)
