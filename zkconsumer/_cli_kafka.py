@@ -153,6 +153,10 @@ def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
         raise KafkaToolError(f"Error: The consumer group '{group}' does not exist.")
     desc = _admin.describe_group(zk, group, None,
                                  kafka=_admin.command_config(args.command_config))
+    # Kafka's tool said nothing on stdout about these; stderr says what is unknown.
+    for problem in (desc.log_end_error, desc.kafka_offsets_error):
+        if problem is not None:
+            print(f"zkconsumer consumer-groups: warning: {problem}", file=sys.stderr)
     rows = [r for r in desc.partitions if r.topic is not None
             and (not args.topic or r.topic == args.topic)]
     lines: list[tuple[str, object, object, object, object, str]] = []
