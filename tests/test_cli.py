@@ -3,6 +3,8 @@ errors for the stack's directory."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,3 +32,28 @@ def test_a_stack_dir_that_is_a_file_is_one_line(
         f"zkconsumer stack: {not_a_dir} is not a directory: give the stack a directory of its "
         "own\n")
     assert not_a_dir.read_text() == "mine\n"
+
+
+def test_an_unknown_flag_prints_the_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed the top-level usage ("usage: zkconsumer [-h] [-v] ...")."""
+    with pytest.raises(SystemExit) as done:
+        cli.main(["groups", "describe", "--zookeeper", "zk:2181", "--group", "g", "--bogus"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: zkconsumer groups describe [-h] --zookeeper ZK")
+    assert err.endswith("zkconsumer groups describe: error: unrecognized arguments: --bogus\n")
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield parser
+    for action in subs:
+        for child in set(action.choices.values()):
+            yield from _leaf_parsers(child)
+
+
+def test_every_group_flag_has_help() -> None:
+    missing = [p.prog for p in _leaf_parsers(cli.build_parser()) for a in p._actions
+               if "--group" in a.option_strings and not a.help]
+    assert missing == []

@@ -43,6 +43,10 @@ def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
+#: The labels of every series of ``ConsumerMetrics("app")`` told of no thread id.
+APP = (("client_id", "app"), ("consumer_id", ""))
+
+
 def test_snapshot_has_every_legacy_name_with_exact_values() -> None:
     clock = FakeClock()
     m = ConsumerMetrics("app", clock=clock)
@@ -71,6 +75,7 @@ def test_snapshot_has_every_legacy_name_with_exact_values() -> None:
     assert set(LEGACY_NAMES) <= set(snap)
     assert snap == {
         "client_id": "app",
+        "consumer_id": "app_c",  # from the thread ids of its streams
         "MessagesPerSec": {"t": 5, "u": 1},
         "AllTopicsMessagesPerSec": 6,
         "BytesPerSec": {"t": 35, "u": 7},
@@ -112,7 +117,7 @@ def test_served_for_prometheus_per_connector_without_the_global_registry() -> No
         assert port_a != port_b and a.port == port_a
 
         samples = scrape(port_a)
-        cid = (("client_id", "a"),)
+        cid = (("client_id", "a"), ("consumer_id", "a"))
         assert samples[("zkconsumer_messages_per_sec_total", (*cid, ("topic", "t")))] == 4
         assert samples[("zkconsumer_bytes_per_sec_total", (*cid, ("topic", "t")))] == 400
         assert samples[("zkconsumer_zookeeper_commits_per_sec_total", cid)] == 2
@@ -144,7 +149,7 @@ def test_served_for_prometheus_per_connector_without_the_global_registry() -> No
         # The other connector's endpoint has its own values only.
         samples_b = scrape(port_b)
         assert samples_b[("zkconsumer_messages_per_sec_total",
-                          (("client_id", "b"), ("topic", "t")))] == 1
+                          (("client_id", "b"), ("consumer_id", ""), ("topic", "t")))] == 1
         assert all(dict(labels).get("client_id") == "b" for _, labels in samples_b)
         # Nothing went to the process-global registry.
         assert REGISTRY.get_sample_value(
@@ -378,7 +383,7 @@ def test_idle_connections_end_after_the_client_timeout(monkeypatch: pytest.Monke
                        "the server closed the idle connections")
             wait_until(lambda: _started_since(before) == 1, 10,
                        "their threads ended")
-            assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+            assert scrape(port)[("zkconsumer_max_lag", APP)] == 0
         finally:
             for s in idle:
                 s.close()
@@ -415,7 +420,7 @@ def test_a_client_sending_a_byte_now_and_then_is_cut_at_the_deadline(
             stop.set()
             dripping.join(5)
             slow.close()
-        assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+        assert scrape(port)[("zkconsumer_max_lag", APP)] == 0
     finally:
         m.close()
 
@@ -446,7 +451,7 @@ def test_connections_beyond_the_bound_are_closed_at_once(
             for s in idle:
                 s.close()
         wait_until(lambda: _started_since(before) == 1, 10, "their threads ended")
-        assert scrape(port)[("zkconsumer_max_lag", (("client_id", "app"),))] == 0
+        assert scrape(port)[("zkconsumer_max_lag", APP)] == 0
     finally:
         m.close()
 
@@ -527,6 +532,78 @@ def test_a_connector_serves_on_its_metrics_address(stack: StackInfo, names: Any)
     try:
         assert c.metrics._server.server_address[0] == "0.0.0.0"
         assert scrape(c.metrics_port or 0)[("zkconsumer_max_lag",
-                                            (("client_id", names.group),))] == 0
+                                            (("client_id", names.group),
+                                             ("consumer_id", "")))] == 0
     finally:
         c.shutdown()
+
+
+def test_paths_other_than_metrics_are_404() -> None:
+    """Every path answered the metrics with 200 (a typo in a scrape config went unseen)."""
+    m = ConsumerMetrics("app")
+    try:
+        port = m.serve(0, "127.0.0.1")
+        for path in ("/", "/metric", "/metrics/x", "/favicon.ico"):
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10)
+            assert answer.value.code == 404
+            assert answer.value.read() == b"not found: the metrics are on /metrics\n"
+        assert scrape(port)[("zkconsumer_max_lag", APP)] == 0
+    finally:
+        m.close()
+
+
+def test_a_metrics_port_in_use_names_the_key(stack: StackInfo, names: Any) -> None:
+    """It was OSError "[Errno 98] Address already in use", naming neither key nor port."""
+    from zkconsumer._errors import MetricsPortError, ZkConsumerError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(MetricsPortError) as failed:
+            ZookeeperConsumerConnector(ConsumerConfig({
+                "zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                "metrics.port": port}), fetcher_factory=NullFetcher)
+    assert str(failed.value) == (f"cannot serve metrics on metrics.port={port} "
+                                 "(metrics.address=127.0.0.1): Address already in use")
+    assert isinstance(failed.value, ZkConsumerError) and isinstance(failed.value, OSError)
+
+
+def test_members_are_told_apart_and_every_owned_partition_has_a_lag_from_the_start(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    """Two members of a group had the same labels (client_id is the group id by default);
+    a partition with nothing fetched yet had no ConsumerLag series."""
+    from tests.support import produce
+
+    topic = topic_factory(names.topic, 4)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    connectors = []
+    with ExitStack() as cleanup:
+        for cid in ("a", "b"):
+            c = ZookeeperConsumerConnector(ConsumerConfig({
+                "zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                "consumer.id": cid, "auto.commit.enable": False, "rebalance.backoff.ms": 200,
+                "auto.offset.reset": "smallest", "metrics.port": 0}))
+            cleanup.callback(c.shutdown)
+            c.create_message_streams({topic: 1})
+            connectors.append(c)
+        a, b = connectors
+        wait_until(lambda: len(a.owned_partitions()) == 2 == len(b.owned_partitions()), 30,
+                   "two partitions each")
+
+        def lags(c: ZookeeperConsumerConnector) -> dict[int, float]:
+            out = {}
+            for (name, labels), value in scrape(c.metrics_port or 0).items():
+                found = dict(labels)
+                assert found["consumer_id"] == c.consumer_id, (name, found)
+                assert found["client_id"] == names.group
+                if name == "zkconsumer_consumer_lag":
+                    out[int(found["partition"])] = value
+            return out
+
+        # Nothing consumed (the streams are not read), partitions 1-3 empty: a series each.
+        wait_until(lambda: lags(a) == {0: 3, 1: 0}, 30, "a's lags")
+        wait_until(lambda: lags(b) == {2: 0, 3: 0}, 30, "b's lags")
+        assert a.consumer_id != b.consumer_id

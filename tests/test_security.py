@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -336,8 +337,15 @@ def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
             bridge.run()
     else:
         monkeypatch.setattr(_admin, "KazooClient", _RefusedDuringStart)
-        with pytest.raises(_admin.AdminError, match=f"^{AUTH_ENV}: {refused}"):
-            _admin.connect(address, timeout_s=0.3, environ=_bridge_env())
+        # Something listens there: the tools' probe (a refused port is named at once) passes
+        # and the refusal comes from the login, as from a real ZooKeeper.
+        with socket.socket() as listening:
+            listening.bind(("127.0.0.1", 0))
+            listening.listen()
+            address = f"127.0.0.1:{listening.getsockname()[1]}"
+            refused = rf"SASL login as 'zkc' \(zookeeper.auth\) refused by ZooKeeper at {address}"
+            with pytest.raises(_admin.AdminError, match=f"^{AUTH_ENV}: {refused}"):
+                _admin.connect(address, timeout_s=0.3, environ=_bridge_env())
 
 
 def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> None:

@@ -40,6 +40,7 @@ Lag is computed in one place, :func:`partition_lag`, which ``groups describe`` a
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -52,7 +53,14 @@ from functools import partial
 from typing import Any, Literal, TypeVar, cast
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError, NoNodeError, NotEmptyError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
@@ -204,17 +212,28 @@ def acl_refused(
 
 
 class OffsetFileError(AdminError):
-    """An offsets file has malformed lines; ``problems`` lists (line number, reason)."""
+    """An offsets file has malformed lines; ``problems`` lists (line number, reason).
 
-    def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
+    Its message is one line per problem, ``SOURCE:LINE: reason`` (as compilers say it), the
+    first :data:`SHOWN_PROBLEMS` of them, after a first line with the count."""
+
+    def __init__(self, source: str, problems: Sequence[tuple[int, str]],
+                 where: str = "line") -> None:
         self.source = source
         self.problems = list(problems)
-        shown = "; ".join(f"line {n}: {why}" for n, why in self.problems[:10])
-        more = f"; and {len(self.problems) - 10} more" if len(self.problems) > 10 else ""
-        noun = "line" if len(self.problems) == 1 else "lines"
-        super().__init__(
-            f"{source}: {len(self.problems)} malformed {noun}, nothing written: {shown}{more}"
-        )
+        n = len(self.problems)
+        plural = "entries" if where == "entry" else f"{where}s"
+        noun = plural if n != 1 else where
+        lines = [f"{source}: {n} malformed {noun}, nothing written"
+                 + (f" (the first {SHOWN_PROBLEMS} follow)" if n > SHOWN_PROBLEMS else "")]
+        lines += [f"{source}:{k}: {why}" for k, why in self.problems[:SHOWN_PROBLEMS]]
+        if n > SHOWN_PROBLEMS:
+            lines.append(f"{source}: and {n - SHOWN_PROBLEMS} more malformed {plural}")
+        super().__init__("\n".join(lines))
+
+
+#: The most problems of an offsets file that an error lists.
+SHOWN_PROBLEMS = 20
 
 
 # --------------------------------------------------------------------------------------
@@ -481,7 +500,7 @@ class DeleteResult:
 class ResetTarget:
     """Where ``offsets reset`` moves a group: earliest, latest, an offset or a time."""
 
-    kind: Literal["earliest", "latest", "offset", "datetime"]
+    kind: Literal["earliest", "latest", "offset", "datetime", "shift"]
     offset: int | None = None
     timestamp_ms: int | None = None
     text: str = ""
@@ -731,6 +750,66 @@ def _check_login(client: KazooClient, config: ConsumerConfig, timeout_s: float) 
         raise AdminError(f"{AUTH_ENV}: {e}") from None
 
 
+def _endpoint_problem(host: str, port: int, timeout_s: float) -> str | None:
+    """Why nothing answers a TCP connection to ``host:port``, or None when something does.
+
+    A refused connection or a name that does not resolve is known at once: the tools say
+    so instead of waiting out their whole time-out, as their client libraries do."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+        return None
+    except socket.gaierror:
+        return f"cannot resolve host {host!r}"
+    except TimeoutError:
+        return f"no answer within {timeout_s:g} s"
+    except OSError as e:
+        return (e.strerror or str(e)).lower() if e.errno is not None else str(e)
+
+
+def zookeeper_endpoints(connect: str) -> list[tuple[str, str, int]]:
+    """The (entry, host, port) of a ZooKeeper connect string ``host[:port],...[/chroot]``
+    (port 2181 when omitted, as kazoo takes it); AdminError naming a bad one."""
+    hosts = connect.strip().split("/", 1)[0]
+    out = []
+    for entry in (e.strip() for e in hosts.split(",") if e.strip()):
+        host, sep, port = entry.rpartition(":")
+        if not sep or "]" in port:  # "host", "[::1]"
+            host, port = entry, "2181"
+        host = host.strip("[]")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise AdminError(f"bad ZooKeeper address {entry!r} in {connect!r} "
+                             "(expected host:port)")
+        out.append((entry, host, int(port)))
+    if not out:
+        raise AdminError(f"bad ZooKeeper address {connect!r}: no host:port in it")
+    return out
+
+
+def unreachable_endpoints(
+    endpoints: Sequence[tuple[str, str, int]], timeout_s: float
+) -> str | None:
+    """None when one of ``endpoints`` accepts a TCP connection, else why each does not
+    ("a:1: connection refused; b:2: cannot resolve host 'b'")."""
+    problems = []
+    for entry, host, port in endpoints:
+        problem = _endpoint_problem(host, port, max(timeout_s / len(endpoints), 0.5))
+        if problem is None:
+            return None
+        problems.append(f"{entry}: {problem}" if len(endpoints) > 1 else problem)
+    return "; ".join(problems)
+
+
+def zookeeper_failure(zookeeper: str | None, connect_timeout_s: float | None,
+                      e: BaseException) -> str:
+    """One line for a kazoo exception: which ZooKeeper, and what failed (kazoo's exceptions
+    often have no text of their own)."""
+    text = f"{type(e).__name__} {e}".rstrip()
+    if isinstance(e, ConnectionLoss | SessionExpiredError | KazooTimeoutError):
+        within = "" if connect_timeout_s is None else f" within {connect_timeout_s:g} s"
+        text += f" (the connection was lost mid-command and not re-established{within})"
+    return f"ZooKeeper at {zookeeper} failed: {text}" if zookeeper else f"ZooKeeper failed: {text}"
+
+
 # A logger of its own for the tools' kazoo client: kazoo logs each failed connection
 # attempt, which would bury the one-line "cannot connect" error under a screen of retries.
 _kazoo_log = logging.getLogger("zkconsumer.admin.kazoo")
@@ -752,6 +831,11 @@ def connect(
     if not zookeeper or not zookeeper.strip():
         raise AdminError("--zookeeper is empty")
     config = security_config(zookeeper.strip(), timeout_s, environ)
+    # Refused or unresolvable: said at once, not after timeout_s of kazoo's retries.
+    problem = unreachable_endpoints(zookeeper_endpoints(zookeeper), timeout_s)
+    if problem is not None:
+        raise ZooKeeperUnreachableError(f"cannot connect to ZooKeeper at {zookeeper}: "
+                                        f"{problem}")
     security: dict[str, Any] = {}
     if config is not None:
         from ._connector import kazoo_security_kwargs  # late: see _check_login
@@ -1111,14 +1195,24 @@ def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
     connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
     30 s before giving up, logging each attempt."""
+    problem = brokers_problem(servers, timeout_s)
+    if problem is not None:
+        raise AdminError(f"cannot reach any broker ({problem})")
+
+
+def brokers_problem(servers: str, timeout_s: float = 5.0) -> str | None:
+    """None when one of ``servers`` accepts a TCP connection within ``timeout_s``, else
+    why each does not ("b:9092: Connection refused; c:9092: cannot resolve host 'c'")."""
     problems = []
     for entry, host, port in parse_broker_list(servers):
         try:
             socket.create_connection((host, port), timeout=timeout_s).close()
-            return
+            return None
+        except socket.gaierror:
+            problems.append(f"{entry}: cannot resolve host {host!r}")
         except OSError as e:
             problems.append(f"{entry}: {e.strerror or e}")
-    raise AdminError(f"cannot reach any broker ({'; '.join(problems) or 'none given'})")
+    return "; ".join(problems) or "none given"
 
 
 def _reachable_brokers(
@@ -1144,6 +1238,56 @@ def _log_end_offsets(
         **{**dict(kafka or {}), "client_id": TOOLS_CLIENT_ID},
     )
     return {TopicPartition(tp[0], tp[1]): int(off) for tp, off in result.items()}
+
+
+def log_ends(
+    zk: KazooClient, tps: Sequence[TopicPartition], bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+) -> dict[TopicPartition, int]:
+    """The log end offsets of ``tps`` from the brokers (``bootstrap``, else those registered
+    in ZooKeeper); AdminError naming why they cannot be asked."""
+    return _log_end_offsets(_reachable_brokers(zk, bootstrap, kafka), tps, kafka)
+
+
+def partition_leaders(
+    zk: KazooClient, tps: Iterable[TopicPartition]
+) -> dict[TopicPartition, int | None]:
+    """Each partition's leader broker id from its state znode; None without a leader or a
+    readable state (as the legacy tools read ``/brokers/topics/T/partitions/P/state``)."""
+    out: dict[TopicPartition, int | None] = {}
+    for path, data in _get_many(zk, [zp.partition_state_path(t, p) for t, p in tps]).items():
+        topic, partition = _state_tp(path)
+        try:
+            state = zp.PartitionState.decode(data, path) if data is not None else None
+        except ZkDataError as e:
+            log.warning("partition state unreadable: %s", e)
+            state = None
+        out[TopicPartition(topic, partition)] = (
+            state.leader if state is not None and state.has_leader else None)
+    return out
+
+
+def _state_tp(path: str) -> tuple[str, int]:
+    """``/brokers/topics/T/partitions/P/state`` -> (T, P)."""
+    parts = path.split("/")
+    return parts[3], int(parts[5])
+
+
+def broker_endpoints(
+    zk: KazooClient, broker_ids: Iterable[int], listener: str = "PLAINTEXT"
+) -> dict[int, tuple[str, int]]:
+    """``(host, port)`` of each registered broker of ``broker_ids`` (the others left out)."""
+    out: dict[int, tuple[str, int]] = {}
+    for bid in sorted(set(broker_ids)):
+        path = zp.broker_path(bid)
+        try:
+            data, _ = zk.get(path)
+            out[bid] = zp.BrokerRegistration.decode(data, path).endpoint(listener)
+        except NoNodeError:
+            continue
+        except ZkDataError as e:
+            log.warning("broker %s: %s", bid, e)
+    return out
 
 
 class _BrokersUnreachableError(AdminError):
@@ -1295,6 +1439,44 @@ def _kafka_groups(
     in ZooKeeper), once one is seen to accept connections: AdminError naming why not (none
     registered, none reachable, no answer within :data:`BOOTSTRAP_TIMEOUT_MS`)."""
     return _KafkaGroups(_reachable_brokers(zk, bootstrap, kafka), kafka)
+
+
+def kafka_committed(
+    zk: KazooClient, group: str, kafka: Mapping[str, Any] | None = None,
+    bootstrap: str | None = None,
+) -> dict[TopicPartition, int]:
+    """The group's committed offsets in Kafka (one OffsetFetch); AdminError naming why
+    Kafka cannot be asked."""
+    with _kafka_groups(zk, bootstrap, kafka) as client:
+        return client.offsets(group)
+
+
+def committed_offsets(zk: KazooClient, group: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets in ZooKeeper."""
+    return _read_offsets(zk, group)
+
+
+def committed_topics(zk: KazooClient, group: str) -> list[str]:
+    """The topics the group has offsets of in ZooKeeper, sorted."""
+    return sorted({tp.topic for tp in _read_offsets(zk, group)})
+
+
+def owners_of(
+    zk: KazooClient, group: str, tps: Iterable[TopicPartition]
+) -> dict[TopicPartition, str]:
+    """The owning thread id of each of ``tps`` that has an owner znode."""
+    wanted = set(tps)
+    return {tp: owner for tp, owner in _read_owners(zk, group).items() if tp in wanted}
+
+
+def groups_of_topic(zk: KazooClient, topic: str) -> list[str]:
+    """The groups with offsets or owners of ``topic`` in ZooKeeper, sorted."""
+    out = []
+    for group in sorted(_children(zk, zp.CONSUMERS)):
+        if (zk.exists(zp.offsets_topic_dir(group, topic)) is not None
+                or zk.exists(zp.owners_topic_dir(group, topic)) is not None):
+            out.append(group)
+    return out
 
 
 @dataclass
@@ -1994,34 +2176,124 @@ def parse_offset_lines(lines: Iterable[str], source: str = "input") -> list[Offs
     error (naming both lines); given twice with the same offset, it counts once.
     """
     problems: list[tuple[int, str]] = []
-    seen: dict[str, tuple[int, int]] = {}
-    entries: list[OffsetEntry] = []
+    checked = _EntryChecks()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
+            problem = _offset_text_problem(line.strip().rpartition(":")[2])
+            if problem is not None:
+                problems.append((n, problem))
+                continue
             group, topic, partition, offset = zp.parse_offset_line(line)
             zp.offset_path(group, topic, partition)
         except ValueError:
             problems.append((n, f"not /consumers/<group>/offsets/<topic>/<partition>:<offset>: "
                                 f"{line.strip()[:120]!r}"))
             continue
-        illegal = legal_name_problem(group, "group") or legal_name_problem(topic, "topic")
-        if illegal is not None:  # offsets no consumer could ever read
-            problems.append((n, illegal))
-            continue
-        entry = OffsetEntry(group, topic, partition, offset)
-        first = seen.get(entry.path)
-        if first is not None:
-            if first[1] != offset:
-                problems.append((n, f"{entry.path} set again (line {first[0]} sets {first[1]}, "
-                                    f"this line {offset})"))
-            continue
-        seen[entry.path] = (n, offset)
-        entries.append(entry)
+        problem = checked.add(n, OffsetEntry(group, topic, partition, offset))
+        if problem is not None:
+            problems.append((n, problem))
     if problems:
         raise OffsetFileError(source, problems)
-    return entries
+    return checked.entries
+
+
+def parse_offset_json(text: str, source: str = "input") -> list[OffsetEntry]:
+    """Parse and validate what ``offsets export --json`` writes: a JSON list of objects
+    with ``group``, ``topic``, ``partition`` and ``offset`` (other fields are ignored).
+    OffsetFileError lists every bad entry by its number, from 1; the same checks as the
+    lines get."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise OffsetFileError(source, [(e.lineno, f"not JSON: {e.msg}")]) from None
+    if not isinstance(items, list):
+        raise OffsetFileError(source, [(1, "not a JSON list of offsets (as `offsets export "
+                                           "--json` writes)")])
+    problems: list[tuple[int, str]] = []
+    checked = _EntryChecks("entry")
+    for n, item in enumerate(items, 1):
+        entry, problem = _json_entry(item)
+        if entry is not None:
+            problem = checked.add(n, entry)
+        if problem is not None:
+            problems.append((n, problem))
+    if problems:
+        raise OffsetFileError(source, problems, where="entry")
+    return checked.entries
+
+
+def _json_entry(item: object) -> tuple[OffsetEntry | None, str | None]:
+    fields = ("group", "topic", "partition", "offset")
+    if not isinstance(item, dict) or any(f not in item for f in fields):
+        return None, f"not an object with {', '.join(fields)}: {json.dumps(item)[:120]}"
+    group, topic, partition, offset = (item[f] for f in fields)
+    if not isinstance(group, str) or not isinstance(topic, str):
+        return None, "group and topic must be strings"
+    if not isinstance(partition, int) or isinstance(partition, bool) or not (
+            0 <= partition <= _JAVA_INT_MAX):
+        return None, f"partition must be an integer from 0 to {_JAVA_INT_MAX}, got {partition!r}"
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        return None, f"offset must be an integer, got {offset!r}"
+    problem = _offset_problem(offset)
+    if problem is not None:
+        return None, problem
+    try:
+        zp.offset_path(group, topic, partition)
+    except ValueError as e:
+        return None, str(e)
+    return OffsetEntry(group, topic, partition, offset), None
+
+
+class _EntryChecks:
+    """The checks every parsed entry gets, whatever the format: legal names, and no path
+    set twice to different offsets. Used by one parse call; no lock needed."""
+
+    def __init__(self, where: str = "line") -> None:
+        self._where = where
+        self.entries: list[OffsetEntry] = []
+        self._seen: dict[str, tuple[int, int]] = {}
+
+    def add(self, n: int, entry: OffsetEntry) -> str | None:
+        """Keep ``entry`` (line or entry ``n``), or say what is wrong with it."""
+        illegal = (legal_name_problem(entry.group, "group")
+                   or legal_name_problem(entry.topic, "topic"))
+        if illegal is not None:  # offsets no consumer could ever read
+            return illegal
+        first = self._seen.get(entry.path)
+        if first is not None:
+            if first[1] != entry.offset:
+                return (f"{entry.path} set again ({self._where} {first[0]} sets {first[1]}, "
+                        f"this {self._where} {entry.offset})")
+            return None
+        self._seen[entry.path] = (n, entry.offset)
+        self.entries.append(entry)
+        return None
+
+
+_SIGNED_INT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+_INT64_MAX = 2**63 - 1
+
+
+def _offset_text_problem(text: str) -> str | None:
+    """What is wrong with an offset written as decimal ``text`` (None when it is not a
+    number at all: the line's own check says so)."""
+    if _SIGNED_INT.fullmatch(text) is None:
+        return None
+    return _offset_problem(int(text))
+
+
+def _offset_problem(offset: int) -> str | None:
+    """Why ``offset`` cannot be committed, precisely, or None. -1 is the legacy consumer's
+    "no offset", kept as it is."""
+    if offset < -1:
+        return (f"offset {offset} is negative: an offset is the next message's position, "
+                "from 0 (only -1, 'no offset', is allowed below 0)")
+    if offset > _INT64_MAX:
+        return (f"offset {offset} does not fit in a signed 64-bit integer (the largest is "
+                f"{_INT64_MAX})")
+    return None
 
 
 def _ancestors(path: str) -> list[str]:
@@ -2368,6 +2640,11 @@ def _reset_with(
                     _refuse_a_date_taken_for_an_offset(target, topic, ends)
                     clamped = {tp: "log start" if target.offset < starts[tp] else "log end"
                                for tp in tps if new[tp] != target.offset}
+                elif target.kind == "shift":
+                    assert target.offset is not None
+                    starts = broker.earliest(tps)
+                    ends = ends_reader(servers, tps)
+                    new, clamped = _shifted(zk, group, tps, target.offset, plan, starts, ends)
                 else:
                     assert target.timestamp_ms is not None
                     found = broker.for_time(tps, target.timestamp_ms)
@@ -2400,6 +2677,32 @@ def _reset_with(
     _import_zookeeper(zk, entries, [group], force, refusal=_RESET_REFUSAL)
     _commit_kafka(plan, writes, "")
     return rows
+
+
+def _shifted(
+    zk: KazooClient, group: str, tps: Sequence[TopicPartition], by: int, plan: _KafkaPlan,
+    starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int],
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, str]]:
+    """``--shift-by``: each partition's committed offset (the one a member resumes from:
+    :func:`resume_offset` of both stores) moved by ``by``, clamped to the log as Kafka's
+    tool clamps it; AdminError naming the partitions with no committed offset to move."""
+    old = _read_offsets(zk, group)
+    in_kafka = plan.offsets.get(group) or {}
+    current = {tp: resume_offset(old.get(tp), in_kafka.get(tp))[0] for tp in tps}
+    missing = [tp for tp in tps if current[tp] is None]
+    if missing:
+        raise AdminError(
+            f"cannot shift the offsets of group {group!r}: no committed offset for "
+            f"{', '.join(f'{t}:{p}' for t, p in missing)} (set one with --to-earliest, "
+            "--to-latest or --to-offset)")
+    new: dict[TopicPartition, int] = {}
+    clamped: dict[TopicPartition, str] = {}
+    for tp in tps:
+        wanted = cast(int, current[tp]) + by
+        new[tp] = min(max(wanted, starts[tp]), ends[tp])
+        if new[tp] != wanted:
+            clamped[tp] = "log start" if wanted < starts[tp] else "log end"
+    return new, clamped
 
 
 def _date_meant(n: int) -> str | None:

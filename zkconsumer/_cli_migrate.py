@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._admin import zookeeper_failure
 from ._errors import ZkConsumerError
+from ._tables import Table, terminal_width
 
 __all__ = ["register"]
 
@@ -60,8 +62,11 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
                 f"ZooKeeper refused an operation by a znode's ACL (NoAuth); set {AUTH_ENV} "
                 "to credentials it grants"
             ) from e
-        except (KafkaError, KazooException, KazooTimeoutError) as e:
-            raise _command_error(f"{type(e).__name__}: {e}".rstrip(": ")) from e
+        except (KazooException, KazooTimeoutError) as e:
+            raise _command_error(zookeeper_failure(
+                args.zookeeper, getattr(args, "connect_timeout", None), e)) from e
+        except KafkaError as e:
+            raise _command_error(f"Kafka failed: {type(e).__name__} {e}".rstrip()) from e
 
     return run
 
@@ -80,12 +85,15 @@ def _connect(args: argparse.Namespace) -> Any:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for r in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(out)
+    """Aligned on a terminal (stacked when too wide), plain when piped: never cut."""
+    table = Table(headers, right=[h for h in headers if h not in _LEFT])
+    for row in rows:
+        table.add_row(*row)
+    return "\n".join(table.lines(terminal_width()))
+
+
+#: The columns of text, aligned to the left on a terminal (numbers go to the right).
+_LEFT = frozenset({"TOPIC", "CLASS", "ZK-OWNER", "ACTION"})
 
 
 # --------------------------------------------------------------------------------------
@@ -299,7 +307,8 @@ def _common(p: argparse.ArgumentParser, group: bool = True) -> None:
     from .cli import positive_seconds
 
     if group:
-        p.add_argument("--group", required=True, metavar="G")
+        p.add_argument("--group", required=True, metavar="G",
+                       help="the consumer group (one id in both protocols)")
     p.add_argument("--bootstrap-server", required=True, metavar="B",
                    help="Kafka bootstrap servers, host:port[,host:port]")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)

@@ -12,8 +12,9 @@ subcommand                             legacy tool
 =====================================  ===============================================
 
 The work is done by :mod:`zkconsumer._admin` (plain functions, no printing); this module
-parses flags, prints aligned tables (rich) or ``--json`` (a JSON list of objects with
-snake_case fields), and shows a progress display on a terminal for long operations.
+parses flags, prints tables that never cut a value (:mod:`zkconsumer._tables`) or ``--json``
+(a JSON list of objects with snake_case fields), and shows a progress display (rich) on a
+terminal for long operations. Kafka's own command lines are :mod:`zkconsumer._cli_kafka`.
 Every failure the user can fix raises :class:`zkconsumer.cli.CommandError` (or another
 ``ZkConsumerError``), which ``cli.main`` prints as one line with exit status 2. Input is
 validated before anything is written. ZooKeeper credentials and the ACL of created znodes come
@@ -35,7 +36,8 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -46,8 +48,12 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
 from . import _zkpaths as zp
-from ._errors import ConsumerTimeoutException, ZkConsumerError
+from ._cli_lag import add_groups_lag
+from ._config import read_properties
+from ._errors import ConsumerTimeoutException, MessageDecodeError, ZkConsumerError
 from ._filters import Blacklist, TopicFilter, Whitelist
+from ._stream import CREATE_TIME, LOG_APPEND_TIME
+from ._tables import Table
 
 if TYPE_CHECKING:
     from ._config import ConsumerConfig
@@ -58,7 +64,20 @@ __all__ = ["register"]
 #: Show a progress display from this many groups (export) or partitions (reset, import).
 PROGRESS_THRESHOLD = 20
 
-_CONSOLE_PROPERTIES = ("print.key", "key.separator", "line.separator")
+#: The properties of Kafka's DefaultMessageFormatter (print.partition and print.offset as
+#: its later versions have them).
+_CONSOLE_PROPERTIES = ("print.key", "print.value", "print.timestamp", "print.partition",
+                       "print.offset", "key.separator", "line.separator")
+_BOOLEAN_PROPERTIES = ("print.key", "print.value", "print.timestamp", "print.partition",
+                       "print.offset")
+#: --formatter values: Kafka's class names of the default formatter (before and after it
+#: moved) and of the one that prints nothing.
+_FORMATTERS = {
+    "kafka.tools.DefaultMessageFormatter": "default",
+    "org.apache.kafka.tools.consumer.DefaultMessageFormatter": "default",
+    "kafka.tools.NoOpMessageFormatter": "none",
+    "org.apache.kafka.tools.consumer.NoOpMessageFormatter": "none",
+}
 
 
 def _command_error(message: str) -> ZkConsumerError:
@@ -99,8 +118,7 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
             ) from e
         except (KazooTimeoutError, KazooException) as e:
             raise _command_error(
-                f"ZooKeeper at {args.zookeeper} failed: {type(e).__name__} {e}".rstrip()
-            ) from e
+                _admin.zookeeper_failure(args.zookeeper, args.connect_timeout, e)) from e
         except KafkaError as e:
             raise _command_error(f"broker error: {type(e).__name__} {e}".rstrip()) from e
         finally:
@@ -131,27 +149,17 @@ def _add_common(p: argparse.ArgumentParser, *, bootstrap: bool = False,
 
 
 def _console(stderr: bool = False) -> Any:
-    """A rich console on the current stdout/stderr (looked up now: tests swap them).
-
-    Not on a terminal, the width is generous so that long thread ids are not folded.
-    """
+    """A rich console on the current stdout/stderr (looked up now: tests swap them), for
+    the progress display."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    isatty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, highlight=False, soft_wrap=False,
-                   width=None if isatty else 400)
+    return Console(file=stream, highlight=False, soft_wrap=True)
 
 
-def _table(columns: Sequence[tuple[str, str]]) -> Any:
-    """A borderless rich table; ``columns`` are (header, justify)."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for header, justify in columns:
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    return table
+def _table(columns: Sequence[tuple[str, str]]) -> Table:
+    """A table (:mod:`zkconsumer._tables`); ``columns`` are (header, justify)."""
+    return Table([h for h, _ in columns], right=[h for h, j in columns if j == "right"])
 
 
 def _cell(value: object) -> str:
@@ -226,14 +234,13 @@ def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
     if args.json:
         _print_json([g.to_json() for g in groups])
         return 0
+    if not groups:
+        print("no consumer groups in ZooKeeper")
+        return 0
     table = _table([("GROUP", "left"), ("MEMBERS", "right")])
     for g in groups:
         table.add_row(g.group, str(g.members))
-    console = _console()
-    if groups:
-        console.print(table)
-    else:
-        console.print("no consumer groups in ZooKeeper")
+    table.print()
     return 0
 
 
@@ -265,11 +272,10 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
         else:
             _print_json([r.to_json() for r in desc.rows()])
         return 0
-    console = _console()
     if not args.members:
         n = len(desc.members)
-        console.print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
-                      f"total lag {desc.total_lag_text()}")
+        print(f"Group {group}: {n} registered member{'s' if n != 1 else ''}, "
+              f"total lag {desc.total_lag_text()}")
         # Where each offset came from, last (the columns before it stay where they were),
         # once Kafka holds any: without one, every offset is ZooKeeper's.
         sources = desc.offsets_in_kafka
@@ -281,27 +287,25 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
                      _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner)]
             table.add_row(*cells, *([_cell(r.offset_source)] if sources else []))
         if desc.partitions:
-            table.add_section()
-            total = desc.total_lag_text() if not desc.unknown_lags else (
-                "unknown" if desc.unknown_lags == len(desc.partitions)
-                else f">={desc.total_lag}")
-            table.add_row("TOTAL", "", "", "", total, "", *([""] if sources else []))
-            console.print(table)
+            table.print()
         else:
-            console.print("no partitions: nothing subscribed, committed or owned")
+            print("no partitions: nothing subscribed, committed or owned")
         if desc.idle_threads:
-            console.print("Threads owning no partition: " + ", ".join(desc.idle_threads))
+            print("Threads owning no partition: " + ", ".join(desc.idle_threads))
     if desc.members or args.members:
-        mt = _table([("CONSUMER ID", "left"), ("PATTERN", "left"), ("SUBSCRIPTION", "left"),
+        if not args.members:
+            print()
+        # The subscription without spaces: one cell of a space-separated line.
+        mt = _table([("CONSUMER-ID", "left"), ("PATTERN", "left"), ("SUBSCRIPTION", "left"),
                      ("THREADS", "right"), ("PARTITIONS", "right")])
         for m in desc.members:
-            sub = ", ".join(f"{k}: {v}" for k, v in m.subscription.items())
+            sub = ",".join(f"{k}:{v}" for k, v in m.subscription.items())
             mt.add_row(m.consumer_id, m.pattern, sub, str(len(m.threads)),
                        str(m.owned_partitions))
         if desc.members:
-            console.print(mt)
+            mt.print()
         else:
-            console.print(f"group {group} has no registered members")
+            print(f"group {group} has no registered members")
     return 0
 
 
@@ -441,12 +445,12 @@ def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
               "lines hold ZooKeeper's only", file=sys.stderr)
 
 
-def _read_input(path: str) -> list[str]:
+def _read_input(path: str) -> str:
     try:
         if path == "-":
-            return sys.stdin.read().splitlines()
+            return sys.stdin.read()
         with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+            return f.read()
     except UnicodeDecodeError as e:
         raise _command_error(f"{path} is not a UTF-8 text file ({e.reason} at byte "
                              f"{e.start})") from e
@@ -456,9 +460,13 @@ def _read_input(path: str) -> list[str]:
 
 def _cmd_offsets_import(args: argparse.Namespace) -> int:
     # Validate the whole file before connecting: a bad line writes nothing.
-    lines = _read_input(args.input)
+    text = _read_input(args.input)
     source = "stdin" if args.input == "-" else args.input
-    entries = _admin.parse_offset_lines(lines, source)
+    # Whatever `offsets export` writes: the legacy lines, or its --json list.
+    if text.lstrip().startswith("["):
+        entries = _admin.parse_offset_json(text, source)
+    else:
+        entries = _admin.parse_offset_lines(text.splitlines(), source)
     if not entries:
         raise _command_error(f"{source} holds no offsets")
     return _import(args, entries)
@@ -510,11 +518,9 @@ def _print_import_plan(changes: Sequence[_admin.ImportChange]) -> None:
                     ("OLD-OFFSET", "right"), ("NEW-OFFSET", "right")])
     for c in changed[:DRY_RUN_LIST_LIMIT]:
         table.add_row(c.group, c.topic, str(c.partition), _cell(c.old_offset), str(c.offset))
-    console = _console()
-    console.print(table)
+    table.print()
     if len(changed) > DRY_RUN_LIST_LIMIT:
-        console.print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists "
-                      "them all)")
+        print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists them all)")
 
 
 def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
@@ -561,8 +567,32 @@ def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
 def _cmd_offsets_reset(args: argparse.Namespace) -> int:
     group = _name(args.group, "group")
     topic = _name(args.topic, "topic")
-    target = _admin.parse_reset_target(args.to)
+    target = _reset_target(args)
+    # As Kafka's own reset tool: a preview unless --execute.
+    args.dry_run = not args.execute
     return _reset(args, group, topic, target)
+
+
+def _reset_target(args: argparse.Namespace) -> _admin.ResetTarget:
+    """The one target flag given (argparse makes them exclusive and one required)."""
+    if args.to is not None:
+        return _admin.parse_reset_target(args.to)
+    if args.to_earliest:
+        return _admin.ResetTarget("earliest", text="earliest")
+    if args.to_latest:
+        return _admin.ResetTarget("latest", text="latest")
+    if args.to_offset is not None:
+        if args.to_offset < 0:
+            raise _command_error(f"--to-offset must be >= 0, got {args.to_offset}")
+        return _admin.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
+    if args.shift_by is not None:
+        return _admin.ResetTarget("shift", offset=args.shift_by,
+                                  text=f"the committed offsets shifted by {args.shift_by:+d}")
+    target = _admin.parse_reset_target(args.to_datetime)
+    if target.kind != "datetime":
+        raise _command_error(f"--to-datetime {args.to_datetime!r} is not an ISO-8601 "
+                             "date-time (e.g. 2024-05-01T12:00:00Z)")
+    return target
 
 
 @_handler
@@ -581,7 +611,8 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
         shown = ", ".join(f"{r.topic}:{r.partition} to {r.offset} ({r.clamped})"
                           for r in clamped[:5])
         more = f" and {len(clamped) - 5} more" if len(clamped) > 5 else ""
-        print(f"zkconsumer offsets reset: note: offset {target} is outside the log of "
+        what = f"offset {target}" if target.kind == "offset" else str(target)
+        print(f"zkconsumer offsets reset: note: {what} is outside the log of "
               f"{len(clamped)} of {_count(len(rows), 'partition')}, clamped: {shown}{more}",
               file=sys.stderr)
     if new_group:
@@ -595,20 +626,20 @@ def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
     if args.json:
         _print_json([r.to_json() for r in rows])
         return 0
-    console = _console()
     verb = "would reset" if args.dry_run else "reset"
     # A group with offsets in Kafka gets the new ones there too; OLD-OFFSET stays ZooKeeper's.
     kafka = any(r.kafka for r in rows)
-    console.print(f"{verb} group {group}, topic {topic} to {target}"
+    print(f"{verb} group {group}, topic {topic} to {target}"
                   + (" in ZooKeeper and Kafka" if kafka else "")
-                  + (" (dry run: nothing written)" if args.dry_run else ""))
+                  + ((" (dry run: nothing written)" if args.explicit_dry_run else
+                      " (preview: nothing written; --execute writes)") if args.dry_run else ""))
     columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OLD-OFFSET", "right"),
                ("NEW-OFFSET", "right")]
     table = _table(columns + [("OLD-KAFKA-OFFSET", "right")] if kafka else columns)
     for r in rows:
         table.add_row(r.topic, str(r.partition), _cell(r.old_offset), str(r.offset),
                       *([_cell(r.old_kafka_offset)] if kafka else []))
-    console.print(table)
+    table.print()
     return 0
 
 
@@ -683,21 +714,44 @@ def _unescape(text: str, name: str) -> str:
 
 
 class _Output:
-    """Writes messages as bytes to stdout (the legacy formatter wrote raw bytes)."""
+    """Writes messages as bytes to stdout as Kafka's DefaultMessageFormatter does: the
+    timestamp (``CreateTime:<ms>``), ``Partition:<p>``, ``Offset:<o>``, the key and the
+    value, each enabled by its ``print.*`` property, separated by ``key.separator`` and
+    ended by ``line.separator``; a null key or value prints ``null``."""
 
-    def __init__(self, print_key: bool, key_sep: bytes, line_sep: bytes) -> None:
-        self._print_key = print_key
+    def __init__(self, props: Mapping[str, bool], key_sep: bytes, line_sep: bytes,
+                 enabled: bool = True) -> None:
+        self._fields = [name for name in ("timestamp", "partition", "offset", "key", "value")
+                        if props.get(f"print.{name}", name == "value")]
         self._key_sep = key_sep
         self._line_sep = line_sep
+        self._enabled = enabled
         buffer: BinaryIO | None = getattr(sys.stdout, "buffer", None)
         self._buffer = buffer
 
-    def write(self, key: bytes | None, value: bytes | None) -> None:
+    def format(self, message: Any) -> bytes:
         parts = []
-        if self._print_key:
-            parts += [b"null" if key is None else bytes(key), self._key_sep]
-        parts += [b"null" if value is None else bytes(value), self._line_sep]
-        data = b"".join(parts)
+        for n, name in enumerate(self._fields):
+            parts.append(self._field(message, name))
+            parts.append(self._key_sep if n < len(self._fields) - 1 else self._line_sep)
+        return b"".join(parts)
+
+    @staticmethod
+    def _field(message: Any, name: str) -> bytes:
+        if name == "timestamp":
+            kind = _TIMESTAMP_TYPES.get(message.timestamp_type)
+            return b"NO_TIMESTAMP" if kind is None else f"{kind}:{message.timestamp}".encode()
+        if name == "partition":
+            return f"Partition:{message.partition}".encode()
+        if name == "offset":
+            return f"Offset:{message.offset}".encode()
+        data = message.key if name == "key" else message.message
+        return b"null" if data is None else bytes(data)
+
+    def write(self, message: Any) -> None:
+        if not self._enabled:
+            return
+        data = self.format(message)
         if self._buffer is not None:
             sys.stdout.flush()
             self._buffer.write(data)
@@ -705,6 +759,10 @@ class _Output:
         else:
             sys.stdout.write(data.decode("utf-8", errors="replace"))
             sys.stdout.flush()
+
+
+#: Timestamp types as Kafka names them (TimestampType.toString).
+_TIMESTAMP_TYPES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
 
 
 class _Terminated(KeyboardInterrupt):
@@ -735,8 +793,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _cmd_console_consumer(args: argparse.Namespace) -> int:
     props = _parse_properties(args.property or [], _CONSOLE_PROPERTIES, "--property")
-    consumer_props = _parse_properties(args.consumer_property or [], None,
-                                       "--consumer-property")
+    # --consumer.config's keys first: --consumer-property wins, as in Kafka's tool.
+    consumer_props = read_properties(args.consumer_config) if args.consumer_config else {}
+    consumer_props.update(_parse_properties(args.consumer_property or [], None,
+                                            "--consumer-property"))
     if args.max_messages is not None and args.max_messages < 1:
         raise _command_error(f"--max-messages must be >= 1, got {args.max_messages}")
     if args.timeout_ms is not None and args.timeout_ms < 0:
@@ -749,12 +809,21 @@ def _cmd_console_consumer(args: argparse.Namespace) -> int:
                              "has no offsets to delete)")
     if args.topic is not None:
         _name(args.topic, "topic")
-    print_key = props.get("print.key", "false").strip().lower()
-    if print_key not in ("true", "false"):
-        raise _command_error(f"--property print.key must be true or false, got {print_key!r}")
-    output = _Output(print_key == "true",
+    flags: dict[str, bool] = {}
+    for key in _BOOLEAN_PROPERTIES:
+        if key in props:
+            value = props[key].strip().lower()
+            if value not in ("true", "false"):
+                raise _command_error(f"--property {key} must be true or false, got {value!r}")
+            flags[key] = value == "true"
+    formatter = _FORMATTERS.get(args.formatter or "kafka.tools.DefaultMessageFormatter")
+    if formatter is None:
+        raise _command_error(f"--formatter {args.formatter!r} is not known; known: "
+                             f"{', '.join(_FORMATTERS)}")
+    output = _Output(flags,
                      _unescape(props.get("key.separator", "\t"), "key.separator").encode(),
-                     _unescape(props.get("line.separator", "\n"), "line.separator").encode())
+                     _unescape(props.get("line.separator", "\n"), "line.separator").encode(),
+                     enabled=formatter == "default")
     topic_filter: TopicFilter | None = None
     if args.whitelist is not None:
         topic_filter = Whitelist(args.whitelist)  # ConfigError for a bad regex
@@ -855,9 +924,9 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                       topic_filter: TopicFilter | None) -> int:
     from . import ConsumerConfig
 
-    if topic_filter is None and zk.exists(zp.topic_path(args.topic)) is None:
-        raise _command_error(_admin.not_found_message("topic", args.topic,
-                                                      zp.topic_path(args.topic)))
+    if topic_filter is None and not _wait_for_topic(zk, args.topic, args.timeout_ms):
+        print("Processed a total of 0 messages", file=sys.stderr)
+        return 0
 
     throwaway = args.group is None
     group = _throwaway_group(zk) if throwaway else args.group
@@ -905,12 +974,12 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                     stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
                 else:
                     stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
-                for message in _messages(stream):
+                for message in _messages(stream, args.skip_message_on_error):
                     # Counted before it is written: a Ctrl-C (or SIGTERM) is taken when the
                     # write's system call returns, and the message printed must be counted.
                     count += 1
                     try:
-                        output.write(message.key, message.message)
+                        output.write(message)
                     except BrokenPipeError:
                         # The reader went away (`| head`): stop quietly, as the legacy tool.
                         count -= 1
@@ -941,12 +1010,47 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
     return 0
 
 
-def _messages(stream: Any) -> Iterator[Any]:
-    """The stream's messages until --timeout-ms passes with none (a normal end)."""
-    try:
-        yield from stream
-    except ConsumerTimeoutException:
-        return
+def _wait_for_topic(zk: KazooClient, topic: str, timeout_ms: int | None) -> bool:
+    """Wait for ``topic`` to be created, as the legacy console consumer did (its connector
+    waited for partitions), saying so on stderr; False when --timeout-ms passed first."""
+    path = zp.topic_path(topic)
+    created = threading.Event()
+    if zk.exists(path, watch=lambda event: created.set()) is not None:
+        return True
+    print(f"zkconsumer console-consumer: topic {topic} does not exist yet (no {path}); "
+          "waiting for it to be created", file=sys.stderr, flush=True)
+    deadline = None if timeout_ms is None or timeout_ms <= 0 else (
+        time.monotonic() + timeout_ms / 1000)
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        # A watch fires once, and a reconnect may lose it: look again now and then.
+        created.wait(TOPIC_WAIT_RECHECK_S if left is None else min(left,
+                                                                   TOPIC_WAIT_RECHECK_S))
+        created.clear()
+        if zk.exists(path, watch=lambda event: created.set()) is not None:
+            return True
+
+
+#: How often the console consumer looks again for a topic it waits for, besides the watch.
+TOPIC_WAIT_RECHECK_S = 5.0
+
+
+def _messages(stream: Any, skip_errors: bool = False) -> Iterator[Any]:
+    """The stream's messages until --timeout-ms passes with none (a normal end); with
+    ``skip_errors`` (--skip-message-on-error) a message that cannot be decoded is said on
+    stderr and skipped."""
+    it = iter(stream)
+    while True:
+        try:
+            yield next(it)
+        except (ConsumerTimeoutException, StopIteration):
+            return
+        except MessageDecodeError as e:
+            if not skip_errors:
+                raise
+            print(f"zkconsumer console-consumer: skipped a message: {e}", file=sys.stderr)
 
 
 def _warn_kafka_offsets_left(zk: KazooClient, group: str, config: ConsumerConfig) -> None:
@@ -1043,8 +1147,16 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout-ms", type=int, metavar="MS",
                    help="exit when no message arrives for MS ms (consumer.timeout.ms)")
     p.add_argument("--property", action="append", metavar="KEY=VALUE",
-                   help="formatter property: print.key=true|false, key.separator, "
+                   help="formatter property: print.key, print.value, print.timestamp, "
+                   "print.partition, print.offset (true|false), key.separator, "
                    "line.separator (repeatable)")
+    p.add_argument("--formatter", metavar="CLASS",
+                   help="kafka.tools.DefaultMessageFormatter (the default) or "
+                   "kafka.tools.NoOpMessageFormatter (prints nothing)")
+    p.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                   help="a consumer properties file; --consumer-property wins over it")
+    p.add_argument("--skip-message-on-error", action="store_true",
+                   help="skip a message that cannot be decoded, saying so on stderr")
     p.add_argument("--consumer-property", action="append", metavar="KEY=VALUE",
                    help="a consumer configuration key, e.g. fetch.message.max.bytes=2097152 "
                    "(repeatable); group.id, auto.offset.reset and consumer.timeout.ms are "
@@ -1075,7 +1187,7 @@ def register(sub: Any) -> None:
         "offsets no member can resume from: past the log end, or of topics or partitions "
         "not in /brokers/topics.")
     _add_common(p, bootstrap=True)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group")
     p.add_argument("--members", action="store_true",
                    help="list the members (consumer id, subscription, threads) only")
     p.set_defaults(func=_cmd_groups_describe, command="groups describe")
@@ -1087,9 +1199,10 @@ def register(sub: Any) -> None:
         "warning says when it has any (a member committing there resumes from them), or "
         "when Kafka could not be asked.")
     _add_common(p, bootstrap=True, json_flag=False)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group to delete")
     p.add_argument("--topic", metavar="T", help="delete only this topic's offsets and owners")
     p.set_defaults(func=_cmd_groups_delete, command="groups delete")
+    add_groups_lag(gsub)
 
     # offsets
     o = sub.add_parser("offsets", help="export, import or reset committed offsets",
@@ -1134,21 +1247,38 @@ def register(sub: Any) -> None:
     p = osub.add_parser(
         "reset", help="set a group's offsets of a topic to earliest, latest, N or a time",
         description="Set the committed offsets of every partition of a topic "
-        "(UpdateOffsetsInZK). --to earliest|latest|OFFSET|DATETIME; OFFSET is clamped to "
-        "each partition's log; DATETIME is ISO-8601 (local time without a zone) and "
-        "resolves to the first offset at or after it. Refused while the group has "
+        "(UpdateOffsetsInZK). Shows the new offsets and writes nothing unless --execute "
+        "(as Kafka's kafka-consumer-groups --reset-offsets). --to-earliest, --to-latest, "
+        "--to-offset N, --shift-by N, --to-datetime DATETIME, or --to "
+        "earliest|latest|OFFSET|DATETIME; an offset is clamped to each partition's log; "
+        "DATETIME is ISO-8601 (local time without a zone) and resolves to the first offset "
+        "at or after it. Refused while the group has "
         "registered members unless --force. A group with committed offsets in Kafka "
         "(offsets.storage=kafka) gets the new offsets there too (refused while it has "
         "active members in Kafka); refused when Kafka cannot be asked, unless "
         f"{_admin.ZOOKEEPER_ONLY_FLAG}.")
     _add_common(p, bootstrap=True)
-    p.add_argument("--group", required=True, metavar="G")
-    p.add_argument("--topic", required=True, metavar="T")
-    p.add_argument("--to", required=True, metavar="WHERE",
-                   help="earliest, latest, an offset, or an ISO-8601 date-time")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group")
+    p.add_argument("--topic", required=True, metavar="T",
+                   help="the topic whose partitions are reset (all of them)")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to", metavar="WHERE",
+                    help="earliest, latest, an offset, or an ISO-8601 date-time")
+    to.add_argument("--to-earliest", action="store_true", help="each partition's log start")
+    to.add_argument("--to-latest", action="store_true", help="each partition's log end")
+    to.add_argument("--to-offset", type=int, metavar="N",
+                    help="offset N (clamped to each partition's log)")
+    to.add_argument("--shift-by", type=int, metavar="N",
+                    help="the committed offset plus N (negative: back), clamped to the log")
+    to.add_argument("--to-datetime", metavar="DATETIME",
+                    help="the first offset at or after an ISO-8601 date-time")
     p.add_argument("--force", action="store_true",
                    help="write even while the group has registered members")
-    p.add_argument("--dry-run", action="store_true", help="show the new offsets; write nothing")
+    run = p.add_mutually_exclusive_group()
+    run.add_argument("--execute", action="store_true",
+                     help="write the new offsets (without it: a preview)")
+    run.add_argument("--dry-run", dest="explicit_dry_run", action="store_true",
+                     help="show the new offsets; write nothing (the default)")
     p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka for the "
                    "group's committed offsets (the brokers are still needed for the log ends)")
@@ -1161,5 +1291,5 @@ def register(sub: Any) -> None:
         "an owner, and every owner is a live thread of a registered member. Exit status 0 "
         "when so, 1 otherwise; the reason is printed.")
     _add_common(p)
-    p.add_argument("--group", required=True, metavar="G")
+    p.add_argument("--group", required=True, metavar="G", help="the consumer group to check")
     p.set_defaults(func=_cmd_verify)

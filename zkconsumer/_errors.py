@@ -14,6 +14,7 @@ The hierarchy::
     ├── PartitionsNotOwnedError                  explicit offsets for partitions not owned
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
+    ├── MetricsPortError (also OSError)          metrics.port cannot be bound
     └── BackgroundThreadError                    a background thread died; carries its cause
 
 Names ending in ``Exception`` keep the legacy (Scala) names so that ported code reads the
@@ -56,6 +57,20 @@ class ConsumerTimeoutException(ZkConsumerError):
 
 class ConsumerShutdownError(ZkConsumerError):
     """The operation needs a running connector, and it is shut down."""
+
+
+class MetricsPortError(ZkConsumerError, OSError):
+    """``metrics.port`` (on ``metrics.address``) cannot be bound: taken, or not allowed.
+
+    An OSError too, with the errno and ``strerror`` of the failed bind; its message names
+    the key, the port and the address."""
+
+    def __init__(self, errno: int | None, strerror: str, message: str) -> None:
+        super().__init__(errno, strerror)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class BackgroundThreadError(ZkConsumerError):

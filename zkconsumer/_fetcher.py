@@ -371,6 +371,8 @@ class FetchMetrics(Protocol):
         log_end_offset: int | None,
     ) -> None: ...
 
+    def lags_missing(self, tps: Iterable[TopicPartition]) -> list[TopicPartition]: ...
+
 
 class FetchBackend(Protocol):
     """One fetching client, used by one fetcher thread only.
@@ -1264,10 +1266,35 @@ class _FetcherThread(threading.Thread):
                     "fetching on from offset %d",
                     self.name, tp.topic, tp.partition, offset, error, next_offset,
                 )
+            if metrics is not None and len(got) < len(infos):
+                self._first_lags(backend, metrics, infos, got)
             out_of_range = dict(result.out_of_range)
             out_of_range.update(self._beyond_log_end(backend, infos, got))
             if out_of_range:
                 self._reset_out_of_range(backend, out_of_range)
+
+    def _first_lags(
+        self,
+        backend: FetchBackend,
+        metrics: FetchMetrics,
+        infos: Mapping[TopicPartition, PartitionTopicInfo],
+        got: Collection[TopicPartition],
+    ) -> None:
+        """ConsumerLag of the partitions with no lag yet and nothing queued by this fetch
+        (nothing new to fetch, or nothing consumed yet): from the fetch answer's log end, so
+        that every owned partition has a series from its first fetch on, not from its first
+        chunk. Under the gate, as in ``_loop``."""
+        candidates = [tp for tp in infos if tp not in got and tp not in self._held]
+        missing = metrics.lags_missing(candidates) if candidates else []
+        if not missing:
+            return
+        ends = {tp: backend.highwater(tp) for tp in missing}
+        with self._gate:
+            if self.stopping:
+                return
+            for tp, end in ends.items():
+                if end is not None:
+                    metrics.update_lag(tp.topic, tp.partition, infos[tp], end)
 
     def _put_held(self, backend: FetchBackend) -> None:
         """Try again to put the held chunks; resume the partitions of those that went in."""

@@ -6,7 +6,9 @@ keeps the same names and meanings, one object per connector (labelled with its
 :class:`prometheus_client.CollectorRegistry` (never the process-global one), so several
 connectors in one process each have their own endpoint and never collide.
 
-Legacy name -> Prometheus metric (every one also has the label ``client_id``):
+Legacy name -> Prometheus metric (every one also has the labels ``client_id`` and
+``consumer_id``: the members of a group share their ``client.id``, the group id by default;
+the consumer id tells them apart):
 
 ==========================  ===================================================  =========
 legacy (JMX)                Prometheus                                           type
@@ -89,7 +91,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from . import _zkpaths as zp
 from ._admin import partition_lag
+from ._errors import MetricsPortError
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +173,12 @@ class ConsumerMetrics:
     lock).
     """
 
-    def __init__(self, client_id: str, *, clock: Any = time.monotonic) -> None:
+    def __init__(self, client_id: str, *, consumer_id: str | None = None,
+                 clock: Any = time.monotonic) -> None:
         self.client_id = client_id
+        # The consumer id label: given, or learned from the first thread id this object is
+        # told of (a stream's queue or an owned partition: ``<consumer id>-<n>``); "" before.
+        self._consumer_id = consumer_id
         self._clock = clock
         self._lock = threading.Lock()
         self._messages: dict[str, int] = {}
@@ -243,6 +251,10 @@ class ConsumerMetrics:
                 self._owned_total_only = True
                 return
             self._owned_total_only = False
+            if isinstance(owned, Mapping):  # partition -> owning thread id
+                for thread_id in owned.values():
+                    self._learn_consumer_id(thread_id)
+                    break
             counts: dict[str, int] = {}
             keep: set[tuple[str, int]] = set()
             for topic, partition in owned:
@@ -270,14 +282,30 @@ class ConsumerMetrics:
         counts.update(self._owned)
         return dict(sorted(counts.items()))
 
+    @property
+    def consumer_id(self) -> str:
+        """The ``consumer_id`` label: the member's consumer id, "" while unknown."""
+        with self._lock:
+            return self._consumer_id or ""
+
+    def _learn_consumer_id(self, thread_id: object) -> None:
+        # Called with _lock held.
+        if self._consumer_id is None and isinstance(thread_id, str):
+            try:
+                self._consumer_id = zp.thread_consumer_id(thread_id)
+            except ValueError:
+                pass
+
     def set_queue_size(self, topic: str, thread_id: str, size: int) -> None:
         """The number of chunks queued for the stream of ``thread_id`` (FetchQueueSize)."""
         with self._lock:
+            self._learn_consumer_id(thread_id)
             self._queue_sizes[(topic, thread_id)] = size
 
     def watch_queue(self, topic: str, thread_id: str, chunk_queue: _Sized) -> None:
         """Report ``chunk_queue.qsize()`` as FetchQueueSize at each scrape (no calls needed)."""
         with self._lock:
+            self._learn_consumer_id(thread_id)
             self._queues[(topic, thread_id)] = chunk_queue
 
     def watch_wildcard_queue(self, thread_id: str, chunk_queue: _Sized) -> None:
@@ -285,6 +313,7 @@ class ConsumerMetrics:
         topic (:meth:`set_subscribed_topics`: those the filter matched at the last rebalance),
         each reading ``chunk_queue``, as the legacy consumer registered them."""
         with self._lock:
+            self._learn_consumer_id(thread_id)
             self._wildcard_queues[thread_id] = chunk_queue
 
     def watch_stream(self, stream: _Counted) -> None:
@@ -325,6 +354,12 @@ class ConsumerMetrics:
                 position = _Fixed(offset) if offset is None or isinstance(offset, int) \
                     else offset
                 self._lag[(topic, partition)] = (position, log_end_offset)
+
+    def lags_missing(self, tps: Iterable[tuple[str, int]]) -> list[Any]:
+        """Those of ``tps`` (topic-partition pairs, returned as given) with no ConsumerLag
+        yet: a fetcher gives them their first from a fetch answer's log end."""
+        with self._lock:
+            return [tp for tp in tps if (tp[0], tp[1]) not in self._lag]
 
     def _lags(self) -> dict[tuple[str, int], int]:
         # Called with _lock held: the known lags now.
@@ -406,6 +441,7 @@ class ConsumerMetrics:
                 lag.setdefault(topic, {})[partition] = value
             out: dict[str, Any] = {
                 "client_id": self.client_id,
+                "consumer_id": self._consumer_id or "",
                 "MessagesPerSec": dict(self._messages),
                 "AllTopicsMessagesPerSec": sum(self._messages.values()),
                 "BytesPerSec": dict(self._bytes),
@@ -430,7 +466,7 @@ class ConsumerMetrics:
 
     def collect(self) -> Iterator[Metric]:
         """The Prometheus metric families (see the module docstring for the names)."""
-        cid = self.client_id
+        cid, mid = self.client_id, self.consumer_id
         self._flush_streams()
         with self._lock:
             messages = dict(self._messages)
@@ -447,59 +483,59 @@ class ConsumerMetrics:
 
         m = CounterMetricFamily(LEGACY_NAMES["MessagesPerSec"],
                                 "Messages handed to the application (legacy MessagesPerSec)",
-                                labels=["client_id", "topic"])
+                                labels=["client_id", "consumer_id", "topic"])
         for topic, n in sorted(messages.items()):
-            m.add_metric([cid, topic], n)
+            m.add_metric([cid, mid, topic], n)
         yield m
         m = CounterMetricFamily(LEGACY_NAMES["BytesPerSec"],
                                 "Bytes handed to the application, key + value (legacy BytesPerSec)",
-                                labels=["client_id", "topic"])
+                                labels=["client_id", "consumer_id", "topic"])
         for topic, n in sorted(nbytes.items()):
-            m.add_metric([cid, topic], n)
+            m.add_metric([cid, mid, topic], n)
         yield m
         for kind, legacy in (("kafka", "KafkaCommitsPerSec"),
                              ("zookeeper", "ZooKeeperCommitsPerSec")):
             m = CounterMetricFamily(LEGACY_NAMES[legacy],
                                     f"Partition offsets committed to {kind} (legacy {legacy})",
-                                    labels=["client_id"])
-            m.add_metric([cid], commits[kind])
+                                    labels=["client_id", "consumer_id"])
+            m.add_metric([cid, mid], commits[kind])
             yield m
         h = HistogramMetricFamily(LEGACY_NAMES["RebalanceRateAndTime"],
                                   "Rebalances and their duration (legacy RebalanceRateAndTime)",
-                                  labels=["client_id"])
+                                  labels=["client_id", "consumer_id"])
         cumulative, buckets = 0, []
         for bound, n in zip([*map(str, REBALANCE_BUCKETS), "+Inf"], reb_buckets, strict=True):
             cumulative += n
             buckets.append((bound, float(cumulative)))
-        h.add_metric([cid], buckets, reb_sum)
+        h.add_metric([cid, mid], buckets, reb_sum)
         assert cumulative == reb_count
         yield h
         g = GaugeMetricFamily(LEGACY_NAMES["OwnedPartitionsCount"],
                               "Partitions owned (legacy OwnedPartitionsCount)",
-                              labels=["client_id", "topic"])
+                              labels=["client_id", "consumer_id", "topic"])
         for topic, n in sorted(owned.items()):
-            g.add_metric([cid, topic], n)
+            g.add_metric([cid, mid, topic], n)
         yield g
         g = GaugeMetricFamily(LEGACY_NAMES["FetchQueueSize"],
                               "Chunks queued per stream (legacy FetchQueueSize)",
-                              labels=["client_id", "topic", "thread_id"])
+                              labels=["client_id", "consumer_id", "topic", "thread_id"])
         for (topic, thread), size in sorted(queue_sizes.items()):
-            g.add_metric([cid, topic, thread], size)
+            g.add_metric([cid, mid, topic, thread], size)
         yield g
         g = GaugeMetricFamily(LEGACY_NAMES["ConsumerLag"],
                               "Log end minus consumed offset (legacy ConsumerLag)",
-                              labels=["client_id", "topic", "partition"])
+                              labels=["client_id", "consumer_id", "topic", "partition"])
         for (topic, partition), lag in sorted(lags.items()):
-            g.add_metric([cid, topic, str(partition)], lag)
+            g.add_metric([cid, mid, topic, str(partition)], lag)
         yield g
         g = GaugeMetricFamily(LEGACY_NAMES["MaxLag"], "Largest ConsumerLag (legacy MaxLag)",
-                              labels=["client_id"])
-        g.add_metric([cid], max(lags.values(), default=0))
+                              labels=["client_id", "consumer_id"])
+        g.add_metric([cid, mid], max(lags.values(), default=0))
         yield g
         g = GaugeMetricFamily(LEGACY_NAMES["MinFetchRate"],
                               "Lowest fetch request rate of the fetcher threads, per second "
-                              "(legacy MinFetchRate)", labels=["client_id"])
-        g.add_metric([cid], min_rate)
+                              "(legacy MinFetchRate)", labels=["client_id", "consumer_id"])
+        g.add_metric([cid, mid], min_rate)
         yield g
 
     def render(self) -> bytes:
@@ -520,12 +556,18 @@ class ConsumerMetrics:
         with self._lock:
             if self._server is not None:
                 raise RuntimeError(f"metrics of {self.client_id} already served")
-            family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
-                                        flags=socket.AI_PASSIVE)[0][0]
-            server_class = type("_Server", (_MetricsServer,), {"address_family": family})
-            handler = type("_Handler", (_QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
-            server = server_class((addr, port), handler)
-            server.set_app(make_wsgi_app(self.registry))
+            try:
+                family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
+                                            flags=socket.AI_PASSIVE)[0][0]
+                server_class = type("_Server", (_MetricsServer,), {"address_family": family})
+                handler = type("_Handler", (_QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
+                server = server_class((addr, port), handler)
+            except OSError as e:
+                why = e.strerror or str(e)
+                raise MetricsPortError(e.errno, why, (
+                    f"cannot serve metrics on metrics.port={port} (metrics.address={addr}): "
+                    f"{why}")) from e
+            server.set_app(_metrics_path_only(make_wsgi_app(self.registry)))
             thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
                                       name=f"{self.client_id}-metrics", daemon=True)
             thread.start()
@@ -560,6 +602,23 @@ class ConsumerMetrics:
             server.server_close()
         if thread is not None:
             thread.join(timeout=5)
+
+
+#: The one path the endpoint answers (any other: 404), as Prometheus scrapes by default.
+METRICS_PATH = "/metrics"
+
+
+def _metrics_path_only(app: Any) -> Any:
+    """``app`` on :data:`METRICS_PATH`; 404 on any other path (every path answered the
+    metrics, so a typo in a scrape configuration went unnoticed)."""
+
+    def only(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO", "") != METRICS_PATH:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [f"not found: the metrics are on {METRICS_PATH}\n".encode()]
+        return app(environ, start_response)
+
+    return only
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -682,6 +682,10 @@ def modern_admin(
                 return obj
             return result
 
+    # A refused or unresolvable broker is said at once, not after the bootstrap time-out.
+    problem = _admin.brokers_problem(bootstrap, bootstrap_timeout_ms / 1000)
+    if problem is not None:
+        raise MigrationError(f"cannot connect to the brokers at {bootstrap}: {problem}")
     # kafka-python logs every failed bootstrap attempt at ERROR; one line says it all.
     kafka_log = logging.getLogger("kafka")
     previous = kafka_log.level

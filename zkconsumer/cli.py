@@ -18,7 +18,12 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from kafka.errors import KafkaError
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
 from . import __version__
+from ._admin import zookeeper_failure
 from ._errors import ZkConsumerError
 from ._stack import BROKERS
 
@@ -126,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bridge)
 
     # Subcommands that live in their own modules register themselves here.
-    for name in ("_cli_tools", "_cli_migrate"):
+    for name in ("_cli_tools", "_cli_migrate", "_cli_kafka", "_cli_lag"):
         try:
             module = importlib.import_module(f"zkconsumer.{name}")
         except ModuleNotFoundError as e:
@@ -134,21 +139,39 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    _mark_leaves(parser)
     return parser
+
+
+def _mark_leaves(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser records itself in the namespace it parses, so that an
+    unknown flag is answered with that subcommand's usage, not the top level's."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                child.set_defaults(_parser=child)
+                _mark_leaves(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        leaf: argparse.ArgumentParser = getattr(args, "_parser", parser)
+        leaf.error(f"unrecognized arguments: {' '.join(unknown)}")
     level = logging.INFO if args.verbose or args.command == "bridge" else logging.WARNING
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
     )
-    # kafka-python logs every failed connection attempt as an ERROR; the bridge says once
-    # that the cluster is unreachable, and again when it is back (--verbose shows both).
-    quiet_kafka = args.command == "bridge" and not args.verbose
-    logging.getLogger("kafka").setLevel(logging.CRITICAL if quiet_kafka else logging.WARNING)
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    # kafka-python logs every failed connection attempt as an ERROR, kazoo every lost or
+    # refused one as a WARNING, a few a second while a server is away. The bridge says once
+    # that the cluster is unreachable, and again when it is back; the tools fail in one line
+    # naming what failed. --verbose shows them all.
+    quiet = not args.verbose
+    logging.getLogger("kafka").setLevel(logging.CRITICAL if quiet else logging.WARNING)
+    for name in LIBRARY_LOGGERS[1:]:
+        quiet_here = quiet and args.command != "bridge"
+        logging.getLogger(name).setLevel(logging.CRITICAL if quiet_here else logging.WARNING)
     try:
         rc = int(args.func(args))
         sys.stdout.flush()  # here, not at exit: a closed pipe must end as below
@@ -165,11 +188,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ZkConsumerError, OSError) as e:
         print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except (KazooException, KazooTimeoutError) as e:
+        # One the subcommand did not put in its own words.
+        print(f"zkconsumer {args.command}: {_zookeeper_failure(args, e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KafkaError as e:
+        print(f"zkconsumer {args.command}: Kafka failed: {type(e).__name__} {e}".rstrip(),
+              file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt as e:
         # What an interrupted command had done, when it says (a note added on the way out).
         for note in getattr(e, "__notes__", ()):
             print(f"zkconsumer {args.command}: {note}", file=sys.stderr)
         return 130
+
+
+#: The client libraries' loggers that the tools keep quiet unless --verbose (kazoo's client
+#: of the tools logs under the second name).
+LIBRARY_LOGGERS = ("kafka", "kazoo", "zkconsumer.admin.kazoo")
+
+
+def _zookeeper_failure(args: argparse.Namespace, e: BaseException) -> str:
+    return zookeeper_failure(getattr(args, "zookeeper", None),
+                             getattr(args, "connect_timeout", None), e)
 
 
 def _stdout_closed() -> bool:

@@ -1,0 +1,261 @@
+"""Lag monitoring of every group: the Burrow-style rules, the exporter against the real
+stack (polled, scraped over HTTP) and ``groups lag``."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support import StackInfo, produce, reaped, wait_until
+from zkconsumer import _zkpaths as zp
+from zkconsumer._exporter import (
+    STATUS_CODES,
+    LagMonitor,
+    Observation,
+    evaluate_partition,
+    group_status,
+)
+from zkconsumer.cli import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def window(*points: tuple[int, int | None, float], seen_every: float = 10.0
+           ) -> list[Observation]:
+    """Observations of (offset, lag, commit time), seen every ``seen_every`` s from t=0."""
+    return [Observation(i * seen_every, o, lag, c) for i, (o, lag, c) in enumerate(points)]
+
+
+def test_burrows_rules_in_their_order() -> None:
+    size = 4
+    # Lag 0 now: OK whatever came before.
+    assert evaluate_partition(window((5, 3, 0), (5, 3, 0), (5, 3, 0), (9, 0, 30)), size,
+                              40) == "OK"
+    # The offset went back: REWIND, even before the window is full.
+    assert evaluate_partition(window((9, 1, 0), (4, 6, 10)), size, 20) == "REWIND"
+    # Not a full window yet: OK (not enough data to say more).
+    assert evaluate_partition(window((1, 5, 0), (1, 5, 0), (1, 5, 0)), size, 30) == "OK"
+    # No commit for longer than the window's commits span: STOP.
+    assert evaluate_partition(window((1, 5, 0), (1, 6, 0), (1, 7, 0), (1, 8, 0)), size,
+                              40) == "STOP"
+    # Commits, but the offset does not move: STALL.
+    assert evaluate_partition(window((1, 5, 0), (1, 5, 10), (1, 5, 20), (1, 5, 30)), size,
+                              35) == "STALL"
+    # The offset moves, the lag never falls: WARN.
+    assert evaluate_partition(window((1, 5, 0), (2, 5, 10), (3, 6, 20), (4, 8, 30)), size,
+                              35) == "WARN"
+    # The offset moves and the lag falls somewhere: OK.
+    assert evaluate_partition(window((1, 5, 0), (2, 6, 10), (4, 4, 20), (5, 5, 30)), size,
+                              35) == "OK"
+    assert evaluate_partition([], size, 0) == "NOTFOUND"
+    # The group: its worst partition; REWIND makes it ERR.
+    assert group_status(["OK", "WARN", "NOTFOUND"]) == "WARN"
+    assert group_status(["WARN", "STOP", "OK"]) == "STOP"
+    assert group_status(["STOP", "STALL"]) == "STALL"
+    assert group_status(["STALL", "REWIND"]) == "ERR"
+    assert group_status(["NOTFOUND"]) == group_status([]) == "OK"
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def _all_changed(monitor: LagMonitor, paths: list[str]) -> bool:
+    cache = monitor.cache
+    return cache is not None and all(cache.changed("get", p) for p in paths)
+
+
+def test_statuses_of_real_groups_over_polls(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 20)
+    stopped, stalled, warned, rewound, fine = (names(s) for s in
+                                               ("stop", "stall", "warn", "rewind", "ok"))
+    # The commit times are the znodes' modification times (ZooKeeper's clock). Each poll is
+    # taken to come 10 ms after the last commit; the produce between two rounds of commits
+    # takes longer than that.
+    latest = [0.0]
+    path = {g: zp.offset_path(g, topic, 0) for g in (stopped, stalled, warned, rewound, fine)}
+    for g, offset in ((stopped, 5), (stalled, 5), (warned, 1), (rewound, 10), (fine, 20)):
+        zk.create(path[g], zp.encode_offset(offset), makepath=True)
+        latest[0] = max(latest[0], zk.exists(path[g]).mtime / 1000)
+
+    def commit(p: str, data: bytes) -> None:
+        latest[0] = max(latest[0], zk.set(p, data).mtime / 1000)
+
+    monitor = LagMonitor(window=3, clock=lambda: latest[0] + 0.01)
+    groups = [stopped, stalled, warned, rewound, fine]
+    for i in range(3):
+        if i:
+            produce(stack.bootstrap, topic, [(0, None, b"y")] * 2)  # lag grows by 1 a poll
+            commit(path[stalled], b"5")  # committed again, the same offset
+            commit(path[warned], zp.encode_offset(1 + i))
+            commit(path[fine], zp.encode_offset(20 + 2 * i))  # keeps up: lag 0
+        if i == 2:
+            commit(path[rewound], b"3")
+        if i:
+            # The poll reads again what ZooKeeper's watches said changed.
+            changed = [path[g] for g in (stalled, warned, fine)] + [path[rewound]] * (i == 2)
+            wait_until(functools.partial(_all_changed, monitor, changed), 10,
+                       "the watches fired")
+        by_group = {g.group: g for g in monitor.poll(zk, groups)}
+    assert {g: by_group[g].status for g in groups} == {
+        stopped: "STOP", stalled: "STALL", warned: "WARN", rewound: "ERR", fine: "OK"}
+    assert by_group[rewound].partitions[0].status == "REWIND"
+    assert by_group[warned].partitions[0].lag == 24 - 3
+
+    got = samples(monitor.render().decode())
+    labels = (("group", warned), ("partition", "0"), ("topic", topic))
+    assert got[("zkconsumer_group_partition_offset", labels)] == 3
+    assert got[("zkconsumer_group_partition_lag", labels)] == 21
+    assert got[("zkconsumer_group_partition_status", labels)] == STATUS_CODES["WARN"]
+    assert got[("zkconsumer_partition_log_end_offset",
+                (("partition", "0"), ("topic", topic)))] == 24
+    assert got[("zkconsumer_group_status_code", (("group", stalled),))] == STATUS_CODES["STALL"]
+    assert got[("zkconsumer_group_status", (("group", stopped), ("status", "STOP")))] == 1
+    assert got[("zkconsumer_group_members", (("group", fine),))] == 0
+    assert got[("zkconsumer_group_unowned_partitions", (("group", fine),))] == 1
+    assert got[("zkconsumer_exporter_groups", ())] == 5
+
+
+def test_exporter_serves_every_group_with_owners_and_members(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 4 + [(1, None, b"y")] * 2)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
+    reg = zp.ConsumerRegistration.static({topic: 1}, int(time.time() * 1000))
+    zk.create(zp.id_path(g, f"{g}_m"), reg.encode(), ephemeral=True, makepath=True)
+    zk.create(zp.owner_path(g, topic, 0), zp.encode_owner(f"{g}_m-0"), ephemeral=True,
+              makepath=True)
+    argv = [sys.executable, "-m", "zkconsumer", "exporter", "--zookeeper", stack.zookeeper,
+            "--port", "0", "--interval", "0.5"]
+    with reaped(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": REPO})) as proc:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        found = re.fullmatch(r"zkconsumer exporter: serving http://127\.0\.0\.1:(\d+)/metrics, "
+                             r"polling every 0\.5 s\n", first)
+        assert found, first
+        url = f"http://127.0.0.1:{found.group(1)}"
+
+        def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+                return samples(answer.read().decode())
+
+        wait_until(lambda: scrape().get(("zkconsumer_exporter_polls_total", ()), 0) >= 2, 30,
+                   "two polls")
+        got = scrape()
+        p0 = (("group", g), ("partition", "0"), ("topic", topic))
+        assert got[("zkconsumer_group_partition_lag", p0)] == 3
+        assert got[("zkconsumer_group_partition_owner", (*p0[:1], ("owner", f"{g}_m-0"),
+                                                          *p0[1:]))] == 1
+        assert got[("zkconsumer_group_members", (("group", g),))] == 1
+        assert got[("zkconsumer_group_unowned_partitions", (("group", g),))] == 1
+        assert got[("zkconsumer_group_lag", (("group", g),))] == 3
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{url}/", timeout=10)
+        assert missing.value.code == 404
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        # (Other tests' groups with znodes that do not decode are named, once each.)
+        rest = proc.stderr.read()
+        assert "Traceback" not in rest and g not in rest
+
+
+def test_groups_lag_once_json_and_watch(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
+    base = ["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["GROUP TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER STATUS",
+                                f"{g} {topic} 0 1 3 2 - OK"]
+    assert main([*base, "--json"]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    assert (doc["group"], doc["total_lag"], doc["status"], doc["members"]) == (g, 2, "OK", 0)
+    assert doc["partitions"] == [{"topic": topic, "partition": 0, "offset": 1,
+                                  "log_end_offset": 3, "lag": 2, "owner": None,
+                                  "status": "OK"}]
+    # --watch: a table a poll, each after a line saying when.
+    argv = [sys.executable, "-m", "zkconsumer", *base, "--watch", "--interval", "0.2",
+            "--window", "2"]
+    with reaped(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": REPO})) as proc:
+        assert proc.stdout is not None
+        polls = []
+        for _ in range(3):
+            lines = [proc.stdout.readline() for _ in range(4)]
+            polls.append(lines)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    for n, (blank, head, header, _) in enumerate(polls, 1):
+        assert blank == "\n"
+        assert re.fullmatch(rf"every 0\.2 s, window 2: \S+ \(poll {n}\)\n", head), head
+        assert header.startswith("GROUP TOPIC PARTITION")
+    # No commit since: the full window of 2 says STOP from the second poll on.
+    assert polls[0][3] == f"{g} {topic} 0 1 3 2 - OK\n"
+    assert polls[2][3] == f"{g} {topic} 0 1 3 2 - STOP\n"
+
+
+def test_the_grafana_dashboard_queries_metrics_the_exporter_serves() -> None:
+    from zkconsumer._exporter import _HELP
+
+    path = os.path.join(REPO, "docs", "grafana", "zkconsumer-lag.json")
+    with open(path, encoding="utf-8") as f:
+        dashboard = json.load(f)
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {m for e in exprs for m in re.findall(r"zkconsumer_[a-z_]+", e)}
+    assert used and used <= set(_HELP), used - set(_HELP)
+    assert dashboard["uid"] == "zkconsumer-lag"
+
+
+def test_a_poll_reads_again_only_what_changed(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """Each poll read every znode of every group again (100,000 offsets took a minute)."""
+    topic = topic_factory(names.topic, 5)
+    g = names.group
+    for p in range(5):
+        zk.create(zp.offset_path(g, topic, p), b"0", makepath=True)
+    monitor = LagMonitor()
+    monitor.poll(zk, [g])
+    cache = monitor.cache
+    assert cache is not None
+    first = cache.reads
+    assert first >= 5
+    monitor.poll(zk, [g])
+    assert cache.reads == first  # nothing changed, nothing read
+    zk.set(zp.offset_path(g, topic, 3), b"1")
+    wait_until(lambda: cache.changed("get", zp.offset_path(g, topic, 3)), 10, "the watch")
+    [group] = monitor.poll(zk, [g])
+    assert cache.reads == first + 1
+    assert [p.offset for p in group.partitions] == [0, 0, 0, 1, 0]
+    # A partition committed for the first time: its topic's child list, then the offset.
+    zk.create(zp.offset_path(g, topic, 7), b"2")
+    wait_until(lambda: cache.changed("children", zp.offsets_topic_dir(g, topic)), 10,
+               "the child watch")
+    [group] = monitor.poll(zk, [g])
+    assert cache.reads == first + 1 + 2
+    assert group.partitions[-1].partition == 7 and group.partitions[-1].offset == 2
