@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -887,3 +887,85 @@ def test_up_after_zookeeper_and_the_broker_died_starts_the_bridge_again(
                        and bool(client.get_children(zp.BROKER_IDS)), 15, "broker registered")
     finally:
         LocalStack(directory).down()
+
+
+def test_a_group_over_a_kraft_cluster_consumes_exactly_once_through_topic_changes(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """Two zkconsumer members (a whitelist, two streams each) over Kafka 4 in KRaft mode,
+    which knows nothing of ZooKeeper: the bridge's registrations are all they see. 10,000
+    messages, each handed out once, through a topic created, a partition added and a topic
+    deleted meanwhile."""
+    from collections import Counter
+
+    from tests.support import add_partitions, produce
+    from zkconsumer import (
+        ConsumerConfig,
+        ConsumerTimeoutException,
+        Whitelist,
+        create_consumer_connector,
+    )
+
+    a, b = names("a"), names("b")
+    seen: Counter[tuple[str, int, int]] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def drain(stream: Any) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    for m in stream:
+                        with lock:
+                            seen[(m.topic, m.partition, m.offset)] += 1
+                    return
+                except ConsumerTimeoutException:
+                    continue
+        except BaseException as e:  # noqa: BLE001 - asserted below
+            errors.append(e)
+
+    def consumed(n: int) -> Callable[[], bool]:
+        return lambda: sum(seen.values()) >= n
+
+    sent: Counter[tuple[str, int]] = Counter()
+
+    def send(topic: str, partitions: int, n: int) -> None:
+        produce(stack.bootstrap, topic, [(i % partitions, None, b"%d" % i) for i in range(n)])
+        sent.update((topic, i % partitions) for i in range(n))
+
+    create_topic(stack.bootstrap, a, 2)
+    wait_until(lambda: zk.exists(zp.partition_state_path(a, 1)), 30, f"{a} registered")
+    config = {"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+              "auto.offset.reset": "smallest", "zookeeper.session.timeout.ms": 3000,
+              "rebalance.backoff.ms": 200, "consumer.timeout.ms": 200,
+              "auto.commit.interval.ms": 200}
+    members = [create_consumer_connector(ConsumerConfig(config)) for _ in range(2)]
+    threads = [threading.Thread(target=drain, args=(s,), daemon=True) for m in members
+               for s in m.create_message_streams_by_filter(Whitelist(f"({a}|{b})"), 2)]
+    try:
+        for t in threads:
+            t.start()
+        send(a, 2, 4000)
+        wait_until(consumed(4000), 60, "the first topic's 4000")
+        create_topic(stack.bootstrap, b, 2)  # a topic created: the whitelist takes it
+        send(b, 2, 3000)
+        wait_until(consumed(7000), 60, "the new topic's 3000")
+        add_partitions(stack.bootstrap, a, 3)  # a partition added
+        wait_until(lambda: zk.exists(zp.partition_state_path(a, 2)), 30, "partition 2")
+        send(a, 3, 2000)
+        wait_until(consumed(9000), 60, "2000 more over three partitions")
+        delete_topic(stack.bootstrap, b)  # a topic deleted
+        wait_until(lambda: not zk.exists(zp.topic_path(b)), 30, f"{b} gone from ZooKeeper")
+        send(a, 3, 1000)
+        wait_until(consumed(10_000), 60, "the last 1000")
+    finally:
+        stop.set()
+        for m in members:
+            m.shutdown()
+        for t in threads:
+            t.join(10)
+    assert errors == []
+    expected = {(t, p, o) for (t, p), n in sent.items() for o in range(n)}
+    assert set(seen) == expected and len(expected) == 10_000
+    assert [k for k, n in seen.items() if n > 1] == []
