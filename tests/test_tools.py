@@ -2518,9 +2518,9 @@ def test_describe_warns_about_offsets_below_the_log_start(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """describe_group classified with no log start: an offset below it (messages deleted by
-    retention) was never warned about. (Tansu cannot move a log start: it drops the
-    connection on DeleteRecords; the brokers' answer is given as data.)"""
-    from zkconsumer import _admin
+    retention) was never warned about. The log starts are moved by DeleteRecords, as
+    retention or `kafka-delete-records` moves them."""
+    from tests.support import delete_records
     from zkconsumer._admin import describe_group
 
     topic = topic_factory(names.topic, 3)
@@ -2528,19 +2528,14 @@ def test_describe_warns_about_offsets_below_the_log_start(
     g = names.group
     seed(zk, g, {(topic, 0): 2, (topic, 1): 7, (topic, 2): 4})
     tp = [TopicPartition(topic, p) for p in range(3)]
-    # The real read: every log start is 0 on a fresh topic, nothing to say.
+    # Every log start is 0 on a fresh topic, nothing to say.
     desc = describe_group(zk, g, stack.bootstrap)
     assert desc.log_starts == {t: 0 for t in tp}
     assert desc.bad_offsets == {} and desc.bad_offsets_warnings() == []
 
-    asked: list[tuple[str, list[TopicPartition]]] = []
-
-    def starts(servers: str, tps: Any) -> dict[TopicPartition, int]:
-        asked.append((servers, sorted(tps)))
-        return {tp[0]: 5, tp[1]: 5, tp[2]: 5}
-
-    desc = describe_group(zk, g, stack.bootstrap, log_start_offsets=starts)
-    assert asked == [(stack.bootstrap, tp)]
+    delete_records(stack.bootstrap, topic, {0: 5, 1: 5, 2: 5})
+    desc = describe_group(zk, g, stack.bootstrap)
+    assert desc.log_starts == {t: 5 for t in tp}
     assert [(r.partition, r.offset, r.log_end_offset, r.lag)
             for r in desc.bad_offsets["below_log_start"]] == [(0, 2, 10, 8), (2, 4, 10, 6)]
     expected = (
@@ -2551,8 +2546,6 @@ def test_describe_warns_about_offsets_below_the_log_start(
     assert desc.bad_offsets_warnings() == [expected]
 
     # The command says it, --json too (its rows as they were).
-    monkeypatch.setattr(_admin._KafkaGroups, "log_starts",
-                        lambda self, servers, tps: starts(servers, tps))
     for extra in ([], ["--json"]):
         rc, out, err = run(capsys, "groups", "describe", "--zookeeper", stack.zookeeper,
                            "--group", g, *extra)
@@ -2562,6 +2555,8 @@ def test_describe_warns_about_offsets_below_the_log_start(
          "offset_source", "zookeeper_offset", "kafka_offset"])
 
     # The log starts not read: said, once the log ends were.
+    from zkconsumer import _admin
+
     def refused(self: Any, servers: str, tps: Any) -> dict[TopicPartition, int]:
         raise RuntimeError("ListOffsets failed")
 
