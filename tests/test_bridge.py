@@ -367,9 +367,9 @@ def test_a_refused_deregistration_still_closes_the_session(
 def test_topics_with_names_kafka_forbids_are_skipped_with_one_warning(
     stack: StackInfo, zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Tansu accepts `..` and `a/b`: the bridge failed every round on them (no later topic,
-    no broker registration again), and made `a/b`'s marker as `a`'s, deleting a hand-written
-    /brokers/topics/a as its own."""
+    """Some Kafka-protocol brokers accept `..` and `a/b`: the bridge failed every round on
+    them (no later topic, no broker registration again), and made `a/b`'s marker as `a`'s,
+    deleting a hand-written /brokers/topics/a as its own."""
     root = f"/bridge-{names.suffix}"
     theirs = zp.TopicAssignment({0: [1]}).encode()
     zk.create(root + zp.topic_path("a"), theirs, makepath=True)

@@ -135,8 +135,9 @@ def test_a_connection_closed_before_the_deadline_is_not_reported(
 def test_ssl_settings_against_a_plaintext_broker_fail_instead_of_hanging(
     stack: StackInfo, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    # Tansu's plaintext listener reads the TLS hello as the start of a huge request and waits
-    # for the rest: without the deadline, kafka-python's handshake waits for ever.
+    # Kafka's plaintext listener closes the connection on a TLS hello; listeners that read it
+    # as the start of a huge request wait for the rest, and without the deadline
+    # kafka-python's handshake would wait for ever (test_a_silent_peer_* covers those).
     from zkconsumer._migrate import MigrationError, modern_admin
 
     monkeypatch.setattr(_tls, "HANDSHAKE_TIMEOUT_S", 1.0)

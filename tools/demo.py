@@ -1,7 +1,7 @@
 """The main job on the local stack, start to finish (run by tools/demo).
 
-1. start the stack (real ZooKeeper, the Tansu broker, the bridge) in .stack/demo;
-2. show the broker and topic registered in ZooKeeper by the bridge;
+1. start the stack (real ZooKeeper 3.8, Apache Kafka 3.9 in ZooKeeper mode) in .stack/demo;
+2. show the broker and topic as the broker registered them in ZooKeeper;
 3. produce sample orders to a 6-partition topic, in three parts;
 4. run a consumer group of two connectors (two streams each) through the legacy API; a
    third member joins once the first part is consumed and leaves once the second is (the
@@ -35,7 +35,7 @@ from zkconsumer import (  # noqa: E402
     create_consumer_connector,  # noqa: E402
 )
 from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer._stack import LocalStack, sigterm_interrupts  # noqa: E402
+from zkconsumer._stack import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts  # noqa: E402
 
 PARTITIONS = 6
 
@@ -53,9 +53,9 @@ def main() -> int:
                         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     # Tied unless kept: a demo killed with SIGKILL leaves no java or broker behind.
-    stack = LocalStack(ROOT / ".stack" / "demo", tied=not args.keep)
+    stack = LocalStack(ROOT / ".stack" / "demo", tied=not args.keep, broker=DEFAULT_BROKER)
     with sigterm_interrupts():  # a demo stopped by SIGTERM stops its stack too
-        say("starting the local stack (ZooKeeper 3.8, Tansu broker, bridge)")
+        say(f"starting the local stack ({describe(DEFAULT_BROKER)})")
         addresses = stack.up()
         print(json.dumps(addresses))
         try:
@@ -72,7 +72,7 @@ def run(stack: LocalStack, n_messages: int) -> int:
     topic = f"orders-{int(time.time())}"
     group = f"demo-{int(time.time())}"
     create_topic(stack.bootstrap, topic, PARTITIONS)
-    wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "the bridge to register the topic")
+    wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "the topic registered in ZooKeeper")
     for bid in zk.get_children(zp.BROKER_IDS):
         say(f"/brokers/ids/{bid} = {zk.get(zp.broker_path(int(bid)))[0].decode()}")
     say(f"/brokers/topics/{topic} = {zk.get(zp.topic_path(topic))[0].decode()}")

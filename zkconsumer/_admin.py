@@ -1228,7 +1228,8 @@ def _reachable_brokers(
 def _log_end_offsets(
     bootstrap: str, tps: Sequence[TopicPartition], kafka: Mapping[str, Any] | None = None
 ) -> dict[TopicPartition, int]:
-    """Log end offsets through the fetcher's implementation (the only one right on Tansu)."""
+    """Log end offsets through the fetcher's implementation (the one way zkconsumer reads
+    them)."""
     if not tps:
         return {}
     from ._fetcher import log_end_offsets
@@ -1342,7 +1343,8 @@ class _BrokerOffsets:
         out: dict[TopicPartition, int | None] = {}
         for k, v in result.items():
             # A broker with no message at or after the time answers offset -1 (kafka-python
-            # then gives None); Tansu answers offset 0 with timestamp -1. Both mean "none".
+            # then gives None); some brokers answer offset 0 with timestamp -1. Both mean
+            # "none".
             found = v is not None and v.offset >= 0 and v.timestamp >= 0
             out[TopicPartition(k.topic, k.partition)] = int(v.offset) if found else None
         return out
@@ -1408,8 +1410,8 @@ class _KafkaGroups:
     def log_starts(
         self, servers: str, tps: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The log start of each of ``tps`` (ListOffsets(earliest), which Tansu answers
-        right, unlike latest: the log ends come from :func:`_log_end_offsets`), as
+        """The log start of each of ``tps`` (ListOffsets(earliest); the log ends come from
+        :func:`_log_end_offsets`), as
         ``migrate status`` reads them (:func:`zkconsumer._migrate.broker_log_range`).
         ``servers``: this client's, taken for the signature of the readers it stands in
         for."""
@@ -1719,9 +1721,8 @@ def describe_group(
     the znode (:func:`_read_registry`). ``kafka``: the brokers' security settings as
     kafka-python arguments (:func:`command_config`). ``log_end_offsets`` (servers,
     partitions) replaces the log end read, ``log_start_offsets`` the log start read
-    (ListOffsets(earliest) through the same admin client: right on Tansu too, unlike
-    latest). Kafka is asked through the client ``offsets reset|import|export`` use
-    (:func:`_kafka_groups`).
+    (ListOffsets(earliest) through the same admin client). Kafka is asked through the client
+    ``offsets reset|import|export`` use (:func:`_kafka_groups`).
 
     A member whose ids znode does not decode counts as a member whose subscription is
     unknown (as one whose wildcard regex cannot be read): listed, with a warning.

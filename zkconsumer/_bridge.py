@@ -1,7 +1,7 @@
 """The bridge: registers a Kafka-protocol cluster in ZooKeeper as ZooKeeper-mode brokers did.
 
 Legacy ZooKeeper consumers find brokers, topics, partitions and leaders in ZooKeeper. Clusters
-that no longer use ZooKeeper (Kafka 4 KRaft, Tansu, Redpanda) write nothing there, so the bridge
+that no longer use ZooKeeper (Kafka 4 KRaft, Redpanda) write nothing there, so the bridge
 reads the cluster's metadata over the Kafka protocol (kafka-python's admin client) and keeps this
 part of the tree in sync, within about one poll interval (0.5 s by default)::
 
@@ -22,7 +22,7 @@ the partitions a topic no longer has lose their state znodes (fewer partitions t
 holds are believed after :data:`GONE_AFTER_ANSWERS` answers in a row too). What ZooKeeper holds
 is read with watches set (all reads of a round sent before any answer is awaited) and kept
 until a watch reports a change, or the connection drops (kazoo then fires every watch): an
-unchanged tree costs no read. A name that cannot be a Kafka topic (Tansu accepts ``..`` and
+unchanged tree costs no read. A name that cannot be a Kafka topic (some brokers accept ``..`` and
 ``a/b``) is skipped with one warning; a topic whose writes fail does not keep the other topics,
 nor the broker registrations, from being written in the same round.
 

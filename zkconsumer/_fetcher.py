@@ -17,8 +17,8 @@ The legacy design (``ConsumerFetcherManager``), kept:
   stays bounded by about (streams x ``queued.max.message.chunks`` + partitions) x
   ``fetch.message.max.bytes``, plus what each client buffers (one fetch response per partition
   for kafka-python, ``queued.max.messages.kbytes`` for librdkafka). That assumes the broker
-  honours the per-partition fetch size; Tansu fills a response up to the whole-request limit
-  (4 x ``fetch.message.max.bytes`` here), so there one chunk can be that large.
+  honours the per-partition fetch size, as Kafka does; a broker that fills a response up to
+  the whole-request limit (4 x ``fetch.message.max.bytes`` here) makes one chunk that large.
 - A partition whose fetch fails goes back to the leader finder; the whole thread's partitions do
   when a fetch as a whole fails. An offset out of range resets both offsets of the partition
   per ``auto.offset.reset`` (WARNING naming the partition, the old and the new offset); so does
@@ -198,7 +198,7 @@ def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dic
         "fetch_min_bytes": config.fetch_min_bytes,
         "max_partition_fetch_bytes": config.fetch_message_max_bytes,
         # One fetch response (the client's own buffer) holds at most this much record data:
-        # one partition's worth, because some brokers (Tansu) ignore the per-partition limit
+        # one partition's worth, because some brokers ignore the per-partition limit
         # and a larger response is what the chunk queue's memory bound would not cover.
         "fetch_max_bytes": config.fetch_message_max_bytes,
         # <= 0: the OS default, as the original's BlockingChannel (kafka-python says None).
@@ -254,7 +254,7 @@ def confluent_conf(
         # librdkafka refuses fetch.max.bytes below message.max.bytes (default 1000000); a
         # consumer sends no messages, so only its (small) requests are bounded by it.
         "message.max.bytes": min(1_000_000, fetch_max),
-        # Some brokers (Tansu) answer more than fetch.max.bytes: accept what kafka-python does.
+        # Some brokers answer more than fetch.max.bytes: accept what kafka-python does.
         "receive.message.max.bytes": max(fetch_max + 512, 100_000_000),
         "socket.receive.buffer.bytes": max(0, config.socket_receive_buffer_bytes),  # 0: OS
         "socket.timeout.ms": max(10, config.socket_timeout_ms),

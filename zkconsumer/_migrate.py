@@ -668,7 +668,7 @@ def modern_admin(
     ``client_id``: who the brokers see asking (the tools say ``zkconsumer-tools``).
 
     kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
-    ValueError on bits it does not know (Tansu sends some); the bits are not needed here.
+    ValueError on bits it does not know (some brokers send them); they are not needed here.
     """
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
@@ -768,9 +768,9 @@ def broker_log_range(
     admin: Any, bootstrap: str, tps: Sequence[TopicPartition], timeout_ms: int = 15_000,
     kafka: Mapping[str, Any] | None = None,
 ) -> LogRange:
-    """(log starts, log ends, error): ends through the fetcher's ``log_end_offsets``, the only
-    way that is right on Tansu; starts through ListOffsets(earliest), which is fine there.
-    On failure both maps are empty and ``error`` says why."""
+    """(log starts, log ends, error): ends through the fetcher's ``log_end_offsets`` (the one
+    way zkconsumer reads them), starts through ListOffsets(earliest). On failure both maps
+    are empty and ``error`` says why."""
     if not tps:
         return {}, {}, None
     from kafka import TopicPartition as KTP
@@ -920,8 +920,7 @@ def migration_status(
     partition that ``/brokers/topics`` still lists but the brokers lack is
     ``topic_missing`` or ``partition_missing`` (a topic they do not answer for keeps
     ZooKeeper's partitions, its log range unknown with the reason). ``log_range`` replaces
-    :func:`broker_log_range` (tests use it for a log start above zero, which a broker
-    without DeleteRecords, such as Tansu, cannot produce). ``kafka``: the brokers' security
+    :func:`broker_log_range` (for tests). ``kafka``: the brokers' security
     settings (``zkconsumer._admin.command_config``).
 
     Raises :class:`UnknownGroupError` for a group that exists in neither protocol (no

@@ -5,7 +5,8 @@ kafka-python 3 waits for the peer's answer to its TLS handshake with no limit
 timeout does not end that wait). A peer that accepts the connection and never answers, such as
 a plaintext listener that waits for the rest of what it reads as a huge request, so hangs
 every client configured with ``security.protocol=SSL`` or ``SASL_SSL``. A Kafka broker's
-plaintext listener closes such a connection; others (Tansu, proxies, a wrong port) do not.
+plaintext listener closes such a connection; others (some Kafka-protocol brokers, proxies, a
+wrong port) do not.
 
 :func:`with_tls_deadline` gives a client kafka-python's own SSL context (built by
 kafka-python from the same ``ssl_*`` settings), with one change: its sockets shut themselves

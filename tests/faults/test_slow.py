@@ -25,7 +25,7 @@ def test_slow_stream_is_bounded_and_does_not_hold_back_the_others(
     infos = c.partition_infos()
     slow, fast = infos[TP(topic, 0)], infos[TP(topic, 1)]
     # With kafka-python one chunk holds at most what one fetch response carries for a
-    # partition; some brokers (Tansu) fill a response up to the request's limit
+    # partition; some brokers fill a response up to the request's limit
     # (4 x fetch.message.max.bytes here). A chunk held back by the full queue is not counted:
     # the fetched offset passes it only once it is queued.
     per_chunk = 4 * FETCH_BYTES // len(VALUE) + 1
