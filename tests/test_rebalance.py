@@ -518,6 +518,74 @@ def test_storm_of_twenty_members(stack, zk, names, topic_factory) -> None:
                 p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}
 
 
+def _start_at_once(members: list[ZookeeperConsumerConnector], topic: str) -> list[BaseException]:
+    """``create_message_streams({topic: 1})`` on every member, all released by one barrier;
+    returns what they raised."""
+    barrier = threading.Barrier(len(members))
+    errors: list[BaseException] = []
+
+    def join(c: ZookeeperConsumerConnector) -> None:
+        barrier.wait()
+        try:
+            c.create_message_streams({topic: 1})
+        except BaseException as e:  # noqa: BLE001 - collected and asserted by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=join, args=(c,)) for c in members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return errors
+
+
+def _converged(zk: KazooClient, group: str, topic: str, members: list[Any],
+               partitions: int) -> bool:
+    """Every partition owned by a live member, as the assignor says, and every member's own
+    view agreeing with ZooKeeper."""
+    owners = group_owners(zk, group, topic)
+    if sorted(owners) != list(range(partitions)) or owners != expected_owners(zk, group, topic):
+        return False
+    return all(
+        {tp.partition: th for tp, th in c.owned_partitions().items()}
+        == {p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}
+        for c in members)
+
+
+def _idle(c: ZookeeperConsumerConnector) -> bool:
+    """No rebalance under way or asked for."""
+    if c._wakeup.is_set() or not c._rebalance_lock.acquire(blocking=False):
+        return False
+    c._rebalance_lock.release()
+    return not c._wakeup.is_set()
+
+
+def test_members_starting_at_once_converge_without_a_failed_attempt(
+        stack, zk, names, topic_factory) -> None:
+    # Each member's first rebalance runs in its caller's thread; a claim it made from a view
+    # that another member's join changed meanwhile must restart at once, not wait out
+    # zookeeper.session.timeout.ms + rebalance.backoff.ms and fail (it used to: the watcher
+    # thread took the wake-up the claim was waiting for).
+    topic = topic_factory(names.topic, 100)
+    g = names.group
+    n = 20
+    with ExitStack() as stack_:
+        members = [stack_.enter_context(member(stack, g, zookeeper_session_timeout_ms=6000,
+                                               rebalance_backoff_ms=2000))
+                   for _ in range(n)]
+        assert _start_at_once(members, topic) == []
+        wait_until(lambda: _converged(zk, g, topic, members, 100), 60, "20 members converged")
+        shares: dict[str, int] = {}
+        for th in group_owners(zk, g, topic).values():
+            shares[th] = shares.get(th, 0) + 1
+        assert sorted(shares.values()) == [5] * n
+        assert sum(c.stats.failures for c in members) == 0
+        # Stable: no member has a rebalance still to make (each watcher has settled).
+        wait_until(lambda: all(_idle(c) for c in members), 30, "every member idle")
+        assert _converged(zk, g, topic, members, 100)
+        assert sum(c.stats.failures for c in members) == 0
+
+
 def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_factory) -> None:
     topic = topic_factory(names.topic, 1)
 

@@ -3,12 +3,17 @@
 The rebalance follows the legacy order (REFERENCE.md section 3) so a zkconsumer member and a
 JVM member can share a group, with these differences where the original failed its users:
 
-- Watch callbacks only set :attr:`_wakeup`; one watcher thread merges bursts of events into one
-  rebalance and wakes every second to check for shutdown. The first rebalance runs in the
-  caller's thread inside ``create_message_streams``; both take ``_rebalance_lock``.
+- Watch callbacks only set :attr:`_wakeup` and count the event in :attr:`_view_gen` (the
+  generation of the group view, as kazoo's partitioner recipe counts them); one watcher thread
+  merges bursts of events into one rebalance and wakes every second to check for shutdown.
+  The first rebalance runs in the caller's thread inside ``create_message_streams``, and the
+  watcher thread starts only after it: one thread rebalances at a time.
 - A claim that conflicts with another member's owner znode waits for that znode's deletion (a
   watch), not a blind sleep, and the attempt restarts at once, without counting as a failure,
-  when the group view changed meanwhile. That is what lets many members join at once.
+  when the group view changed meanwhile (the generation moved on since the attempt read the
+  view). That is what lets many members join at once. The generation, not ``_wakeup``, tells
+  it: the wake-up is cleared by whichever thread acts on it, so an attempt waiting on it could
+  miss the very change it waits for and wait out the whole claim timeout.
 - Partitions that stay with this member keep their owner znodes across a rebalance, so members
   with a stale view cannot grab them in the gap; everything is released after a failed attempt
   (all-or-nothing), and a failed rebalance in the watcher thread is retried after the backoff
@@ -54,6 +59,8 @@ Threads and locks:
   listener changes the gate under it, so no change lands after :meth:`shutdown` opened the
   gate for good.
 - ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
+- ``_view_gen`` (int) is incremented only by watch callbacks, in kazoo's event thread (one
+  writer); attempts read it without a lock (an int read is atomic under the GIL).
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
   ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
   rebalance that started after the loss succeeds (``_session_gen`` counts losses), during
@@ -269,6 +276,8 @@ class ZookeeperConsumerConnector:
         self._commit_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._wakeup = threading.Event()
+        # Group-view events so far (watch callbacks; see the module docstring).
+        self._view_gen = 0
         self._shutdown_event = threading.Event()
         self._session_lost = threading.Event()
         self._session_guard = threading.Lock()
@@ -765,8 +774,10 @@ class ZookeeperConsumerConnector:
     def _register_and_rebalance(self) -> None:
         try:
             self._register()
-            self._watcher.start()
             self._first_rebalance()
+            # Only now: one thread rebalances at a time. Events during the first rebalance
+            # left _wakeup set, so the watcher's first pass looks at the group again.
+            self._watcher.start()
         except BaseException:
             # The caller never gets the streams: leave the group, rather than stay a member
             # the others give partitions to that nobody reads (as the original did).
@@ -839,7 +850,9 @@ class ZookeeperConsumerConnector:
 
     # -- internals: ZooKeeper events -------------------------------------------------------
     def _on_watch(self, event: WatchedEvent | Any = None) -> None:
-        # Runs in kazoo's event thread: never block here, only ask for a rebalance.
+        # Runs in kazoo's event thread: never block here, only ask for a rebalance. The
+        # generation first: whoever sees the wake-up must find the new generation too.
+        self._view_gen += 1
         self._wakeup.set()
 
     def _on_zk_state(self, state: str) -> None:
@@ -1124,6 +1137,8 @@ class ZookeeperConsumerConnector:
         self._listener_told = False
         # Read first: a rebalance_now() from here on asks for another attempt.
         forced = self._force_requested
+        # Before the view: an event from here on makes a waiting claim restart.
+        gen = self._view_gen
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
         if self._topic_filter is not None:
@@ -1173,7 +1188,7 @@ class ZookeeperConsumerConnector:
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
         # 7. claim everything; a conflict waits for the holder to let go
-        self._claim(mine, view)
+        self._claim(mine, gen)
         # 6, after 7: the previous owner commits before it releases, so only once we own a
         # partition is its committed offset final (reading first would replay its last
         # window whenever the claim had to wait).
@@ -1322,8 +1337,14 @@ class ZookeeperConsumerConnector:
             finally:
                 self.metrics.set_owned_partitions(self._owned)
 
-    def _claim(self, mine: Mapping[TopicPartition, str], view: GroupView) -> None:
-        """Create every owner znode in ``mine``, waiting out members that are releasing."""
+    def _view_changed(self, gen: int) -> bool:
+        """The group view changed since generation ``gen`` was read (or the session is lost,
+        so whatever this attempt claims is void)."""
+        return self._view_gen != gen or self._session_lost.is_set()
+
+    def _claim(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+        """Create every owner znode in ``mine``, waiting out members that are releasing;
+        :class:`_Restart` as soon as the group view moves on from generation ``gen``."""
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
@@ -1366,7 +1387,7 @@ class ZookeeperConsumerConnector:
             path = zp.owner_path(self.group, tp.topic, tp.partition)
             data = zp.encode_owner(thread)
             while True:
-                if self._wakeup.is_set():
+                if self._view_changed(gen):
                     raise _Restart()
                 if self._shutdown_event.is_set():
                     raise _Conflict("shutting down")
@@ -1409,7 +1430,7 @@ class ZookeeperConsumerConnector:
                 # Wake on the deletion, on a group change, or on shutdown.
                 end = time.monotonic() + remaining
                 while not gone.is_set() and time.monotonic() < end:
-                    if self._wakeup.is_set() or self._shutdown_event.is_set():
+                    if self._view_changed(gen) or self._shutdown_event.is_set():
                         break
                     gone.wait(0.05)
 
