@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import (
+    AssignmentStrategyMismatchError,
     BackgroundThreadError,
     ConsumerConfig,
     ConsumerRebalanceFailedException,
@@ -74,11 +76,13 @@ def test_one_three_one_members_match_the_assignor(stack, zk, names, topic_factor
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
         assert group_owners(zk, g, topic) == {p: f"{a.consumer_id}-0" for p in range(6)}
-        # ids znode: the legacy JSON, byte for byte in shape
+        # ids znode: the legacy JSON, byte for byte in shape, and the strategy at the end
         data, stat = zk.get(zp.id_path(g, a.consumer_id))
         assert stat.ephemeralOwner != 0
         reg = json.loads(data)
-        assert list(reg) == ["version", "subscription", "pattern", "timestamp"]
+        assert list(reg) == ["version", "subscription", "pattern", "timestamp",
+                             "assignment_strategy"]
+        assert reg["assignment_strategy"] == "range"
         assert reg["version"] == 1 and reg["subscription"] == {topic: 1}
         assert reg["pattern"] == "static" and isinstance(reg["timestamp"], str)
         assert data == json.dumps(reg, separators=(",", ":")).encode()
@@ -584,6 +588,59 @@ def test_members_starting_at_once_converge_without_a_failed_attempt(
         wait_until(lambda: all(_idle(c) for c in members), 30, "every member idle")
         assert _converged(zk, g, topic, members, 100)
         assert sum(c.stats.failures for c in members) == 0
+
+
+def test_a_sticky_group_owns_what_the_sticky_assignor_computes(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 12)
+    g = names.group
+    with ExitStack() as stack_:
+        members = [stack_.enter_context(member(stack, g, partition_assignment_strategy="sticky"))
+                   for _ in range(3)]
+        for c in members:
+            c.create_message_streams({topic: 2})
+        wait_until(lambda: settled(zk, g, topic, "sticky"), 30, "sticky owners")
+        data, _ = zk.get(zp.id_path(g, members[0].consumer_id))
+        assert json.loads(data)["assignment_strategy"] == "sticky"
+        before = group_owners(zk, g, topic)
+        members[1].shutdown()
+        wait_until(lambda: settled(zk, g, topic, "sticky")
+                   and set(group_owners(zk, g, topic).values()).isdisjoint(
+                       zp.thread_ids(members[1].consumer_id, 2)), 30, "sticky owners after a leave")
+        after = group_owners(zk, g, topic)
+        assert sorted(after) == list(range(12))
+        assert sorted(Counter(after.values()).values()) == [3, 3, 3, 3]
+        assert before != after
+
+
+def test_a_member_with_another_strategy_refuses_to_claim(stack, zk, names, topic_factory):
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as ranged, member(
+            stack, g, partition_assignment_strategy="sticky") as sticky:
+        ranged.create_message_streams({topic: 1})
+        with pytest.raises(AssignmentStrategyMismatchError) as e:
+            sticky.create_message_streams({topic: 1})
+        msg = str(e.value)
+        assert "'sticky'" in msg and "'range'" in msg and ranged.consumer_id in msg
+        # It left the group; the range member kept everything throughout.
+        assert zk.exists(zp.id_path(g, sticky.consumer_id)) is None
+        assert set(group_owners(zk, g, topic).values()) == {f"{ranged.consumer_id}-0"}
+        assert sticky.stats.attempts == 1  # refused at once, not retried
+
+
+def test_sticky_is_refused_in_a_group_with_a_jvm_member(stack, zk, names, topic_factory):
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    jvm_id = f"{g}_jvm-1494000000000-1a2b3c4d"
+    # A JVM member's registration: no strategy recorded.
+    zk.create(zp.id_path(g, jvm_id), zp.ConsumerRegistration({topic: 1}, "static", 1).encode(),
+              ephemeral=True, makepath=True)
+    with member(stack, g, partition_assignment_strategy="sticky") as sticky:
+        with pytest.raises(AssignmentStrategyMismatchError,
+                           match="'sticky' differs from the group's 'range' or 'roundrobin'"):
+            sticky.create_message_streams({topic: 1})
+    assert group_owners(zk, g, topic) == {}
 
 
 def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_factory) -> None:

@@ -94,6 +94,7 @@ from . import _zkpaths as zp
 from ._assignors import assign
 from ._config import ConsumerConfig
 from ._errors import (
+    AssignmentStrategyMismatchError,
     BackgroundThreadError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
@@ -107,6 +108,7 @@ from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
 from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
+from ._strategy import strategy_refusals
 from ._types import TopicPartition
 from ._zkread import broker_addresses
 
@@ -166,6 +168,9 @@ class GroupView:
     consumers_for_topic: dict[str, list[str]]
     partitions_for_topic: dict[str, list[int]]
     brokers: list[int]
+    # Members whose strategy differs from the group's (left out of consumers_for_topic),
+    # with the group's strategy as an error names it (see _strategy.py).
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -405,7 +410,8 @@ class ZookeeperConsumerConnector:
                 self._streams.append(s)
                 result[topic].append(s)
         self._registration = zp.ConsumerRegistration(
-            dict(topic_count_map), "static", int(time.time() * 1000)
+            dict(topic_count_map), "static", int(time.time() * 1000),
+            assignment_strategy=self.config.partition_assignment_strategy,
         )
         self.metrics.set_subscribed_topics(topic_count_map)
         self._register_and_rebalance()
@@ -440,7 +446,8 @@ class ZookeeperConsumerConnector:
             streams.append(s)
         self._topic_filter = topic_filter
         self._registration = zp.ConsumerRegistration(
-            {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000)
+            {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000),
+            assignment_strategy=self.config.partition_assignment_strategy,
         )
         self._register_and_rebalance()
         return streams
@@ -1010,6 +1017,7 @@ class ZookeeperConsumerConnector:
             session_gen = self._session_gen
             failures = 0
             reregistered = False
+            mismatch: AssignmentStrategyMismatchError | None = None
             max_retries = self.config.rebalance_max_retries
             while True:
                 if self._shutdown_event.is_set():
@@ -1057,6 +1065,11 @@ class ZookeeperConsumerConnector:
                         self.stats.failures += 1
                         self.log.warning("rebalance attempt %d failed: the registration "
                                          "went missing again", failures)
+                except AssignmentStrategyMismatchError as e:
+                    # Not retried here: only a change of the group can end it (the watcher
+                    # thread tries again after the backoff). Everything owned goes first.
+                    mismatch = e
+                    self.stats.failures += 1
                 except (_Conflict, ZkDataError, NoNodeError, NodeExistsError) as e:
                     failures += 1
                     self.stats.failures += 1
@@ -1112,6 +1125,8 @@ class ZookeeperConsumerConnector:
                     self._release(set(self._owned))
                 except _CONNECTION_ERRORS as e:
                     raise _Disconnected() from e
+                if mismatch is not None:
+                    raise mismatch
                 if failures >= max_retries:
                     # Timed too, as the legacy rebalance timer timed a failure: the slowest
                     # rebalances are the ones to see.
@@ -1141,6 +1156,7 @@ class ZookeeperConsumerConnector:
         gen = self._view_gen
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
+        self._check_strategy(view)
         if self._topic_filter is not None:
             # What the filter matches now: each has an OwnedPartitionsCount, 0 if none owned.
             self.metrics.set_subscribed_topics(
@@ -1213,6 +1229,21 @@ class ZookeeperConsumerConnector:
         self._settled_view = settled
         return True
 
+    def _check_strategy(self, view: GroupView) -> None:
+        """Refuse to claim when this member's strategy differs from the group's."""
+        group = view.refused.get(self.consumer_id)
+        if group is None:
+            for cid in sorted(view.refused):
+                self.log.warning("group member %s is left out of the assignment: its strategy "
+                                 "%r differs from the group's %s", cid,
+                                 view.members[cid].assignment_strategy, view.refused[cid])
+            return
+        raise AssignmentStrategyMismatchError(
+            f"{self.consumer_id}: partition.assignment.strategy "
+            f"{self.config.partition_assignment_strategy!r} differs from the group's {group}: "
+            "not claiming any partition (give every member of group "
+            f"{self.group} the same strategy; sticky needs a group of zkconsumer members only)")
+
     def _queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
         if self._wildcard_queues:
             n = int(thread_id.rsplit("-", 1)[1])
@@ -1228,12 +1259,14 @@ class ZookeeperConsumerConnector:
         except NoNodeError:
             raise _Unregistered(f"the group's {ids_dir}") from None  # the group deleted
         members: dict[str, zp.ConsumerRegistration] = {}
+        created: dict[str, int] = {}  # consumer id -> czxid: the registration order
         pending = [(cid, zk.get_async(zp.id_path(self.group, cid))) for cid in sorted(children)]
         self._zk_ops += len(pending)
         for cid, result in pending:
             path = zp.id_path(self.group, cid)
             try:
-                data, _ = result.get()
+                data, id_stat = result.get()
+                created[cid] = id_stat.czxid
                 reg = zp.ConsumerRegistration.decode(data, path)
                 if reg.is_wildcard:
                     filter_from_registration(reg.pattern, next(iter(reg.subscription)))
@@ -1245,6 +1278,11 @@ class ZookeeperConsumerConnector:
         if self.consumer_id not in members:
             # Missing (or unreadable, logged above: registering again rewrites it).
             raise _Unregistered(f"registration {zp.id_path(self.group, self.consumer_id)}")
+        refused, _ = strategy_refusals(
+            {cid: reg.assignment_strategy for cid, reg in members.items()},
+            sorted(created, key=lambda cid: (created[cid], cid)))
+        everyone = members
+        members = {cid: reg for cid, reg in members.items() if cid not in refused}
 
         wildcard = any(reg.is_wildcard for reg in members.values())
         all_topics: list[str] = []
@@ -1257,7 +1295,8 @@ class ZookeeperConsumerConnector:
         cft = consumers_for_topic(members, all_topics, self.config.exclude_internal_topics)
         my_topics = {t for t, ids in cft.items()
                      if any(zp.thread_consumer_id(i) == self.consumer_id for i in ids)}
-        if self._registration is not None and not self._registration.is_wildcard:
+        if (self._registration is not None and not self._registration.is_wildcard
+                and self.consumer_id not in refused):
             my_topics |= set(self._registration.subscription)
 
         partitions: dict[str, list[int]] = {}
@@ -1294,8 +1333,9 @@ class ZookeeperConsumerConnector:
                 brokers = zk.get_children(zp.BROKER_IDS, watch=self._on_watch)
             except NoNodeError:
                 brokers = []
-        return GroupView(members, stat.cversion, cft, partitions,
-                         sorted(i for b in brokers if (i := zp.parse_id(b)) is not None))
+        return GroupView(everyone, stat.cversion, cft, partitions,
+                         sorted(i for b in brokers if (i := zp.parse_id(b)) is not None),
+                         refused)
 
     def _verify_owned(self) -> None:
         """Read this session's owner znodes back rather than trusting ``_owned``.
