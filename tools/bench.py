@@ -1,6 +1,7 @@
 """Benchmarks; results go to bench-results/<name>.json (and are quoted in the README).
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
+    tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6]
     tools/bench throughput [--messages 200000]
 
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
@@ -17,6 +18,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -249,6 +251,187 @@ def bench_rebalance(args: argparse.Namespace) -> None:
     })
 
 
+# ---- storm: many members starting at once; partitions moved per join and leave ----------
+
+
+@dataclass
+class _Group:
+    """A group the storm benchmark runs, on one topic, in this process."""
+
+    zk: KazooClient
+    zk_addr: str
+    group: str
+    topic: str
+    partitions: int
+    strategy: str
+    fetch: bool
+    members: list[ZookeeperConsumerConnector] = field(default_factory=list)
+
+    def new_member(self) -> ZookeeperConsumerConnector:
+        props = {"zookeeper.connect": self.zk_addr, "group.id": self.group,
+                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
+                 "rebalance.backoff.ms": "2000", "partition.assignment.strategy": self.strategy}
+        factory: Callable[[Any], Any] | None = None if self.fetch else NullFetcher
+        return ZookeeperConsumerConnector(ConsumerConfig(props), fetcher_factory=factory)
+
+    def converged(self) -> bool:
+        """Every partition owned by a live member, as the assignor computes it for the
+        membership in ZooKeeper, and every member's own view agreeing (stable)."""
+        ids = self.zk.get_children(zp.ids_dir(self.group))
+        if sorted(ids) != sorted(m.consumer_id for m in self.members):
+            return False
+        owners = _owners_async(self.zk, self.group, self.topic, self.partitions)
+        if owners != expected_owners(self.zk, self.group, self.topic, self.strategy):
+            return False
+        return all({tp.partition: th for tp, th in m.owned_partitions().items()}
+                   == {p: th for p, th in owners.items()
+                       if th.startswith(m.consumer_id + "-")} for m in self.members)
+
+    def shutdown(self) -> None:
+        for m in self.members:
+            m.shutdown()
+        self.members.clear()
+
+
+def _stats(members: list[ZookeeperConsumerConnector]) -> dict[str, int]:
+    return {"failed_attempts": sum(m.stats.failures for m in members),
+            "restarts": sum(m.stats.restarts for m in members),
+            "claim_waits": sum(m.stats.claim_waits for m in members)}
+
+
+def _storm_round(g: _Group, n: int) -> dict[str, Any]:
+    """``n`` members created, then all released by one barrier into create_message_streams;
+    the time until the group has converged."""
+    g.members = [g.new_member() for _ in range(n)]
+    barrier = threading.Barrier(n + 1)
+    errors: list[BaseException] = []
+
+    def join(m: ZookeeperConsumerConnector) -> None:
+        barrier.wait()
+        try:
+            m.create_message_streams({g.topic: 1})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=join, args=(m,), daemon=True) for m in g.members]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join(120)
+    wait_until(g.converged, 120, f"{n} members converged", every=0.01)
+    dt = time.perf_counter() - t0
+    if errors:
+        raise SystemExit(f"tools/bench storm: {len(errors)} members failed to start, e.g. "
+                         f"{errors[0]!r}")
+    return {"seconds": round(dt, 3), **_stats(g.members)}
+
+
+def _moves(g: _Group, changes: int) -> list[dict[str, Any]]:
+    """Alternate joins and leaves (the leaver: a member chosen at random); per change, the
+    partitions whose owner changed, against the minimum (a join: the newcomer's share; a
+    leave: the leaver's partitions)."""
+    import random
+
+    rng = random.Random(20261128)
+    out = []
+    for i in range(changes):
+        before = _owners_async(g.zk, g.group, g.topic, g.partitions)
+        if i % 2 == 0:
+            m = g.new_member()
+            g.members.append(m)
+            m.create_message_streams({g.topic: 1})
+            kind, who = "join", m.consumer_id
+        else:
+            m = g.members.pop(rng.randrange(len(g.members)))
+            m.shutdown()
+            kind, who = "leave", m.consumer_id
+        wait_until(g.converged, 60, f"converged after change {i}", every=0.01)
+        after = _owners_async(g.zk, g.group, g.topic, g.partitions)
+        mine = before if kind == "leave" else after
+        minimum = sum(1 for th in mine.values() if th.startswith(who + "-"))
+        moved = sum(1 for p in before if after.get(p) != before[p])
+        out.append({"change": kind, "moved": moved, "minimum": minimum})
+        progress(f"{g.strategy} {kind}: {moved} partitions moved (minimum {minimum})")
+    return out
+
+
+def _fresh_group(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
+                 strategy: str, stem: str) -> _Group:
+    name = f"bench-{stem}-{strategy}-{time.time_ns()}"
+    made.topics.add(name)
+    made.groups.add(name)
+    create_topic(bootstrap, name, args.partitions)
+    wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
+    return _Group(zk, zk_addr, name, name, args.partitions, strategy, args.fetch)
+
+
+def bench_storm(args: argparse.Namespace) -> None:
+    made = Made()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    goals_s = {20: 1.0, 50: 3.0}
+    storms: list[dict[str, Any]] = []
+    movement: dict[str, Any] = {}
+    with stack(made) as (zk_addr, bootstrap):
+        zk = KazooClient(hosts=zk_addr)
+        zk.start()
+        try:
+            for n in sizes:
+                rounds = []
+                for r in range(args.rounds):
+                    g = _fresh_group(made, zk, zk_addr, bootstrap, args, "range", "storm")
+                    try:
+                        rounds.append(_storm_round(g, n))
+                    finally:
+                        g.shutdown()
+                    progress(f"storm of {n}, round {r + 1}: {rounds[-1]}")
+                secs = [x["seconds"] for x in rounds]
+                failed = sum(x["failed_attempts"] for x in rounds)
+                goal = goals_s.get(n)
+                storms.append({
+                    "members": n, "partitions": args.partitions, "rounds": rounds,
+                    "seconds_median": statistics.median(secs), "seconds_max": max(secs),
+                    "failed_attempts": failed,
+                    "goal": None if goal is None else f"< {goal:g} s, 0 failed attempts",
+                    "goal_met": None if goal is None else max(secs) < goal and failed == 0,
+                })
+            for strategy in ("range", "roundrobin", "sticky"):
+                g = _fresh_group(made, zk, zk_addr, bootstrap, args, strategy, "moves")
+                try:
+                    g.members = [g.new_member() for _ in range(args.move_members)]
+                    for m in g.members:
+                        m.create_message_streams({g.topic: 1})
+                    wait_until(g.converged, 60, f"{strategy} group converged")
+                    changes = _moves(g, args.changes)
+                finally:
+                    g.shutdown()
+                joins = [c for c in changes if c["change"] == "join"]
+                leaves = [c for c in changes if c["change"] == "leave"]
+                movement[strategy] = {
+                    "changes": changes,
+                    "join_moved_max": max(c["moved"] for c in joins),
+                    "leave_moved_max": max(c["moved"] for c in leaves),
+                    "leave_others_moved_max": max(c["moved"] - c["minimum"] for c in leaves),
+                }
+        finally:
+            zk.stop()
+            zk.close()
+    join_bound = -(-args.partitions // (args.move_members + 1)) + 1
+    sticky = movement["sticky"]
+    write_result("storm", {
+        "fetchers": "real" if args.fetch else "none",
+        "storms": storms,
+        "movement": {
+            "members": args.move_members, "partitions": args.partitions, **movement,
+            "sticky_goal": f"a join moves at most ceil(P/(N+1))+1 = {join_bound}; a leave "
+                           "only the leaver's partitions",
+            "sticky_goal_met": sticky["join_moved_max"] <= join_bound
+            and sticky["leave_others_moved_max"] == 0,
+        },
+    })
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="tools/bench")
     sub = parser.add_subparsers(dest="name", required=True)
@@ -259,6 +442,16 @@ def main() -> None:
     p.add_argument("--no-fetch", action="store_true",
                    help="members without fetchers: ZooKeeper coordination alone")
     p.set_defaults(func=bench_rebalance)
+    p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
+                                     "join and leave, per strategy")
+    p.add_argument("--sizes", default="20,50", help="group sizes started at once")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--partitions", type=int, default=100)
+    p.add_argument("--move-members", type=int, default=10)
+    p.add_argument("--changes", type=int, default=6, help="joins and leaves, alternating")
+    p.add_argument("--fetch", action="store_true",
+                   help="members with real fetchers (default: ZooKeeper coordination alone)")
+    p.set_defaults(func=bench_storm)
     from tools import bench_throughput
 
     bench_throughput.register(sub)
