@@ -643,6 +643,76 @@ def test_sticky_is_refused_in_a_group_with_a_jvm_member(stack, zk, names, topic_
     assert group_owners(zk, g, topic) == {}
 
 
+class IncrementalRecorder(NullFetcher):
+    """A fetch side that records which partitions are started and stopped, one by one."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.added: list[set[int]] = []
+        self.removed: list[set[int]] = []
+
+    def add_partitions(self, infos: Any) -> None:
+        self.added.append({i.partition for i in infos})
+
+    def remove_partitions(self, infos: Any) -> None:
+        self.removed.append({i.partition for i in infos})
+
+
+def test_only_the_partitions_that_move_are_stopped_and_started(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 6)
+    g = names.group
+    fetch = IncrementalRecorder()
+    a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=lambda _c: fetch)
+    try:
+        a.create_message_streams({topic: 1})
+        first = a.partition_infos()
+        stops = fetch.stops  # the first rebalance's (nothing was fetched yet)
+        assert len(first) == 6 and len(fetch.started) == 1
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.partition_infos()) == 3, 30,
+                       "two members settled")
+            mine = {tp.partition for tp in a.partition_infos()}
+            assert fetch.removed == [set(range(6)) - mine]
+            assert all(a.partition_infos()[tp] is first[tp] for tp in a.partition_infos())
+            assert all(first[tp].revoked for tp in first if tp.partition not in mine)
+            assert fetch.stops == stops and fetch.added == []
+        wait_until(lambda: len(a.partition_infos()) == 6, 30, "a owns everything again")
+        assert fetch.added == [set(range(6)) - mine]
+        assert fetch.stops == stops and len(fetch.started) == 1
+        assert a.stats.incremental == 2
+    finally:
+        a.shutdown()
+
+
+def test_a_rebalance_listener_still_sees_every_partition_stop(
+        stack, zk, names, topic_factory) -> None:
+    # Its before_releasing_partitions is told of all the member owns: the full rebalance.
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    fetch = IncrementalRecorder()
+    told: list[dict[str, set[int]]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            told.append({t: set(ps) for t, ps in partition_ownership.items()})
+
+    a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=lambda _c: fetch)
+    try:
+        a.set_consumer_rebalance_listener(Listener())
+        a.create_message_streams({topic: 1})
+        stops = fetch.stops
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.partition_infos()) == 2, 30,
+                       "two members settled")
+        assert {topic: {0, 1, 2, 3}} in told
+        assert fetch.stops > stops and fetch.removed == [] and a.stats.incremental == 0
+    finally:
+        a.shutdown()
+
+
 def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_factory) -> None:
     topic = topic_factory(names.topic, 1)
 

@@ -14,8 +14,14 @@ JVM member can share a group, with these differences where the original failed i
   view). That is what lets many members join at once. The generation, not ``_wakeup``, tells
   it: the wake-up is cleared by whichever thread acts on it, so an attempt waiting on it could
   miss the very change it waits for and wait out the whole claim timeout.
-- Partitions that stay with this member keep their owner znodes across a rebalance, so members
-  with a stale view cannot grab them in the gap; everything is released after a failed attempt
+- Incremental: partitions that stay with the same thread of this member keep their owner
+  znodes, their fetching and their delivery through a rebalance; only those that move are
+  stopped (revoked: nothing more of them is handed out), committed and released, and only
+  the arriving ones claimed and started (:meth:`_incremental`). Not with a rebalance listener
+  (its ``before_releasing_partitions`` expects every partition to stop), nor for
+  :meth:`rebalance_now`, nor with a fetch side that cannot stop single partitions. Owner
+  znodes that stay are never released, so members with a stale view cannot grab them in the
+  gap; everything is released after a failed attempt
   (all-or-nothing), and a failed rebalance in the watcher thread is retried after the backoff
   instead of waiting for the next ZooKeeper event, so partitions do not stay unowned.
 - The moment the ZooKeeper connection drops, the streams stop handing out messages (the
@@ -76,7 +82,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -159,6 +165,16 @@ class FetchSide(Protocol):
     def shutdown(self) -> None: ...
 
 
+@runtime_checkable
+class IncrementalFetchSide(FetchSide, Protocol):
+    """A fetch side that can also stop and start some partitions while the others go on
+    (``_fetcher.FetcherManager``): then a rebalance stops only the partitions that move."""
+
+    def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None: ...
+
+    def remove_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None: ...
+
+
 @dataclass
 class GroupView:
     """One consistent read of what a rebalance needs (step 1)."""
@@ -185,6 +201,10 @@ class RebalanceStats:
     # blip, say) and kept the fetchers running instead of stopping and restarting them.
     unchanged: int = 0
     claim_waits: int = 0  # claims that waited for another member to release
+    # Rebalances that stopped only the partitions that moved, and how many partitions the
+    # last one kept fetching throughout.
+    incremental: int = 0
+    last_kept: int = 0
     last_duration_s: float = 0.0
     last_zk_ops: int = 0
     # The last 1000 rebalances' (a long-lived process rebalances without end).
@@ -1195,7 +1215,12 @@ class ZookeeperConsumerConnector:
             # shutdown() gave up waiting for this attempt (ZooKeeper was away) and has put
             # the streams' end: stopping, claiming or fetching now would only undo that.
             raise _ShuttingDown()
+        full = forced != self._force_served  # rebalance_now() asks for a full one
         self._force_served = forced  # a full rebalance from here on
+        if not full and self._incremental_possible():
+            self._incremental(mine, gen)
+            self._settled_view = settled
+            return True
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)
         # 3. the listener, with what this member owned until now
@@ -1215,19 +1240,81 @@ class ZookeeperConsumerConnector:
             for tp, thread in sorted(global_assignment.items()):
                 per_topic.setdefault(tp.topic, {})[tp.partition] = thread
             self._listener.before_starting_fetchers(self.consumer_id, per_topic)
-        registry: dict[TopicPartition, PartitionTopicInfo] = {}
-        for tp, thread in sorted(mine.items()):
-            offset = committed.get(tp)
-            off = INVALID_OFFSET if offset is None else offset
-            registry[tp] = PartitionTopicInfo(
-                tp.topic, tp.partition, self._queue_for(tp.topic, thread), off, off,
-                self.config.fetch_message_max_bytes, self.config.client_id, thread,
-            )
+        registry = {tp: self._new_info(tp, thread, committed.get(tp))
+                    for tp, thread in sorted(mine.items())}
         self._topic_registry = registry
         if registry:
             self._fetcher.start_connections(registry.values())
         self._settled_view = settled
         return True
+
+    def _incremental_possible(self) -> bool:
+        """Whether only the partitions that move need to stop: some are being fetched, the
+        fetch side can stop and start some of them, and no rebalance listener expects every
+        partition to stop (its before_releasing_partitions is told of all it owns)."""
+        return (bool(self._topic_registry) and self._listener is None
+                and isinstance(self._fetcher, IncrementalFetchSide))
+
+    def _incremental(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+        """Steps 2 to 8 for the partitions that move only: those staying with the same thread
+        go on being fetched and handed out throughout. Those leaving are stopped, their
+        consumed offsets committed, then released; the arriving ones are claimed, their
+        offsets read and their fetching started. (Everything is released after a failure,
+        as in a full rebalance.)"""
+        fetcher = self._fetcher
+        assert isinstance(fetcher, IncrementalFetchSide)
+        registry = self._topic_registry
+        staying = {tp: info for tp, info in registry.items()
+                   if mine.get(tp) == info.thread_id == self._owned.get(tp)
+                   and tp not in self._uncertain}
+        leaving = [info for tp, info in registry.items() if tp not in staying]
+        self.stats.incremental += 1
+        self.stats.last_kept = len(staying)
+        if leaving:
+            self._stop_partitions(leaving, fetcher)
+        # 4. release what moves away (or to another of our threads)
+        self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
+        self._topic_registry = staying  # what left is committed and no longer owned
+        # 7. claim; 6. offsets of the arriving partitions, once owned (see the full steps)
+        self._claim(mine, gen)
+        arriving = {tp: th for tp, th in mine.items() if tp not in staying}
+        committed = self._offsets.read(sorted(arriving))
+        infos = [self._new_info(tp, th, committed.get(tp)) for tp, th in sorted(arriving.items())]
+        self._topic_registry = {**staying, **{i.tp: i for i in infos}}
+        if infos:
+            fetcher.add_partitions(infos)
+        self.log.info("incremental rebalance: %d partitions kept fetching, %d stopped, %d "
+                      "started", len(staying), len(leaving), len(infos))
+
+    def _stop_partitions(self, infos: list[PartitionTopicInfo], fetcher: IncrementalFetchSide
+                         ) -> None:
+        """Step 2 for these partitions only: revoke them (nothing more of them is enqueued
+        or handed out), stop fetching them, drop their chunks, and commit."""
+        self._settled_view = None
+        for info in infos:
+            info.revoke()
+        fetcher.remove_partitions(infos)
+        for s in self._streams:
+            s.drop_revoked()  # the current chunk's consumed offset is final after this
+        for q in self._all_queues():
+            q.drop_revoked()
+        if self.config.auto_commit_enable:
+            if self._gate.closed:
+                raise _Disconnected()
+            try:
+                self._commit(retry_on_failure=True, strict=True)
+            except _CONNECTION_ERRORS as e:
+                raise _Disconnected() from e
+            except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
+                self.log.exception("commit before release failed")
+
+    def _new_info(self, tp: TopicPartition, thread: str, offset: int | None
+                  ) -> PartitionTopicInfo:
+        off = INVALID_OFFSET if offset is None else offset
+        return PartitionTopicInfo(
+            tp.topic, tp.partition, self._queue_for(tp.topic, thread), off, off,
+            self.config.fetch_message_max_bytes, self.config.client_id, thread,
+        )
 
     def _check_strategy(self, view: GroupView) -> None:
         """Refuse to claim when this member's strategy differs from the group's."""
