@@ -1,7 +1,7 @@
 """Benchmarks; results go to bench-results/<name>.json (and are quoted in the README).
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
-    tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6]
+    tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6 --gap-window 3]
     tools/bench throughput [--messages 200000]
 
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +167,8 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         zk.start()
         wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "topic registered")
         props = {"zookeeper.connect": zk_addr, "group.id": group,
-                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000"}
+                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
+                 "partition.assignment.strategy": args.strategy}
         factory: Callable[[Any], Any] | None = NullFetcher if args.no_fetch else None
 
         def new_member() -> ZookeeperConsumerConnector:
@@ -189,7 +190,7 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 if not exp:
                     if len(zk.get_children(zp.ids_dir(group))) != n_members:
                         return False
-                    exp.update(expected_owners(zk, group, topic))
+                    exp.update(expected_owners(zk, group, topic, args.strategy))
                 return _owners_async(zk, group, topic, args.partitions) == exp
 
             return check
@@ -213,11 +214,17 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 extra.create_message_streams({topic: 1})
             else:
                 kind = "leave"
-                extra.shutdown()  # its release, not a rebalance: not counted
+                # Its release, not a rebalance: not counted. In a thread: once it has left
+                # the group, it closes its fetch clients (up to a long poll), which the
+                # group does not wait for.
+                leaving = threading.Thread(target=extra.shutdown, daemon=True)
+                leaving.start()
                 extra = None
             wait_until(settled(args.members + (kind == "join")), 60,
                        f"assignment after change {i}", every=0.01)
             dt = time.perf_counter() - t0
+            if kind == "leave":
+                leaving.join(60)
             latencies.append(dt)
             rebalanced = [m for m in involved if m.stats.rebalances > before[id(m)]]
             ops = sum(m.stats.last_zk_ops for m in rebalanced)
@@ -234,7 +241,10 @@ def bench_rebalance(args: argparse.Namespace) -> None:
     lat = sorted(latencies)
     p50 = statistics.median(lat)
     p99 = lat[min(len(lat) - 1, int(round(0.99 * (len(lat) - 1))))]
-    write_result("rebalance", {
+    name = "rebalance" if args.strategy == "range" else f"rebalance_{args.strategy}"
+    goal_ms = 150 if args.strategy == "sticky" else 300
+    write_result(name, {
+        "strategy": args.strategy,
         "members": args.members, "partitions": args.partitions, "changes": args.changes,
         "fetchers": "none" if args.no_fetch else "real",
         "latency_ms": {"p50": round(p50 * 1000, 1), "p99": round(p99 * 1000, 1),
@@ -247,7 +257,10 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         # original's "conflict in ... data"), and failed attempts, over the whole run.
         "conflicts": conflicts,
         "samples": len(lat),  # 20: p99 is then the largest
-        "goal": "p99 < 1000 ms", "goal_met": p99 < 1.0,
+        "leave": "timed from the start of the leaver's shutdown() to the new assignment, "
+                 "its closing of fetch clients after it left the group not waited for",
+        # The first goal was p99 < 1 s; issue 30 set these, per strategy.
+        "goal": f"p99 < {goal_ms} ms", "goal_met": p99 * 1000 < goal_ms,
     })
 
 
@@ -367,6 +380,158 @@ def _fresh_group(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args
     return _Group(zk, zk_addr, name, name, args.partitions, strategy, args.fetch)
 
 
+class _Deliveries:
+    """Per partition, when each message was handed out (drained by one thread per stream),
+    and how often each (partition, offset) was."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.times: dict[int, list[float]] = {}
+        self.seen: dict[tuple[int, int], int] = {}
+        self.threads: list[threading.Thread] = []
+
+    def drain(self, stream: Any) -> None:
+        from zkconsumer import ConsumerTimeoutException
+
+        def run() -> None:
+            while True:
+                try:
+                    for m in stream:
+                        now = time.monotonic()
+                        with self.lock:
+                            self.times.setdefault(m.partition, []).append(now)
+                            key = (m.partition, m.offset)
+                            self.seen[key] = self.seen.get(key, 0) + 1
+                    return
+                except ConsumerTimeoutException:
+                    continue
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def duplicates(self) -> int:
+        with self.lock:
+            return sum(n - 1 for n in self.seen.values())
+
+    def longest_gap(self, partitions: Iterable[int], t0: float, t1: float) -> float:
+        """The longest time without a delivery, within [t0, t1], of any of ``partitions``."""
+        worst = 0.0
+        with self.lock:
+            for p in partitions:
+                last = t0
+                for t in self.times.get(p, []):
+                    if t <= t0:
+                        continue
+                    if t > t1:
+                        break
+                    worst = max(worst, t - last)
+                    last = t
+                worst = max(worst, t1 - last)
+        return worst
+
+
+def _producing(bootstrap: str, topic: str, partitions: int, rate: int,
+               stop: threading.Event) -> threading.Thread:
+    """A thread sending ``rate`` messages a second, round robin over the partitions."""
+    from kafka import KafkaProducer
+
+    def run() -> None:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
+                                 enable_idempotence=False)
+        try:
+            i = 0
+            start = time.monotonic()
+            while not stop.is_set():
+                producer.send(topic, b"x" * 100, partition=i % partitions)
+                i += 1
+                ahead = start + i / rate - time.monotonic()
+                if ahead > 0:
+                    stop.wait(ahead)
+        finally:
+            producer.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _gap_run(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
+             full: bool) -> dict[str, Any]:
+    """2 members (2 streams each, real fetchers, sticky: most partitions stay) on
+    ``args.gap_partitions`` partitions under a steady produce load; a third joins, then
+    leaves. The longest delivery gap of the partitions that stay
+    with their thread, in a quiet window and around each change, and duplicates per change.
+    ``full``: the members have a rebalance listener, which keeps the full (stop-the-world)
+    rebalance, for comparison."""
+    from zkconsumer import ConsumerRebalanceListener
+
+    partitions = args.gap_partitions
+    name = f"bench-gap-{'full' if full else 'incr'}-{time.time_ns()}"
+    made.topics.add(name)
+    made.groups.add(name)
+    create_topic(bootstrap, name, partitions)
+    wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
+    props = {"zookeeper.connect": zk_addr, "group.id": name, "auto.commit.enable": "true",
+             "auto.offset.reset": "smallest", "zookeeper.session.timeout.ms": "6000",
+             "rebalance.backoff.ms": "2000", "consumer.timeout.ms": "100",
+             "partition.assignment.strategy": "sticky"}
+    deliveries = _Deliveries()
+    members: list[ZookeeperConsumerConnector] = []
+
+    def join() -> ZookeeperConsumerConnector:
+        m = ZookeeperConsumerConnector(ConsumerConfig(props))
+        if full:
+            m.set_consumer_rebalance_listener(ConsumerRebalanceListener())
+        for stream in m.create_message_streams({name: 2})[name]:
+            deliveries.drain(stream)
+        members.append(m)
+        return m
+
+    def converged() -> bool:
+        owners = _owners_async(zk, name, name, partitions)
+        return (len(zk.get_children(zp.ids_dir(name))) == len(members)
+                and owners == expected_owners(zk, name, name, "sticky"))
+
+    stop = threading.Event()
+    producer = _producing(bootstrap, name, partitions, args.gap_rate, stop)
+    try:
+        join()
+        join()
+        wait_until(converged, 60, "2 members converged")
+        time.sleep(args.gap_window)  # let delivery settle into its steady pace
+        t0 = time.monotonic()
+        time.sleep(args.gap_window)
+        quiet = deliveries.longest_gap(range(partitions), t0, time.monotonic())
+        changes = []
+        for kind in ("join", "leave"):
+            before = _owners_async(zk, name, name, partitions)
+            dup0 = deliveries.duplicates()
+            t0 = time.monotonic()
+            if kind == "join":
+                join()
+            else:
+                members.pop().shutdown()
+            wait_until(converged, 60, f"converged after the {kind}", every=0.01)
+            settled_s = time.monotonic() - t0
+            time.sleep(args.gap_window)  # the moved partitions' new owners catch up
+            after = _owners_async(zk, name, name, partitions)
+            staying = [p for p in range(partitions) if before.get(p) == after.get(p)]
+            gap = deliveries.longest_gap(staying, t0, time.monotonic())
+            changes.append({"change": kind, "converged_ms": round(settled_s * 1000, 1),
+                            "partitions_staying": len(staying),
+                            "longest_gap_staying_ms": round(gap * 1000, 1),
+                            "duplicates": deliveries.duplicates() - dup0})
+            progress(f"{'full' if full else 'incremental'} {kind}: {changes[-1]}")
+    finally:
+        stop.set()
+        producer.join(30)
+        for m in members:
+            m.shutdown()
+    return {"rebalance": "full (a listener is set)" if full else "incremental",
+            "longest_gap_quiet_ms": round(quiet * 1000, 1), "changes": changes}
+
+
 def bench_storm(args: argparse.Namespace) -> None:
     made = Made()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -414,11 +579,30 @@ def bench_storm(args: argparse.Namespace) -> None:
                     "leave_moved_max": max(c["moved"] for c in leaves),
                     "leave_others_moved_max": max(c["moved"] - c["minimum"] for c in leaves),
                 }
+            if args.gap_window > 0:
+                gaps = [_gap_run(made, zk, zk_addr, bootstrap, args, full)
+                        for full in (False, True)]
         finally:
             zk.stop()
             zk.close()
     join_bound = -(-args.partitions // (args.move_members + 1)) + 1
     sticky = movement["sticky"]
+    gap_result: dict[str, Any] = {}
+    if args.gap_window > 0:
+        incr = gaps[0]
+        worst = max(c["longest_gap_staying_ms"] for c in incr["changes"])
+        gap_result = {"delivery_gaps": {
+            "members": "2, then 3, then 2 (2 streams each, real fetchers, auto-commit, "
+                       "sticky)",
+            "partitions": args.gap_partitions, "produce_rate_per_s": args.gap_rate,
+            "window_s": args.gap_window, "runs": gaps,
+            # A partition's gap depends on the produce pace: the quiet window's is the noise.
+            "goal": "the staying partitions' longest gap during a join and a leave no larger "
+                    "than in a quiet window (+ 100 ms of noise); duplicates only from moved "
+                    "partitions' uncommitted windows (0 here: every change is clean)",
+            "goal_met": worst <= incr["longest_gap_quiet_ms"] + 100
+            and all(c["duplicates"] == 0 for c in incr["changes"]),
+        }}
     write_result("storm", {
         "fetchers": "real" if args.fetch else "none",
         "storms": storms,
@@ -429,6 +613,7 @@ def bench_storm(args: argparse.Namespace) -> None:
             "sticky_goal_met": sticky["join_moved_max"] <= join_bound
             and sticky["leave_others_moved_max"] == 0,
         },
+        **gap_result,
     })
 
 
@@ -441,6 +626,9 @@ def main() -> None:
     p.add_argument("--changes", type=int, default=20)
     p.add_argument("--no-fetch", action="store_true",
                    help="members without fetchers: ZooKeeper coordination alone")
+    p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "sticky"),
+                   help="partition.assignment.strategy (results: rebalance_<strategy>.json "
+                        "but for range)")
     p.set_defaults(func=bench_rebalance)
     p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
                                      "join and leave, per strategy")
@@ -451,6 +639,11 @@ def main() -> None:
     p.add_argument("--changes", type=int, default=6, help="joins and leaves, alternating")
     p.add_argument("--fetch", action="store_true",
                    help="members with real fetchers (default: ZooKeeper coordination alone)")
+    p.add_argument("--gap-window", type=float, default=3.0,
+                   help="seconds of each delivery-gap window (0: skip the delivery gaps)")
+    p.add_argument("--gap-rate", type=int, default=2400, help="messages a second, produced "
+                   "while the delivery gaps are measured")
+    p.add_argument("--gap-partitions", type=int, default=48)
     p.set_defaults(func=bench_storm)
     from tools import bench_throughput
 
