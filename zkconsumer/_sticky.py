@@ -26,12 +26,13 @@ bounds over 200 of them): a join moves 9 to 20 partitions (mean 14.5; the minimu
 moves the leaver's 10 and 0 to 11 others (mean 5.1; range moves 19 to 44 others,
 roundrobin 72 to 81). These are measured bounds, not proven ones.
 
-No pure function does better in every case. "A leave moves only the leaver's partitions",
-for every member and every subset of members, makes each partition's owner the first
-present thread of a fixed per-partition order (a choice function consistent under removal
-is the maximum of a linear order), which is rendezvous hashing without quotas, whose loads
-are binomial, not balanced. Exact balance and minimal movement come together only with
-memory of the previous assignment, which a coordinator keeps and this group has not.
+Why not the minimum every time: "a leave moves only the leaver's partitions", for every
+member and every subset of members, makes each partition's owner the first present thread of
+a fixed per-partition order (a choice function consistent under removal is the maximum of a
+linear order): rendezvous hashing without quotas, whose shares, with orders from a hash, are
+binomial rather than balanced. Balance needs the quotas, and the quotas cost the extra
+moves; exact balance with minimal movement comes easily only with memory of the previous
+assignment, which a coordinator keeps and this group has not.
 
 Thread ids ``a-0`` .. ``d-0`` sharing 10 partitions: 2 or 3 each, whatever the input order:
 
