@@ -1261,8 +1261,8 @@ class _FetcherThread(threading.Thread):
             again: dict[TopicPartition, int] = {}
             for tp, batch in result.batches:
                 info = infos.get(tp)
-                if info is None or not batch:
-                    continue
+                if info is None or not batch or info.revoked:
+                    continue  # (revoked: given away; removed from this thread next round)
                 got.add(tp)
                 held = self._held.get(tp)
                 if held is not None:
@@ -1332,6 +1332,8 @@ class _FetcherThread(threading.Thread):
                 held.waits = periods
             if metrics is not None:  # under the gate, as in _loop
                 for tp, held in put:
+                    if held.info.revoked:
+                        continue  # given away (nothing was put): no lag of it comes back
                     # The client's high watermark is as old as the pause; a log end looked up
                     # since is newer.
                     hw = backend.highwater(tp)
