@@ -1107,7 +1107,8 @@ class _FetcherThread(threading.Thread):
     :meth:`begin_stop`.
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partitions`` (partition -> info being
-    fetched), ``_pending`` (added by the leader finder, not yet applied) and ``_inflight``
+    fetched), ``_pending`` (added by the leader finder, not yet applied), ``_removing``
+    (given away by an incremental rebalance, dropped at the next round) and ``_inflight``
     (taken out of either for an offset lookup or on their way back to the leader finder; they
     keep the thread from counting as idle, so the leader finder's sweep never stops it with
     partitions in its hands); it is held only briefly and never during network calls.
