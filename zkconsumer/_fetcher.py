@@ -1665,7 +1665,8 @@ class FetcherManager:
     and high watermark (ConsumerLag).
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
-    current :meth:`start_connections`), ``_no_leader`` (partitions waiting for a leader),
+    current :meth:`start_connections`, changed by :meth:`add_partitions` and
+    :meth:`remove_partitions`), ``_no_leader`` (partitions waiting for a leader),
     ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads
     and running helpers, joined by :meth:`shutdown`), ``_idle_backends`` (clients of stopped
     fetchers, reused by the next ones), ``_leader_finder`` and ``_closed``; it is never held
