@@ -242,6 +242,8 @@ def bench_rebalance(args: argparse.Namespace) -> None:
     p50 = statistics.median(lat)
     p99 = lat[min(len(lat) - 1, int(round(0.99 * (len(lat) - 1))))]
     name = "rebalance" if args.strategy == "range" else f"rebalance_{args.strategy}"
+    if (args.members, args.partitions) != (10, 100):
+        name += f"_{args.members}x{args.partitions}"
     goal_ms = 150 if args.strategy == "sticky" else 300
     write_result(name, {
         "strategy": args.strategy,
@@ -635,7 +637,7 @@ def main() -> None:
                    help="members without fetchers: ZooKeeper coordination alone")
     p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "sticky"),
                    help="partition.assignment.strategy (results: rebalance_<strategy>.json "
-                        "but for range)")
+                        "but for range, and _<members>x<partitions> but at 10 x 100)")
     p.set_defaults(func=bench_rebalance)
     p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
                                      "join and leave, per strategy")

@@ -71,6 +71,11 @@ def _score(*parts: str) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
+def _score_bytes(data: bytes) -> int:
+    """:func:`_score` of parts already joined and encoded (its inner loop)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
 def _quotas(topic: str, threads: list[str], partitions: int) -> dict[str, int]:
     """``q + 1`` for the ``r`` threads with the lowest score of (topic, thread), else ``q``."""
     q, r = divmod(partitions, len(threads))
@@ -91,8 +96,12 @@ def sticky_topic(topic: str, threads: Iterable[str], partitions: Iterable[int]) 
     if not thread_list or not part_list:
         return {}
     quota = _quotas(topic, thread_list, len(part_list))
+    encoded = [(t, t.encode("utf-8", "surrogatepass")) for t in thread_list]
     pairs = sorted(
-        (-_score(topic, str(p), t), p, t) for p in part_list for t in thread_list
+        (-_score_bytes(prefix + tb), p, t)
+        for p in part_list
+        for prefix in (f"{topic}\0{p}\0".encode("utf-8", "surrogatepass"),)
+        for t, tb in encoded
     )
     out: dict[int, str] = {}
     load = dict.fromkeys(thread_list, 0)
