@@ -36,6 +36,33 @@ def test_pinned_assignment() -> None:
         6: "g_c2-0", 7: "g_c3-0"}
 
 
+def _greedy(topic: str, threads: list[str], partitions: list[int]) -> dict[int, str]:
+    """The module docstring's step 3 as written, as an oracle: every pair sorted by score
+    (then partition, then thread), taken while the partition is free and the thread below
+    its quota."""
+    ths, ps = sorted(set(threads)), sorted(set(partitions))
+    if not ths or not ps:
+        return {}
+    quota = _sticky._quotas(topic, ths, len(ps))
+    out: dict[int, str] = {}
+    load = Counter[str]()
+    for _, p, t in sorted((-_sticky._score(topic, str(p), t), p, t) for p in ps for t in ths):
+        if p not in out and load[t] < quota[t]:
+            out[p] = t
+            load[t] += 1
+    return out
+
+
+def test_matches_the_greedy_over_all_pairs() -> None:
+    rng = random.Random(8)
+    for _ in range(300):
+        threads = [f"g_c{rng.randrange(10**6)}-{rng.randrange(3)}"
+                   for _ in range(rng.randint(1, 25))]
+        parts = rng.sample(range(500), rng.randint(0, 120))
+        topic = rng.choice(["t", "orders", "a.b"])
+        assert sticky_topic(topic, threads, parts) == _greedy(topic, threads, parts)
+
+
 def test_registered_as_a_strategy() -> None:
     cft, pft = {"t": ["a-0", "b-0"]}, {"t": range(5)}
     assert assign("sticky", cft, pft) == sticky_assign(cft, pft)

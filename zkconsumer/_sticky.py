@@ -14,7 +14,8 @@ joins or leaves. The choice: **rendezvous (highest-random-weight) hashing with q
 3. Pairs are taken from the highest score down (ties, which need a 64-bit collision, by
    partition then thread id); a pair is taken when its partition is still unassigned and its
    thread below its quota. This is the stable matching in which partitions and threads rank
-   each other by the same score, so it does not depend on the order of the inputs.
+   each other by the same score, so it does not depend on the order of the inputs (computed
+   by deferred acceptance, which finds the same matching without sorting every pair).
 
 Without quotas, step 3 gives every partition to its highest-scoring thread: plain rendezvous
 hashing, where a join moves only what the newcomer takes and a leave only the leaver's
@@ -58,6 +59,7 @@ the quotas change (one partition more than the minimum):
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections.abc import Iterable, Mapping
 
 from ._types import TopicPartition
@@ -74,6 +76,12 @@ def _score(*parts: str) -> int:
 def _score_bytes(data: bytes) -> int:
     """:func:`_score` of parts already joined and encoded (its inner loop)."""
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _worst_first(key: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A pair's rank key turned so that a min-heap pops the worst pair first: the lowest
+    score, then the highest partition index. (-(-score), -i, j): the thread is the same."""
+    return (-key[0], -key[1], key[2])
 
 
 def _quotas(topic: str, threads: list[str], partitions: int) -> dict[str, int]:
@@ -96,22 +104,32 @@ def sticky_topic(topic: str, threads: Iterable[str], partitions: Iterable[int]) 
     if not thread_list or not part_list:
         return {}
     quota = _quotas(topic, thread_list, len(part_list))
-    encoded = [(t, t.encode("utf-8", "surrogatepass")) for t in thread_list]
-    pairs = sorted(
-        (-_score_bytes(prefix + tb), p, t)
-        for p in part_list
-        for prefix in (f"{topic}\0{p}\0".encode("utf-8", "surrogatepass"),)
-        for t, tb in encoded
-    )
+    caps = [quota[t] for t in thread_list]
+    encoded = [t.encode("utf-8", "surrogatepass") for t in thread_list]
+    # Step 3 as deferred acceptance, which gives the same matching as taking the pairs from
+    # the best score down (both sides rank by one strict order of the pairs: score
+    # descending, then partition, then thread), without sorting every pair: each partition
+    # proposes to its threads best first; a thread over its quota lets its worst pair go.
+    # A pair's rank key (lower is better): (-score, partition index, thread index).
+    prefs: list[list[tuple[int, int, int]]] = []
+    for i, p in enumerate(part_list):
+        prefix = f"{topic}\0{p}\0".encode("utf-8", "surrogatepass")
+        ranked = [(-_score_bytes(prefix + tb), i, j) for j, tb in enumerate(encoded)]
+        ranked.sort(reverse=True)  # popped from the end: best first
+        prefs.append(ranked)
+    held: list[list[tuple[int, int, int]]] = [[] for _ in thread_list]  # max-heaps, negated
+    free = list(range(len(part_list)))
+    while free:
+        i = free.pop()
+        key = prefs[i].pop()
+        j = key[2]
+        heapq.heappush(held[j], _worst_first(key))
+        if len(held[j]) > caps[j]:
+            free.append(-heapq.heappop(held[j])[1])
     out: dict[int, str] = {}
-    load = dict.fromkeys(thread_list, 0)
-    for _, p, t in pairs:
-        if p in out or load[t] >= quota[t]:
-            continue
-        out[p] = t
-        load[t] += 1
-        if len(out) == len(part_list):
-            break
+    for j, pairs in enumerate(held):
+        for _, neg_i, _ in pairs:
+            out[part_list[-neg_i]] = thread_list[j]
     return dict(sorted(out.items()))
 
 
