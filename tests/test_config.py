@@ -368,7 +368,7 @@ def test_fetch_wait_must_not_exceed_socket_timeout() -> None:
     [
         ("auto.offset.reset", "smalest", "smallest, largest"),
         ("auto.offset.reset", "LARGEST", "smallest, largest"),
-        ("partition.assignment.strategy", "sticky", "range, roundrobin"),
+        ("partition.assignment.strategy", "cooperative-sticky", "range, roundrobin, sticky"),
         ("offsets.storage", "redis", "zookeeper, kafka"),
         ("fetch.backend", "librdkafka", "kafka-python, confluent"),
         ("security.protocol", "TLS", "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
@@ -392,6 +392,8 @@ def test_case_insensitive_enums_are_normalised() -> None:
     assert c.security_protocol == "SSL"
     c = ConsumerConfig({**MIN, "partition.assignment.strategy": "roundrobin"})
     assert c.partition_assignment_strategy == "roundrobin"
+    c = ConsumerConfig({**MIN, "partition.assignment.strategy": "sticky"})
+    assert c.partition_assignment_strategy == "sticky"
     assert ConsumerConfig({**MIN, "fetch.backend": "confluent"}).fetch_backend == "confluent"
 
 

@@ -155,6 +155,43 @@ def test_third_member_joins_and_leaves_without_loss_or_duplicates(
     assert col.duplicates() == 0
 
 
+def test_partitions_that_stay_keep_fetching_through_a_join_and_a_leave(
+        stack, zk, names, topic_factory) -> None:
+    # Only the partitions that move are stopped, committed and released: the others keep
+    # their PartitionTopicInfo (their fetch and their consumed offset) throughout, and
+    # nothing is lost or delivered twice.
+    topic = topic_factory(names.topic, 4)
+    n = 8_000
+    _fill(stack, topic, 4, n)
+    col = Collector()
+    with connector(stack, names.group, consumer_timeout_ms=100, auto_commit_enable=True,
+                   fetch_message_max_bytes=4096, queued_max_message_chunks=1) as a:
+        for s in a.create_message_streams({topic: 2})[topic]:
+            col.drain(s)
+        wait_until(lambda: col.count() >= n // 8, 60, "some consumed")
+        before = a.partition_infos()
+        with connector(stack, names.group, consumer_timeout_ms=100,
+                       auto_commit_enable=True) as b:
+            col.drain(b.create_message_streams({topic: 1})[topic][0])
+            wait_until(lambda: len(set(group_owners(zk, names.group, topic).values())) == 3,
+                       30, "three owners")
+            wait_until(lambda: 0 < len(a.partition_infos()) < 4, 30, "a's rebalance")
+            during = a.partition_infos()
+            kept = {tp for tp in during if during[tp] is before.get(tp)}
+            assert kept and kept == set(during)  # a's remaining partitions never restarted
+            assert a.stats.incremental == 1
+            assert all(before[tp].revoked for tp in set(before) - set(during))
+            wait_until(lambda: col.count() >= n // 2, 60, "half consumed")
+        wait_until(lambda: len(a.partition_infos()) == 4, 30, "a owns everything again")
+        after = a.partition_infos()
+        assert all(after[tp] is during[tp] for tp in during)
+        assert a.stats.incremental >= 2
+        wait_until(lambda: col.count() >= n, 120, "everything consumed")
+    assert col.errors == []
+    assert len(col.seen) == n
+    assert col.duplicates() == 0
+
+
 def test_member_killed_mid_stream_loses_nothing(
     stack, zk, names, topic_factory, tmp_path
 ) -> None:

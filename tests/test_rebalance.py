@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import (
+    AssignmentStrategyMismatchError,
     BackgroundThreadError,
     ConsumerConfig,
     ConsumerRebalanceFailedException,
@@ -74,11 +76,13 @@ def test_one_three_one_members_match_the_assignor(stack, zk, names, topic_factor
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
         assert group_owners(zk, g, topic) == {p: f"{a.consumer_id}-0" for p in range(6)}
-        # ids znode: the legacy JSON, byte for byte in shape
+        # ids znode: the legacy JSON, byte for byte in shape, and the strategy at the end
         data, stat = zk.get(zp.id_path(g, a.consumer_id))
         assert stat.ephemeralOwner != 0
         reg = json.loads(data)
-        assert list(reg) == ["version", "subscription", "pattern", "timestamp"]
+        assert list(reg) == ["version", "subscription", "pattern", "timestamp",
+                             "assignment_strategy"]
+        assert reg["assignment_strategy"] == "range"
         assert reg["version"] == 1 and reg["subscription"] == {topic: 1}
         assert reg["pattern"] == "static" and isinstance(reg["timestamp"], str)
         assert data == json.dumps(reg, separators=(",", ":")).encode()
@@ -516,6 +520,197 @@ def test_storm_of_twenty_members(stack, zk, names, topic_factory) -> None:
         for c in members:
             assert {tp.partition: th for tp, th in c.owned_partitions().items()} == {
                 p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}
+
+
+def _start_at_once(members: list[ZookeeperConsumerConnector], topic: str) -> list[BaseException]:
+    """``create_message_streams({topic: 1})`` on every member, all released by one barrier;
+    returns what they raised."""
+    barrier = threading.Barrier(len(members))
+    errors: list[BaseException] = []
+
+    def join(c: ZookeeperConsumerConnector) -> None:
+        barrier.wait()
+        try:
+            c.create_message_streams({topic: 1})
+        except BaseException as e:  # noqa: BLE001 - collected and asserted by the caller
+            errors.append(e)
+
+    threads = [threading.Thread(target=join, args=(c,)) for c in members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return errors
+
+
+def _converged(zk: KazooClient, group: str, topic: str, members: list[Any],
+               partitions: int) -> bool:
+    """Every partition owned by a live member, as the assignor says, and every member's own
+    view agreeing with ZooKeeper."""
+    owners = group_owners(zk, group, topic)
+    if sorted(owners) != list(range(partitions)) or owners != expected_owners(zk, group, topic):
+        return False
+    return all(
+        {tp.partition: th for tp, th in c.owned_partitions().items()}
+        == {p: th for p, th in owners.items() if th.startswith(c.consumer_id + "-")}
+        for c in members)
+
+
+def _idle(c: ZookeeperConsumerConnector) -> bool:
+    """No rebalance under way or asked for."""
+    if c._wakeup.is_set() or not c._rebalance_lock.acquire(blocking=False):
+        return False
+    c._rebalance_lock.release()
+    return not c._wakeup.is_set()
+
+
+def test_members_starting_at_once_converge_without_a_failed_attempt(
+        stack, zk, names, topic_factory) -> None:
+    # Each member's first rebalance runs in its caller's thread; a claim it made from a view
+    # that another member's join changed meanwhile must restart at once, not wait out
+    # zookeeper.session.timeout.ms + rebalance.backoff.ms and fail (it used to: the watcher
+    # thread took the wake-up the claim was waiting for).
+    topic = topic_factory(names.topic, 100)
+    g = names.group
+    n = 20
+    with ExitStack() as stack_:
+        members = [stack_.enter_context(member(stack, g, zookeeper_session_timeout_ms=6000,
+                                               rebalance_backoff_ms=2000))
+                   for _ in range(n)]
+        assert _start_at_once(members, topic) == []
+        wait_until(lambda: _converged(zk, g, topic, members, 100), 60, "20 members converged")
+        shares: dict[str, int] = {}
+        for th in group_owners(zk, g, topic).values():
+            shares[th] = shares.get(th, 0) + 1
+        assert sorted(shares.values()) == [5] * n
+        assert sum(c.stats.failures for c in members) == 0
+        # Stable: no member has a rebalance still to make (each watcher has settled).
+        wait_until(lambda: all(_idle(c) for c in members), 30, "every member idle")
+        assert _converged(zk, g, topic, members, 100)
+        assert sum(c.stats.failures for c in members) == 0
+
+
+def test_a_sticky_group_owns_what_the_sticky_assignor_computes(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 12)
+    g = names.group
+    with ExitStack() as stack_:
+        members = [stack_.enter_context(member(stack, g, partition_assignment_strategy="sticky"))
+                   for _ in range(3)]
+        for c in members:
+            c.create_message_streams({topic: 2})
+        wait_until(lambda: settled(zk, g, topic, "sticky"), 30, "sticky owners")
+        data, _ = zk.get(zp.id_path(g, members[0].consumer_id))
+        assert json.loads(data)["assignment_strategy"] == "sticky"
+        before = group_owners(zk, g, topic)
+        members[1].shutdown()
+        wait_until(lambda: settled(zk, g, topic, "sticky")
+                   and set(group_owners(zk, g, topic).values()).isdisjoint(
+                       zp.thread_ids(members[1].consumer_id, 2)), 30, "sticky owners after a leave")
+        after = group_owners(zk, g, topic)
+        assert sorted(after) == list(range(12))
+        assert sorted(Counter(after.values()).values()) == [3, 3, 3, 3]
+        assert before != after
+
+
+def test_a_member_with_another_strategy_refuses_to_claim(stack, zk, names, topic_factory):
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as ranged, member(
+            stack, g, partition_assignment_strategy="sticky") as sticky:
+        ranged.create_message_streams({topic: 1})
+        with pytest.raises(AssignmentStrategyMismatchError) as e:
+            sticky.create_message_streams({topic: 1})
+        msg = str(e.value)
+        assert "'sticky'" in msg and "'range'" in msg and ranged.consumer_id in msg
+        # It left the group; the range member kept everything throughout.
+        assert zk.exists(zp.id_path(g, sticky.consumer_id)) is None
+        assert set(group_owners(zk, g, topic).values()) == {f"{ranged.consumer_id}-0"}
+        assert sticky.stats.attempts == 1  # refused at once, not retried
+
+
+def test_sticky_is_refused_in_a_group_with_a_jvm_member(stack, zk, names, topic_factory):
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    jvm_id = f"{g}_jvm-1494000000000-1a2b3c4d"
+    # A JVM member's registration: no strategy recorded.
+    zk.create(zp.id_path(g, jvm_id), zp.ConsumerRegistration({topic: 1}, "static", 1).encode(),
+              ephemeral=True, makepath=True)
+    with member(stack, g, partition_assignment_strategy="sticky") as sticky:
+        with pytest.raises(AssignmentStrategyMismatchError,
+                           match="'sticky' differs from the group's 'range' or 'roundrobin'"):
+            sticky.create_message_streams({topic: 1})
+    assert group_owners(zk, g, topic) == {}
+
+
+class IncrementalRecorder(NullFetcher):
+    """A fetch side that records which partitions are started and stopped, one by one."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.added: list[set[int]] = []
+        self.removed: list[set[int]] = []
+
+    def add_partitions(self, infos: Any) -> None:
+        self.added.append({i.partition for i in infos})
+
+    def remove_partitions(self, infos: Any) -> None:
+        self.removed.append({i.partition for i in infos})
+
+
+def test_only_the_partitions_that_move_are_stopped_and_started(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 6)
+    g = names.group
+    fetch = IncrementalRecorder()
+    a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=lambda _c: fetch)
+    try:
+        a.create_message_streams({topic: 1})
+        first = a.partition_infos()
+        stops = fetch.stops  # the first rebalance's (nothing was fetched yet)
+        assert len(first) == 6 and len(fetch.started) == 1
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.partition_infos()) == 3, 30,
+                       "two members settled")
+            mine = {tp.partition for tp in a.partition_infos()}
+            assert fetch.removed == [set(range(6)) - mine]
+            assert all(a.partition_infos()[tp] is first[tp] for tp in a.partition_infos())
+            assert all(first[tp].revoked for tp in first if tp.partition not in mine)
+            assert fetch.stops == stops and fetch.added == []
+        wait_until(lambda: len(a.partition_infos()) == 6, 30, "a owns everything again")
+        assert fetch.added == [set(range(6)) - mine]
+        assert fetch.stops == stops and len(fetch.started) == 1
+        assert a.stats.incremental == 2
+    finally:
+        a.shutdown()
+
+
+def test_a_rebalance_listener_still_sees_every_partition_stop(
+        stack, zk, names, topic_factory) -> None:
+    # Its before_releasing_partitions is told of all the member owns: the full rebalance.
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    fetch = IncrementalRecorder()
+    told: list[dict[str, set[int]]] = []
+
+    class Listener(ConsumerRebalanceListener):
+        def before_releasing_partitions(self, partition_ownership: Any) -> None:
+            told.append({t: set(ps) for t, ps in partition_ownership.items()})
+
+    a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=lambda _c: fetch)
+    try:
+        a.set_consumer_rebalance_listener(Listener())
+        a.create_message_streams({topic: 1})
+        stops = fetch.stops
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: settled(zk, g, topic) and len(a.partition_infos()) == 2, 30,
+                       "two members settled")
+        assert {topic: {0, 1, 2, 3}} in told
+        assert fetch.stops > stops and fetch.removed == [] and a.stats.incremental == 0
+    finally:
+        a.shutdown()
 
 
 def test_a_dead_fetch_side_reaches_the_iterating_thread(stack, names, topic_factory) -> None:

@@ -572,6 +572,41 @@ def test_clear_drops_the_current_chunk() -> None:
     assert new.consumed_offset == 3
 
 
+def test_a_revoked_partition_stops_and_the_others_go_on() -> None:
+    # What an incremental rebalance does when partition 0 moves away and 1 stays.
+    q = ChunkQueue(8)
+    moving, staying = _info(q, 0), _info(q, 1)
+    _put(moving, range(0, 5))
+    _put(staying, range(0, 3))
+    _put(moving, range(5, 8))
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 0)
+    it = iter(stream)
+    assert next(it).offset == 0
+    moving.revoke()
+    stream.drop_revoked()
+    assert q.drop_revoked() == 1  # the queued chunk of partition 0
+    assert moving.consumed_offset == 1  # final: what the rebalance commits
+    assert moving.enqueue(_recs(moving, range(8, 9)), 9, threading.Event())  # dropped
+    assert [(m.partition, m.offset) for m in islice(it, 3)] == [(1, 0), (1, 1), (1, 2)]
+    with pytest.raises(ConsumerTimeoutException):
+        next(it)  # nothing more of partition 0
+    assert moving.consumed_offset == 1 and staying.consumed_offset == 3
+    moving.reset_offsets(0)  # a late reset by a fetcher changes nothing
+    assert moving.consumed_offset == 1
+
+
+def test_a_revoked_partitions_chunk_taken_before_it_is_not_handed_out() -> None:
+    q = ChunkQueue(8)
+    moving, staying = _info(q, 0), _info(q, 1)
+    _put(moving, range(0, 2))
+    _put(staying, range(0, 1))
+    stream: KafkaStream[bytes, bytes] = KafkaStream(q, 0)
+    it = iter(stream)
+    moving.revoke()  # before the iterator started its chunk: dropped by its epoch
+    assert [(m.partition, m.offset) for m in islice(it, 1)] == [(1, 0)]
+    assert moving.consumed_offset == 0
+
+
 def test_clear_drops_a_chunk_taken_off_the_queue_at_the_same_moment() -> None:
     """A next() that took a chunk before clear() ran must not hand it out afterwards."""
     cleared = threading.Event()

@@ -255,6 +255,23 @@ def test_consumer_registration_golden() -> None:
     assert decoded.wildcard_streams is None
 
 
+def test_consumer_registration_records_the_strategy_as_an_extra_field() -> None:
+    reg = ConsumerRegistration({"t": 2}, "static", 1494000000000, assignment_strategy="sticky")
+    assert reg.encode() == (
+        b'{"version":1,"subscription":{"t":2},"pattern":"static",'
+        b'"timestamp":"1494000000000","assignment_strategy":"sticky"}'
+    )
+    assert ConsumerRegistration.decode(reg.encode()) == reg
+    # Without the field (a JVM member): None, and nothing else changes.
+    assert ConsumerRegistration.decode(REF_IDS).assignment_strategy is None
+    # Anything but a non-empty string reads as absent.
+    for bad in (b'1', b'""', b'null', b'["sticky"]'):
+        data = REF_IDS[:-1] + b',"assignment_strategy":' + bad + b'}'
+        assert ConsumerRegistration.decode(data).assignment_strategy is None
+    with pytest.raises(ValueError, match="assignment_strategy"):
+        ConsumerRegistration({"t": 1}, "static", 1, assignment_strategy="")
+
+
 def test_consumer_registration_wildcards() -> None:
     wl = ConsumerRegistration.wildcard("white_list", "a.*|b", 3, 1494000000000)
     assert wl.encode() == (

@@ -1,6 +1,7 @@
 """Benchmarks; results go to bench-results/<name>.json (and are quoted in the README).
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
+    tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6 --gap-window 3]
     tools/bench throughput [--messages 200000]
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
@@ -19,8 +20,9 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +169,8 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         zk.start()
         wait_until(lambda: zk.exists(zp.topic_path(topic)), 30, "topic registered")
         props = {"zookeeper.connect": zk_addr, "group.id": group,
-                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000"}
+                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
+                 "partition.assignment.strategy": args.strategy}
         factory: Callable[[Any], Any] | None = NullFetcher if args.no_fetch else None
 
         def new_member() -> ZookeeperConsumerConnector:
@@ -189,7 +192,7 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 if not exp:
                     if len(zk.get_children(zp.ids_dir(group))) != n_members:
                         return False
-                    exp.update(expected_owners(zk, group, topic))
+                    exp.update(expected_owners(zk, group, topic, args.strategy))
                 return _owners_async(zk, group, topic, args.partitions) == exp
 
             return check
@@ -213,11 +216,17 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 extra.create_message_streams({topic: 1})
             else:
                 kind = "leave"
-                extra.shutdown()  # its release, not a rebalance: not counted
+                # Its release, not a rebalance: not counted. In a thread: once it has left
+                # the group, it closes its fetch clients (up to a long poll), which the
+                # group does not wait for.
+                leaving = threading.Thread(target=extra.shutdown, daemon=True)
+                leaving.start()
                 extra = None
             wait_until(settled(args.members + (kind == "join")), 60,
                        f"assignment after change {i}", every=0.01)
             dt = time.perf_counter() - t0
+            if kind == "leave":
+                leaving.join(60)
             latencies.append(dt)
             rebalanced = [m for m in involved if m.stats.rebalances > before[id(m)]]
             ops = sum(m.stats.last_zk_ops for m in rebalanced)
@@ -234,7 +243,12 @@ def bench_rebalance(args: argparse.Namespace) -> None:
     lat = sorted(latencies)
     p50 = statistics.median(lat)
     p99 = lat[min(len(lat) - 1, int(round(0.99 * (len(lat) - 1))))]
-    write_result("rebalance", {
+    name = "rebalance" if args.strategy == "range" else f"rebalance_{args.strategy}"
+    if (args.members, args.partitions) != (10, 100):
+        name += f"_{args.members}x{args.partitions}"
+    goal_ms = 150 if args.strategy == "sticky" else 300
+    write_result(name, {
+        "strategy": args.strategy,
         "members": args.members, "partitions": args.partitions, "changes": args.changes,
         "fetchers": "none" if args.no_fetch else "real",
         "latency_ms": {"p50": round(p50 * 1000, 1), "p99": round(p99 * 1000, 1),
@@ -247,7 +261,370 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         # original's "conflict in ... data"), and failed attempts, over the whole run.
         "conflicts": conflicts,
         "samples": len(lat),  # 20: p99 is then the largest
-        "goal": "p99 < 1000 ms", "goal_met": p99 < 1.0,
+        "leave": "timed from the start of the leaver's shutdown() to the new assignment, "
+                 "its closing of fetch clients after it left the group not waited for",
+        # The first goal was p99 < 1 s; issue 30 set these, per strategy.
+        "goal": f"p99 < {goal_ms} ms", "goal_met": p99 * 1000 < goal_ms,
+    })
+
+
+# ---- storm: many members starting at once; partitions moved per join and leave ----------
+
+
+@dataclass
+class _Group:
+    """A group the storm benchmark runs, on one topic, in this process."""
+
+    zk: KazooClient
+    zk_addr: str
+    group: str
+    topic: str
+    partitions: int
+    strategy: str
+    fetch: bool
+    members: list[ZookeeperConsumerConnector] = field(default_factory=list)
+
+    def new_member(self) -> ZookeeperConsumerConnector:
+        props = {"zookeeper.connect": self.zk_addr, "group.id": self.group,
+                 "auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
+                 "rebalance.backoff.ms": "2000", "partition.assignment.strategy": self.strategy}
+        factory: Callable[[Any], Any] | None = None if self.fetch else NullFetcher
+        return ZookeeperConsumerConnector(ConsumerConfig(props), fetcher_factory=factory)
+
+    def converged(self) -> bool:
+        """Every partition owned by a live member, as the assignor computes it for the
+        membership in ZooKeeper, and every member's own view agreeing (stable)."""
+        ids = self.zk.get_children(zp.ids_dir(self.group))
+        if sorted(ids) != sorted(m.consumer_id for m in self.members):
+            return False
+        owners = _owners_async(self.zk, self.group, self.topic, self.partitions)
+        if owners != expected_owners(self.zk, self.group, self.topic, self.strategy):
+            return False
+        return all({tp.partition: th for tp, th in m.owned_partitions().items()}
+                   == {p: th for p, th in owners.items()
+                       if th.startswith(m.consumer_id + "-")} for m in self.members)
+
+    def shutdown(self) -> None:
+        for m in self.members:
+            m.shutdown()
+        self.members.clear()
+
+
+def _stats(members: list[ZookeeperConsumerConnector]) -> dict[str, int]:
+    return {"failed_attempts": sum(m.stats.failures for m in members),
+            "restarts": sum(m.stats.restarts for m in members),
+            "claim_waits": sum(m.stats.claim_waits for m in members)}
+
+
+def _storm_round(g: _Group, n: int) -> dict[str, Any]:
+    """``n`` members created, then all released by one barrier into create_message_streams;
+    the time until the group has converged."""
+    g.members = [g.new_member() for _ in range(n)]
+    barrier = threading.Barrier(n + 1)
+    errors: list[BaseException] = []
+
+    def join(m: ZookeeperConsumerConnector) -> None:
+        barrier.wait()
+        try:
+            m.create_message_streams({g.topic: 1})
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=join, args=(m,), daemon=True) for m in g.members]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join(120)
+    wait_until(g.converged, 120, f"{n} members converged", every=0.01)
+    dt = time.perf_counter() - t0
+    if errors:
+        raise SystemExit(f"tools/bench storm: {len(errors)} members failed to start, e.g. "
+                         f"{errors[0]!r}")
+    return {"seconds": round(dt, 3), **_stats(g.members)}
+
+
+def _moves(g: _Group, changes: int) -> list[dict[str, Any]]:
+    """Alternate joins and leaves (the leaver: a member chosen at random); per change, the
+    partitions whose owner changed, against the minimum (a join: the newcomer's share; a
+    leave: the leaver's partitions)."""
+    import random
+
+    rng = random.Random(20261128)
+    out = []
+    for i in range(changes):
+        before = _owners_async(g.zk, g.group, g.topic, g.partitions)
+        if i % 2 == 0:
+            m = g.new_member()
+            g.members.append(m)
+            m.create_message_streams({g.topic: 1})
+            kind, who = "join", m.consumer_id
+        else:
+            m = g.members.pop(rng.randrange(len(g.members)))
+            m.shutdown()
+            kind, who = "leave", m.consumer_id
+        wait_until(g.converged, 60, f"converged after change {i}", every=0.01)
+        after = _owners_async(g.zk, g.group, g.topic, g.partitions)
+        mine = before if kind == "leave" else after
+        minimum = sum(1 for th in mine.values() if th.startswith(who + "-"))
+        moved = sum(1 for p in before if after.get(p) != before[p])
+        out.append({"change": kind, "moved": moved, "minimum": minimum})
+        progress(f"{g.strategy} {kind}: {moved} partitions moved (minimum {minimum})")
+    return out
+
+
+def _fresh_group(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
+                 strategy: str, stem: str) -> _Group:
+    name = f"bench-{stem}-{strategy}-{time.time_ns()}"
+    made.topics.add(name)
+    made.groups.add(name)
+    create_topic(bootstrap, name, args.partitions)
+    wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
+    return _Group(zk, zk_addr, name, name, args.partitions, strategy, args.fetch)
+
+
+class _Deliveries:
+    """Per partition, when each message was handed out (drained by one thread per stream),
+    and how often each (partition, offset) was."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.times: dict[int, list[float]] = {}
+        self.seen: dict[tuple[int, int], int] = {}
+        self.threads: list[threading.Thread] = []
+
+    def drain(self, stream: Any) -> None:
+        from zkconsumer import ConsumerTimeoutException
+
+        def run() -> None:
+            while True:
+                try:
+                    for m in stream:
+                        now = time.monotonic()
+                        with self.lock:
+                            self.times.setdefault(m.partition, []).append(now)
+                            key = (m.partition, m.offset)
+                            self.seen[key] = self.seen.get(key, 0) + 1
+                    return
+                except ConsumerTimeoutException:
+                    continue
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def duplicates(self) -> int:
+        with self.lock:
+            return sum(n - 1 for n in self.seen.values())
+
+    def longest_gap(self, partitions: Iterable[int], t0: float, t1: float) -> float:
+        """The longest time without a delivery, within [t0, t1], of any of ``partitions``."""
+        worst = 0.0
+        with self.lock:
+            for p in partitions:
+                last = t0
+                for t in self.times.get(p, []):
+                    if t <= t0:
+                        continue
+                    if t > t1:
+                        break
+                    worst = max(worst, t - last)
+                    last = t
+                worst = max(worst, t1 - last)
+        return worst
+
+
+def _producing(bootstrap: str, topic: str, partitions: int, rate: int,
+               stop: threading.Event) -> threading.Thread:
+    """A thread sending ``rate`` messages a second, round robin over the partitions."""
+    from kafka import KafkaProducer
+
+    def run() -> None:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
+                                 enable_idempotence=False)
+        try:
+            i = 0
+            start = time.monotonic()
+            while not stop.is_set():
+                producer.send(topic, b"x" * 100, partition=i % partitions)
+                i += 1
+                ahead = start + i / rate - time.monotonic()
+                if ahead > 0:
+                    stop.wait(ahead)
+        finally:
+            producer.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _gap_run(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
+             full: bool) -> dict[str, Any]:
+    """2 members (2 streams each, real fetchers, sticky: most partitions stay) on
+    ``args.gap_partitions`` partitions under a steady produce load; a third joins, then
+    leaves. The longest delivery gap of the partitions that stay
+    with their thread, in a quiet window and around each change, and duplicates per change.
+    ``full``: the members have a rebalance listener, which keeps the full (stop-the-world)
+    rebalance, for comparison."""
+    from zkconsumer import ConsumerRebalanceListener
+
+    partitions = args.gap_partitions
+    name = f"bench-gap-{'full' if full else 'incr'}-{time.time_ns()}"
+    made.topics.add(name)
+    made.groups.add(name)
+    create_topic(bootstrap, name, partitions)
+    wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
+    props = {"zookeeper.connect": zk_addr, "group.id": name, "auto.commit.enable": "true",
+             "auto.offset.reset": "smallest", "zookeeper.session.timeout.ms": "6000",
+             "rebalance.backoff.ms": "2000", "consumer.timeout.ms": "100",
+             "partition.assignment.strategy": "sticky"}
+    deliveries = _Deliveries()
+    members: list[ZookeeperConsumerConnector] = []
+
+    def join() -> ZookeeperConsumerConnector:
+        m = ZookeeperConsumerConnector(ConsumerConfig(props))
+        if full:
+            m.set_consumer_rebalance_listener(ConsumerRebalanceListener())
+        for stream in m.create_message_streams({name: 2})[name]:
+            deliveries.drain(stream)
+        members.append(m)
+        return m
+
+    def converged() -> bool:
+        owners = _owners_async(zk, name, name, partitions)
+        return (len(zk.get_children(zp.ids_dir(name))) == len(members)
+                and owners == expected_owners(zk, name, name, "sticky"))
+
+    stop = threading.Event()
+    producer = _producing(bootstrap, name, partitions, args.gap_rate, stop)
+    try:
+        join()
+        join()
+        wait_until(converged, 60, "2 members converged")
+        time.sleep(args.gap_window)  # let delivery settle into its steady pace
+        quiet: list[float] = []
+        changes = []
+        for kind in ("join", "leave") * args.gap_rounds:
+            if kind == "join":  # a quiet window first, each round: the machine's noise
+                t0 = time.monotonic()
+                time.sleep(args.gap_window)
+                quiet.append(deliveries.longest_gap(range(partitions), t0, time.monotonic()))
+            before = _owners_async(zk, name, name, partitions)
+            dup0 = deliveries.duplicates()
+            t0 = time.monotonic()
+            if kind == "join":
+                join()
+            else:
+                members.pop().shutdown()
+            wait_until(converged, 60, f"converged after the {kind}", every=0.01)
+            settled_s = time.monotonic() - t0
+            time.sleep(args.gap_window)  # the moved partitions' new owners catch up
+            after = _owners_async(zk, name, name, partitions)
+            staying = [p for p in range(partitions) if before.get(p) == after.get(p)]
+            gap = deliveries.longest_gap(staying, t0, time.monotonic())
+            changes.append({"change": kind, "converged_ms": round(settled_s * 1000, 1),
+                            "partitions_staying": len(staying),
+                            "longest_gap_staying_ms": round(gap * 1000, 1),
+                            "duplicates": deliveries.duplicates() - dup0})
+            progress(f"{'full' if full else 'incremental'} {kind}: {changes[-1]}")
+    finally:
+        stop.set()
+        producer.join(30)
+        for m in members:
+            m.shutdown()
+    gaps = [c["longest_gap_staying_ms"] for c in changes]
+    return {"rebalance": "full (a listener is set)" if full else "incremental",
+            "longest_gap_quiet_ms": [round(q * 1000, 1) for q in quiet],
+            "longest_gap_quiet_ms_median": round(statistics.median(quiet) * 1000, 1),
+            "longest_gap_staying_ms_median": round(statistics.median(gaps), 1),
+            "longest_gap_staying_ms_max": max(gaps),
+            "duplicates": sum(c["duplicates"] for c in changes), "changes": changes}
+
+
+def bench_storm(args: argparse.Namespace) -> None:
+    made = Made()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    goals_s = {20: 1.0, 50: 3.0}
+    storms: list[dict[str, Any]] = []
+    movement: dict[str, Any] = {}
+    with stack(made) as (zk_addr, bootstrap):
+        zk = KazooClient(hosts=zk_addr)
+        zk.start()
+        try:
+            for n in sizes:
+                rounds = []
+                for r in range(args.rounds):
+                    g = _fresh_group(made, zk, zk_addr, bootstrap, args, "range", "storm")
+                    try:
+                        rounds.append(_storm_round(g, n))
+                    finally:
+                        g.shutdown()
+                    progress(f"storm of {n}, round {r + 1}: {rounds[-1]}")
+                secs = [x["seconds"] for x in rounds]
+                failed = sum(x["failed_attempts"] for x in rounds)
+                goal = goals_s.get(n)
+                storms.append({
+                    "members": n, "partitions": args.partitions, "rounds": rounds,
+                    "seconds_median": statistics.median(secs), "seconds_max": max(secs),
+                    "failed_attempts": failed,
+                    "goal": None if goal is None else f"< {goal:g} s, 0 failed attempts",
+                    "goal_met": None if goal is None else max(secs) < goal and failed == 0,
+                })
+            for strategy in ("range", "roundrobin", "sticky"):
+                g = _fresh_group(made, zk, zk_addr, bootstrap, args, strategy, "moves")
+                try:
+                    g.members = [g.new_member() for _ in range(args.move_members)]
+                    for m in g.members:
+                        m.create_message_streams({g.topic: 1})
+                    wait_until(g.converged, 60, f"{strategy} group converged")
+                    changes = _moves(g, args.changes)
+                finally:
+                    g.shutdown()
+                joins = [c for c in changes if c["change"] == "join"]
+                leaves = [c for c in changes if c["change"] == "leave"]
+                movement[strategy] = {
+                    "changes": changes,
+                    "join_moved_max": max(c["moved"] for c in joins),
+                    "leave_moved_max": max(c["moved"] for c in leaves),
+                    "leave_others_moved_max": max(c["moved"] - c["minimum"] for c in leaves),
+                }
+            if args.gap_window > 0:
+                gaps = [_gap_run(made, zk, zk_addr, bootstrap, args, full)
+                        for full in (False, True)]
+        finally:
+            zk.stop()
+            zk.close()
+    join_bound = -(-args.partitions // (args.move_members + 1)) + 1
+    sticky = movement["sticky"]
+    gap_result: dict[str, Any] = {}
+    if args.gap_window > 0:
+        incr = gaps[0]
+        gap_result = {"delivery_gaps": {
+            "members": "2, then 3, then 2 (2 streams each, real fetchers, auto-commit, "
+                       "sticky)",
+            "partitions": args.gap_partitions, "produce_rate_per_s": args.gap_rate,
+            "window_s": args.gap_window, "runs": gaps,
+            # A partition's gap depends on the produce pace: the quiet window's is the noise.
+            "goal": "the staying partitions' longest gap during a join or a leave (median) no "
+                    "larger than in a quiet window (median, + 100 ms of noise); duplicates "
+                    "only from moved partitions' uncommitted windows (0 here: every change is "
+                    "clean and commits first)",
+            "goal_met": incr["longest_gap_staying_ms_median"]
+            <= incr["longest_gap_quiet_ms_median"] + 100 and incr["duplicates"] == 0,
+        }}
+    write_result("storm", {
+        "fetchers": "real" if args.fetch else "none",
+        "storms": storms,
+        "movement": {
+            "members": args.move_members, "partitions": args.partitions, **movement,
+            "sticky_goal": f"a join moves at most ceil(P/(N+1))+1 = {join_bound}; a leave "
+                           "only the leaver's partitions",
+            "sticky_goal_met": sticky["join_moved_max"] <= join_bound
+            and sticky["leave_others_moved_max"] == 0,
+        },
+        **gap_result,
     })
 
 
@@ -260,7 +637,26 @@ def main() -> None:
     p.add_argument("--changes", type=int, default=20)
     p.add_argument("--no-fetch", action="store_true",
                    help="members without fetchers: ZooKeeper coordination alone")
+    p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "sticky"),
+                   help="partition.assignment.strategy (results: rebalance_<strategy>.json "
+                        "but for range, and _<members>x<partitions> but at 10 x 100)")
     p.set_defaults(func=bench_rebalance)
+    p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
+                                     "join and leave, per strategy")
+    p.add_argument("--sizes", default="20,50", help="group sizes started at once")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--partitions", type=int, default=100)
+    p.add_argument("--move-members", type=int, default=10)
+    p.add_argument("--changes", type=int, default=6, help="joins and leaves, alternating")
+    p.add_argument("--fetch", action="store_true",
+                   help="members with real fetchers (default: ZooKeeper coordination alone)")
+    p.add_argument("--gap-window", type=float, default=3.0,
+                   help="seconds of each delivery-gap window (0: skip the delivery gaps)")
+    p.add_argument("--gap-rate", type=int, default=1200, help="messages a second, produced "
+                   "while the delivery gaps are measured")
+    p.add_argument("--gap-partitions", type=int, default=48)
+    p.add_argument("--gap-rounds", type=int, default=3, help="joins and leaves per mode")
+    p.set_defaults(func=bench_storm)
     from tools import bench_exporter, bench_stack, bench_throughput
 
     bench_throughput.register(sub)

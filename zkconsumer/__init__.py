@@ -17,6 +17,7 @@ from ._connector import (
     create_consumer_connector,
 )
 from ._errors import (
+    AssignmentStrategyMismatchError,
     BackgroundThreadError,
     ConfigError,
     ConsumerRebalanceFailedException,
@@ -38,6 +39,7 @@ from ._types import TopicPartition
 __version__ = "0.1.0"
 
 __all__ = [
+    "AssignmentStrategyMismatchError",
     "BackgroundThreadError",
     "Blacklist",
     "ConfigError",

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from ._sticky import sticky_assign
 from ._types import TopicPartition
 
 __all__ = [
@@ -215,6 +216,8 @@ def roundrobin_assign(
 ASSIGNORS: dict[str, Assignor] = {
     "range": range_assign,
     "roundrobin": roundrobin_assign,
+    # zkconsumer-only (see _sticky.py): never in a group with JVM members.
+    "sticky": sticky_assign,
 }
 """The strategies accepted by ``partition.assignment.strategy``, by name."""
 
@@ -224,14 +227,15 @@ def assign(
     consumers_for_topic: Mapping[str, Iterable[str]],
     partitions_for_topic: Mapping[str, Iterable[int]],
 ) -> dict[TopicPartition, str]:
-    """Run the assignor named ``strategy`` (``"range"`` or ``"roundrobin"``).
+    """Run the assignor named ``strategy`` (``"range"``, ``"roundrobin"`` or ``"sticky"``).
 
     >>> assign("range", {"t": ["c-0"]}, {"t": [0]})
     {TopicPartition(topic='t', partition=0): 'c-0'}
-    >>> assign("sticky", {}, {})
+    >>> assign("fair", {}, {})
     Traceback (most recent call last):
     ...
-    ValueError: unknown partition.assignment.strategy 'sticky' (expected 'range' or 'roundrobin')
+    ValueError: unknown partition.assignment.strategy 'fair' (expected 'range' or
+    'roundrobin' or 'sticky')
     """
     try:
         assignor = ASSIGNORS[strategy]

@@ -453,8 +453,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey(
         "partition.assignment.strategy", "enum", default="range",
-        choices=("range", "roundrobin"),
-        doc="How partitions are assigned to consumer threads.",
+        choices=("range", "roundrobin", "sticky"),
+        doc="How partitions are assigned to consumer threads. `sticky` (zkconsumer only: "
+            "for groups without JVM members) moves few partitions when members join or "
+            "leave.",
     ),
     ConfigKey(
         "offsets.storage", "enum", default="zookeeper", choices=("zookeeper", "kafka"),
@@ -1147,7 +1149,7 @@ class ConsumerConfig:
     rebalance_backoff_ms = _Setting[int]("rebalance.backoff.ms")
     refresh_leader_backoff_ms = _Setting[int]("refresh.leader.backoff.ms")
     exclude_internal_topics = _Setting[bool]("exclude.internal.topics")
-    partition_assignment_strategy = _Setting[Literal["range", "roundrobin"]](
+    partition_assignment_strategy = _Setting[Literal["range", "roundrobin", "sticky"]](
         "partition.assignment.strategy"
     )
     offsets_storage = _Setting[Literal["zookeeper", "kafka"]]("offsets.storage")

@@ -3,14 +3,25 @@
 The rebalance follows the legacy order (REFERENCE.md section 3) so a zkconsumer member and a
 JVM member can share a group, with these differences where the original failed its users:
 
-- Watch callbacks only set :attr:`_wakeup`; one watcher thread merges bursts of events into one
-  rebalance and wakes every second to check for shutdown. The first rebalance runs in the
-  caller's thread inside ``create_message_streams``; both take ``_rebalance_lock``.
+- Watch callbacks only set :attr:`_wakeup` and count the event in :attr:`_view_gen` (the
+  generation of the group view, as kazoo's partitioner recipe counts them); one watcher thread
+  merges bursts of events into one rebalance and wakes every second to check for shutdown.
+  The first rebalance runs in the caller's thread inside ``create_message_streams``, and the
+  watcher thread starts only after it: one thread rebalances at a time.
 - A claim that conflicts with another member's owner znode waits for that znode's deletion (a
   watch), not a blind sleep, and the attempt restarts at once, without counting as a failure,
-  when the group view changed meanwhile. That is what lets many members join at once.
-- Partitions that stay with this member keep their owner znodes across a rebalance, so members
-  with a stale view cannot grab them in the gap; everything is released after a failed attempt
+  when the group view changed meanwhile (the generation moved on since the attempt read the
+  view). That is what lets many members join at once. The generation, not ``_wakeup``, tells
+  it: the wake-up is cleared by whichever thread acts on it, so an attempt waiting on it could
+  miss the very change it waits for and wait out the whole claim timeout.
+- Incremental: partitions that stay with the same thread of this member keep their owner
+  znodes, their fetching and their delivery through a rebalance; only those that move are
+  stopped (revoked: nothing more of them is handed out), committed and released, and only
+  the arriving ones claimed and started (:meth:`_incremental`). Not with a rebalance listener
+  (its ``before_releasing_partitions`` expects every partition to stop), nor for
+  :meth:`rebalance_now`, nor with a fetch side that cannot stop single partitions. Owner
+  znodes that stay are never released, so members with a stale view cannot grab them in the
+  gap; everything is released after a failed attempt
   (all-or-nothing), and a failed rebalance in the watcher thread is retried after the backoff
   instead of waiting for the next ZooKeeper event, so partitions do not stay unowned.
 - The moment the ZooKeeper connection drops, the streams stop handing out messages (the
@@ -54,6 +65,8 @@ Threads and locks:
   listener changes the gate under it, so no change lands after :meth:`shutdown` opened the
   gate for good.
 - ``_wakeup`` (Event) is set by watch callbacks and the session listener (kazoo's thread).
+- ``_view_gen`` (int) is incremented only by watch callbacks, in kazoo's event thread (one
+  writer); attempts read it without a lock (an int read is atomic under the GIL).
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
   ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
   rebalance that started after the loss succeeds (``_session_gen`` counts losses), during
@@ -69,7 +82,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -87,6 +100,7 @@ from . import _zkpaths as zp
 from ._assignors import assign
 from ._config import ConsumerConfig
 from ._errors import (
+    AssignmentStrategyMismatchError,
     BackgroundThreadError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
@@ -100,6 +114,7 @@ from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
 from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
+from ._strategy import strategy_refusals
 from ._types import TopicPartition
 from ._zkread import broker_addresses
 
@@ -150,6 +165,16 @@ class FetchSide(Protocol):
     def shutdown(self) -> None: ...
 
 
+@runtime_checkable
+class IncrementalFetchSide(FetchSide, Protocol):
+    """A fetch side that can also stop and start some partitions while the others go on
+    (``_fetcher.FetcherManager``): then a rebalance stops only the partitions that move."""
+
+    def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None: ...
+
+    def remove_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None: ...
+
+
 @dataclass
 class GroupView:
     """One consistent read of what a rebalance needs (step 1)."""
@@ -159,6 +184,9 @@ class GroupView:
     consumers_for_topic: dict[str, list[str]]
     partitions_for_topic: dict[str, list[int]]
     brokers: list[int]
+    # Members whose strategy differs from the group's (left out of consumers_for_topic),
+    # with the group's strategy as an error names it (see _strategy.py).
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -173,6 +201,10 @@ class RebalanceStats:
     # blip, say) and kept the fetchers running instead of stopping and restarting them.
     unchanged: int = 0
     claim_waits: int = 0  # claims that waited for another member to release
+    # Rebalances that stopped only the partitions that moved, and how many partitions the
+    # last one kept fetching throughout.
+    incremental: int = 0
+    last_kept: int = 0
     last_duration_s: float = 0.0
     last_zk_ops: int = 0
     # The last 1000 rebalances' (a long-lived process rebalances without end).
@@ -269,6 +301,8 @@ class ZookeeperConsumerConnector:
         self._commit_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._wakeup = threading.Event()
+        # Group-view events so far (watch callbacks; see the module docstring).
+        self._view_gen = 0
         self._shutdown_event = threading.Event()
         self._session_lost = threading.Event()
         self._session_guard = threading.Lock()
@@ -396,7 +430,8 @@ class ZookeeperConsumerConnector:
                 self._streams.append(s)
                 result[topic].append(s)
         self._registration = zp.ConsumerRegistration(
-            dict(topic_count_map), "static", int(time.time() * 1000)
+            dict(topic_count_map), "static", int(time.time() * 1000),
+            assignment_strategy=self.config.partition_assignment_strategy,
         )
         self.metrics.set_subscribed_topics(topic_count_map)
         self._register_and_rebalance()
@@ -431,7 +466,8 @@ class ZookeeperConsumerConnector:
             streams.append(s)
         self._topic_filter = topic_filter
         self._registration = zp.ConsumerRegistration(
-            {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000)
+            {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000),
+            assignment_strategy=self.config.partition_assignment_strategy,
         )
         self._register_and_rebalance()
         return streams
@@ -765,8 +801,10 @@ class ZookeeperConsumerConnector:
     def _register_and_rebalance(self) -> None:
         try:
             self._register()
-            self._watcher.start()
             self._first_rebalance()
+            # Only now: one thread rebalances at a time. Events during the first rebalance
+            # left _wakeup set, so the watcher's first pass looks at the group again.
+            self._watcher.start()
         except BaseException:
             # The caller never gets the streams: leave the group, rather than stay a member
             # the others give partitions to that nobody reads (as the original did).
@@ -839,7 +877,9 @@ class ZookeeperConsumerConnector:
 
     # -- internals: ZooKeeper events -------------------------------------------------------
     def _on_watch(self, event: WatchedEvent | Any = None) -> None:
-        # Runs in kazoo's event thread: never block here, only ask for a rebalance.
+        # Runs in kazoo's event thread: never block here, only ask for a rebalance. The
+        # generation first: whoever sees the wake-up must find the new generation too.
+        self._view_gen += 1
         self._wakeup.set()
 
     def _on_zk_state(self, state: str) -> None:
@@ -997,6 +1037,7 @@ class ZookeeperConsumerConnector:
             session_gen = self._session_gen
             failures = 0
             reregistered = False
+            mismatch: AssignmentStrategyMismatchError | None = None
             max_retries = self.config.rebalance_max_retries
             while True:
                 if self._shutdown_event.is_set():
@@ -1044,6 +1085,11 @@ class ZookeeperConsumerConnector:
                         self.stats.failures += 1
                         self.log.warning("rebalance attempt %d failed: the registration "
                                          "went missing again", failures)
+                except AssignmentStrategyMismatchError as e:
+                    # Not retried here: only a change of the group can end it (the watcher
+                    # thread tries again after the backoff). Everything owned goes first.
+                    mismatch = e
+                    self.stats.failures += 1
                 except (_Conflict, ZkDataError, NoNodeError, NodeExistsError) as e:
                     failures += 1
                     self.stats.failures += 1
@@ -1099,6 +1145,8 @@ class ZookeeperConsumerConnector:
                     self._release(set(self._owned))
                 except _CONNECTION_ERRORS as e:
                     raise _Disconnected() from e
+                if mismatch is not None:
+                    raise mismatch
                 if failures >= max_retries:
                     # Timed too, as the legacy rebalance timer timed a failure: the slowest
                     # rebalances are the ones to see.
@@ -1124,8 +1172,11 @@ class ZookeeperConsumerConnector:
         self._listener_told = False
         # Read first: a rebalance_now() from here on asks for another attempt.
         forced = self._force_requested
+        # Before the view: an event from here on makes a waiting claim restart.
+        gen = self._view_gen
         # 1. read the group's members, the topics' partitions, the brokers
         view = self._read_view()
+        self._check_strategy(view)
         if self._topic_filter is not None:
             # What the filter matches now: each has an OwnedPartitionsCount, 0 if none owned.
             self.metrics.set_subscribed_topics(
@@ -1164,7 +1215,12 @@ class ZookeeperConsumerConnector:
             # shutdown() gave up waiting for this attempt (ZooKeeper was away) and has put
             # the streams' end: stopping, claiming or fetching now would only undo that.
             raise _ShuttingDown()
+        full = forced != self._force_served  # rebalance_now() asks for a full one
         self._force_served = forced  # a full rebalance from here on
+        if not full and self._incremental_possible():
+            self._incremental(mine, gen)
+            self._settled_view = settled
+            return True
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)
         # 3. the listener, with what this member owned until now
@@ -1173,7 +1229,7 @@ class ZookeeperConsumerConnector:
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
         # 7. claim everything; a conflict waits for the holder to let go
-        self._claim(mine, view)
+        self._claim(mine, gen)
         # 6, after 7: the previous owner commits before it releases, so only once we own a
         # partition is its committed offset final (reading first would replay its last
         # window whenever the claim had to wait).
@@ -1184,19 +1240,96 @@ class ZookeeperConsumerConnector:
             for tp, thread in sorted(global_assignment.items()):
                 per_topic.setdefault(tp.topic, {})[tp.partition] = thread
             self._listener.before_starting_fetchers(self.consumer_id, per_topic)
-        registry: dict[TopicPartition, PartitionTopicInfo] = {}
-        for tp, thread in sorted(mine.items()):
-            offset = committed.get(tp)
-            off = INVALID_OFFSET if offset is None else offset
-            registry[tp] = PartitionTopicInfo(
-                tp.topic, tp.partition, self._queue_for(tp.topic, thread), off, off,
-                self.config.fetch_message_max_bytes, self.config.client_id, thread,
-            )
+        registry = {tp: self._new_info(tp, thread, committed.get(tp))
+                    for tp, thread in sorted(mine.items())}
         self._topic_registry = registry
         if registry:
             self._fetcher.start_connections(registry.values())
         self._settled_view = settled
         return True
+
+    def _incremental_possible(self) -> bool:
+        """Whether only the partitions that move need to stop: some are being fetched, the
+        fetch side can stop and start some of them, and no rebalance listener expects every
+        partition to stop (its before_releasing_partitions is told of all it owns)."""
+        return (bool(self._topic_registry) and self._listener is None
+                and isinstance(self._fetcher, IncrementalFetchSide))
+
+    def _incremental(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+        """Steps 2 to 8 for the partitions that move only: those staying with the same thread
+        go on being fetched and handed out throughout. Those leaving are stopped, their
+        consumed offsets committed, then released; the arriving ones are claimed, their
+        offsets read and their fetching started. (Everything is released after a failure,
+        as in a full rebalance.)"""
+        fetcher = self._fetcher
+        assert isinstance(fetcher, IncrementalFetchSide)
+        registry = self._topic_registry
+        staying = {tp: info for tp, info in registry.items()
+                   if mine.get(tp) == info.thread_id == self._owned.get(tp)
+                   and tp not in self._uncertain}
+        leaving = [info for tp, info in registry.items() if tp not in staying]
+        self.stats.incremental += 1
+        self.stats.last_kept = len(staying)
+        if leaving:
+            self._stop_partitions(leaving, fetcher)
+        # 4. release what moves away (or to another of our threads)
+        self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
+        self._topic_registry = staying  # what left is committed and no longer owned
+        # 7. claim; 6. offsets of the arriving partitions, once owned (see the full steps)
+        self._claim(mine, gen)
+        arriving = {tp: th for tp, th in mine.items() if tp not in staying}
+        committed = self._offsets.read(sorted(arriving))
+        infos = [self._new_info(tp, th, committed.get(tp)) for tp, th in sorted(arriving.items())]
+        self._topic_registry = {**staying, **{i.tp: i for i in infos}}
+        if infos:
+            fetcher.add_partitions(infos)
+        self.log.info("incremental rebalance: %d partitions kept fetching, %d stopped, %d "
+                      "started", len(staying), len(leaving), len(infos))
+
+    def _stop_partitions(self, infos: list[PartitionTopicInfo], fetcher: IncrementalFetchSide
+                         ) -> None:
+        """Step 2 for these partitions only: revoke them (nothing more of them is enqueued
+        or handed out), stop fetching them, drop their chunks, and commit."""
+        self._settled_view = None
+        for info in infos:
+            info.revoke()
+        fetcher.remove_partitions(infos)
+        for s in self._streams:
+            s.drop_revoked()  # the current chunk's consumed offset is final after this
+        for q in self._all_queues():
+            q.drop_revoked()
+        if self.config.auto_commit_enable:
+            if self._gate.closed:
+                raise _Disconnected()
+            try:
+                self._commit(retry_on_failure=True, strict=True)
+            except _CONNECTION_ERRORS as e:
+                raise _Disconnected() from e
+            except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
+                self.log.exception("commit before release failed")
+
+    def _new_info(self, tp: TopicPartition, thread: str, offset: int | None
+                  ) -> PartitionTopicInfo:
+        off = INVALID_OFFSET if offset is None else offset
+        return PartitionTopicInfo(
+            tp.topic, tp.partition, self._queue_for(tp.topic, thread), off, off,
+            self.config.fetch_message_max_bytes, self.config.client_id, thread,
+        )
+
+    def _check_strategy(self, view: GroupView) -> None:
+        """Refuse to claim when this member's strategy differs from the group's."""
+        group = view.refused.get(self.consumer_id)
+        if group is None:
+            for cid in sorted(view.refused):
+                self.log.warning("group member %s is left out of the assignment: its strategy "
+                                 "%r differs from the group's %s", cid,
+                                 view.members[cid].assignment_strategy, view.refused[cid])
+            return
+        raise AssignmentStrategyMismatchError(
+            f"{self.consumer_id}: partition.assignment.strategy "
+            f"{self.config.partition_assignment_strategy!r} differs from the group's {group}: "
+            "not claiming any partition (give every member of group "
+            f"{self.group} the same strategy; sticky needs a group of zkconsumer members only)")
 
     def _queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
         if self._wildcard_queues:
@@ -1213,12 +1346,14 @@ class ZookeeperConsumerConnector:
         except NoNodeError:
             raise _Unregistered(f"the group's {ids_dir}") from None  # the group deleted
         members: dict[str, zp.ConsumerRegistration] = {}
+        created: dict[str, int] = {}  # consumer id -> czxid: the registration order
         pending = [(cid, zk.get_async(zp.id_path(self.group, cid))) for cid in sorted(children)]
         self._zk_ops += len(pending)
         for cid, result in pending:
             path = zp.id_path(self.group, cid)
             try:
-                data, _ = result.get()
+                data, id_stat = result.get()
+                created[cid] = id_stat.czxid
                 reg = zp.ConsumerRegistration.decode(data, path)
                 if reg.is_wildcard:
                     filter_from_registration(reg.pattern, next(iter(reg.subscription)))
@@ -1230,6 +1365,11 @@ class ZookeeperConsumerConnector:
         if self.consumer_id not in members:
             # Missing (or unreadable, logged above: registering again rewrites it).
             raise _Unregistered(f"registration {zp.id_path(self.group, self.consumer_id)}")
+        refused, _ = strategy_refusals(
+            {cid: reg.assignment_strategy for cid, reg in members.items()},
+            sorted(created, key=lambda cid: (created[cid], cid)))
+        everyone = members
+        members = {cid: reg for cid, reg in members.items() if cid not in refused}
 
         wildcard = any(reg.is_wildcard for reg in members.values())
         all_topics: list[str] = []
@@ -1242,7 +1382,8 @@ class ZookeeperConsumerConnector:
         cft = consumers_for_topic(members, all_topics, self.config.exclude_internal_topics)
         my_topics = {t for t, ids in cft.items()
                      if any(zp.thread_consumer_id(i) == self.consumer_id for i in ids)}
-        if self._registration is not None and not self._registration.is_wildcard:
+        if (self._registration is not None and not self._registration.is_wildcard
+                and self.consumer_id not in refused):
             my_topics |= set(self._registration.subscription)
 
         partitions: dict[str, list[int]] = {}
@@ -1279,8 +1420,9 @@ class ZookeeperConsumerConnector:
                 brokers = zk.get_children(zp.BROKER_IDS, watch=self._on_watch)
             except NoNodeError:
                 brokers = []
-        return GroupView(members, stat.cversion, cft, partitions,
-                         sorted(i for b in brokers if (i := zp.parse_id(b)) is not None))
+        return GroupView(everyone, stat.cversion, cft, partitions,
+                         sorted(i for b in brokers if (i := zp.parse_id(b)) is not None),
+                         refused)
 
     def _verify_owned(self) -> None:
         """Read this session's owner znodes back rather than trusting ``_owned``.
@@ -1322,8 +1464,14 @@ class ZookeeperConsumerConnector:
             finally:
                 self.metrics.set_owned_partitions(self._owned)
 
-    def _claim(self, mine: Mapping[TopicPartition, str], view: GroupView) -> None:
-        """Create every owner znode in ``mine``, waiting out members that are releasing."""
+    def _view_changed(self, gen: int) -> bool:
+        """The group view changed since generation ``gen`` was read (or the session is lost,
+        so whatever this attempt claims is void)."""
+        return self._view_gen != gen or self._session_lost.is_set()
+
+    def _claim(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+        """Create every owner znode in ``mine``, waiting out members that are releasing;
+        :class:`_Restart` as soon as the group view moves on from generation ``gen``."""
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
@@ -1366,7 +1514,7 @@ class ZookeeperConsumerConnector:
             path = zp.owner_path(self.group, tp.topic, tp.partition)
             data = zp.encode_owner(thread)
             while True:
-                if self._wakeup.is_set():
+                if self._view_changed(gen):
                     raise _Restart()
                 if self._shutdown_event.is_set():
                     raise _Conflict("shutting down")
@@ -1409,7 +1557,7 @@ class ZookeeperConsumerConnector:
                 # Wake on the deletion, on a group change, or on shutdown.
                 end = time.monotonic() + remaining
                 while not gone.is_set() and time.monotonic() < end:
-                    if self._wakeup.is_set() or self._shutdown_event.is_set():
+                    if self._view_changed(gen) or self._shutdown_event.is_set():
                         break
                     gone.wait(0.05)
 

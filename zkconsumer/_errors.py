@@ -47,6 +47,12 @@ class ConsumerRebalanceFailedException(ZkConsumerError):
     """The rebalance did not succeed within ``rebalance.max.retries`` attempts."""
 
 
+class AssignmentStrategyMismatchError(ConsumerRebalanceFailedException):
+    """This member's ``partition.assignment.strategy`` differs from its group's: it claims
+    nothing (the message names both). Raised at once by the first rebalance; later, the
+    member logs it and tries again after ``rebalance.backoff.ms``."""
+
+
 class MessageStreamsExistException(ZkConsumerError):
     """``create_message_streams*`` may be called once per connector."""
 

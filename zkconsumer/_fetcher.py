@@ -1085,7 +1085,8 @@ class _FetcherThread(threading.Thread):
     :meth:`begin_stop`.
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partitions`` (partition -> info being
-    fetched), ``_pending`` (added by the leader finder, not yet applied) and ``_inflight``
+    fetched), ``_pending`` (added by the leader finder, not yet applied), ``_removing``
+    (given away by an incremental rebalance, dropped at the next round) and ``_inflight``
     (taken out of either for an offset lookup or on their way back to the leader finder; they
     keep the thread from counting as idle, so the leader finder's sweep never stops it with
     partitions in its hands); it is held only briefly and never during network calls.
@@ -1115,6 +1116,9 @@ class _FetcherThread(threading.Thread):
         self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
         self._pending: dict[TopicPartition, PartitionTopicInfo] = {}
         self._inflight: dict[TopicPartition, PartitionTopicInfo] = {}
+        # Partitions a rebalance gave away, to stop fetching at the next round (under _lock;
+        # the info too: the same partition may come back with a new one).
+        self._removing: dict[TopicPartition, PartitionTopicInfo] = {}
         self._held: dict[TopicPartition, _Held] = {}
         self._beyond_end: dict[TopicPartition, float] = {}
         # Log ends of held partitions looked up by _refresh_held_lag, and when it last did.
@@ -1129,6 +1133,18 @@ class _FetcherThread(threading.Thread):
         with self._lock:
             for info in infos:
                 self._pending[info.tp] = info
+            self._cond.notify_all()
+        self._wake.set()
+
+    def remove_partitions(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:
+        """Stop fetching these (at the next round; their infos are revoked, so nothing of
+        them is enqueued meanwhile)."""
+        with self._lock:
+            for tp, info in infos.items():
+                if self._pending.get(tp) is info:
+                    del self._pending[tp]
+                else:
+                    self._removing[tp] = info
             self._cond.notify_all()
         self._wake.set()
 
@@ -1192,6 +1208,7 @@ class _FetcherThread(threading.Thread):
             # Cleared before the puts are tried: room made after a refused put sets it again.
             self._wake.clear()
             self._apply_pending(backend)
+            self._apply_removals(backend)
             self._put_held(backend)
             if self._held and metrics is not None:
                 self._refresh_held_lag(metrics)
@@ -1223,8 +1240,8 @@ class _FetcherThread(threading.Thread):
             again: dict[TopicPartition, int] = {}
             for tp, batch in result.batches:
                 info = infos.get(tp)
-                if info is None or not batch:
-                    continue
+                if info is None or not batch or info.revoked:
+                    continue  # (revoked: given away; removed from this thread next round)
                 got.add(tp)
                 held = self._held.get(tp)
                 if held is not None:
@@ -1319,6 +1336,8 @@ class _FetcherThread(threading.Thread):
                 held.waits = periods
             if metrics is not None:  # under the gate, as in _loop
                 for tp, held in put:
+                    if held.info.revoked:
+                        continue  # given away (nothing was put): no lag of it comes back
                     # The client's high watermark is as old as the pause; a log end looked up
                     # since is newer.
                     hw = backend.highwater(tp)
@@ -1396,6 +1415,23 @@ class _FetcherThread(threading.Thread):
             self._start_fetching(backend, pending)
         finally:
             self._land(pending)
+
+    def _apply_removals(self, backend: FetchBackend) -> None:
+        with self._lock:
+            if not self._removing:
+                return
+            gone = [tp for tp, info in self._removing.items()
+                    if self._partitions.get(tp) is info]
+            # Still in flight (an offset lookup): removed once it has landed. Anything else
+            # is no longer this thread's.
+            self._removing = {tp: info for tp, info in self._removing.items()
+                              if self._inflight.get(tp) is info}
+        infos = self._take_off(gone)
+        try:
+            if infos:
+                backend.remove(list(infos))
+        finally:
+            self._land(infos)
 
     def _land(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:
         """These partitions are no longer in flight (fetched, given back or dropped)."""
@@ -1632,7 +1668,8 @@ class FetcherManager:
     and high watermark (ConsumerLag).
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
-    current :meth:`start_connections`), ``_no_leader`` (partitions waiting for a leader),
+    current :meth:`start_connections`, changed by :meth:`add_partitions` and
+    :meth:`remove_partitions`), ``_no_leader`` (partitions waiting for a leader),
     ``_fetchers`` ((leader broker id, fetcher id) -> thread), ``_retired`` (stopped threads
     and running helpers, joined by :meth:`shutdown`), ``_idle_backends`` (clients of stopped
     fetchers, reused by the next ones), ``_leader_finder`` and ``_closed``; it is never held
@@ -1691,6 +1728,40 @@ class FetcherManager:
         log.info(
             "%s: fetching %s", self.consumer_id, _fmt_tps(dict.fromkeys(i.tp for i in infos))
         )
+
+    def add_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        """Start fetching these partitions too, the others going on (an incremental
+        rebalance), each from its ``fetched_offset``."""
+        infos = list(infos)
+        with self._lock:
+            running = self._leader_finder is not None
+        if not running:
+            self.start_connections(infos)
+            return
+        with self._lock:
+            if self._closed:
+                raise ConsumerShutdownError(f"{self.consumer_id}: the fetcher is shut down")
+            for info in infos:
+                self._partition_map[info.tp] = info
+                self._no_leader.add(info.tp)
+            self._cond.notify_all()
+        log.info("%s: fetching %s too", self.consumer_id,
+                 _fmt_tps(dict.fromkeys(i.tp for i in infos)))
+
+    def remove_partitions(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        """Stop fetching these partitions (revoked: nothing of them is enqueued any more),
+        the others going on (an incremental rebalance)."""
+        with self._lock:
+            gone: dict[TopicPartition, PartitionTopicInfo] = {}
+            for info in infos:
+                if self._partition_map.get(info.tp) is info:
+                    del self._partition_map[info.tp]
+                    self._no_leader.discard(info.tp)
+                    gone[info.tp] = info
+            for thread in self._fetchers.values():
+                thread.remove_partitions(gone)
+        if gone:
+            log.info("%s: no longer fetching %s", self.consumer_id, _fmt_tps(gone))
 
     def stop_connections(self) -> None:
         """Stop every fetcher thread; once this returns, nothing more is enqueued."""

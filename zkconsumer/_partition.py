@@ -28,6 +28,12 @@ is still handed out (once) but no longer moves the consumed offset, and the next
 from the reset offset (records below it are skipped). Everything else is immutable after
 construction.
 
+A partition an incremental rebalance gives away is *revoked* (:meth:`PartitionTopicInfo.revoke`,
+for good: a partition claimed again gets a new info): its epoch is bumped, so every chunk
+fetched before is obsolete, and no chunk is enqueued after; the stream drops its cursor over
+the partition's current chunk, leaving the consumed offset after the last message handed out,
+which the rebalance then commits.
+
 The epoch counts offset resets (:meth:`PartitionTopicInfo.reset_offsets`, the fetcher's
 ``auto.offset.reset``); each chunk carries the epoch it was fetched in, and a chunk of an
 older epoch is obsolete: it must never move the consumed offset. The iterator may read the
@@ -80,6 +86,7 @@ class PartitionTopicInfo:
         # are dropped by the iterator, which would otherwise take the reset back. Only ever
         # grows; checked under _lock where it matters (see the module docstring).
         self._epoch = 0
+        self._revoked = False  # given away by a rebalance (under _lock; see revoke())
 
     #: The stream iterator's cursor over the chunk of this partition it is handing out, while
     #: it hands it out (see the module docstring); None otherwise.
@@ -113,12 +120,28 @@ class PartitionTopicInfo:
         that matches may be stale already, so only the checks under the lock count."""
         return self._epoch
 
+    @property
+    def revoked(self) -> bool:
+        """Whether a rebalance gave the partition away (read without the lock: it never
+        goes back to False)."""
+        return self._revoked
+
+    def revoke(self) -> None:
+        """A rebalance gives the partition away: every chunk fetched so far is obsolete, none
+        is enqueued from now on, and offsets no longer change but for the stream's cursor
+        detaching (:meth:`detach_cursor`), which leaves the final consumed offset."""
+        with self._lock:
+            self._revoked = True
+            self._epoch += 1
+
     def reset_offsets(self, offset: int) -> None:
         """Both offsets to ``offset`` (an ``auto.offset.reset``): chunks already queued are
         obsolete. (The original kept them, and the first one moved the consumed offset back
         up to where it started: after a reset backwards, the messages refetched below that
         were skipped as consumed.)"""
         with self._lock:
+            if self._revoked:
+                return  # its consumed offset is final (the rebalance commits it)
             self._fetched = offset
             self._consumed = offset
             self._cursor = None
@@ -172,6 +195,8 @@ class PartitionTopicInfo:
             return True
         with self._lock:
             fetch_offset, epoch = self._fetched, self._epoch
+        if self._revoked:
+            return True  # given away: dropped (its chunks would be dropped by the stream)
         chunk = FetchedDataChunk(records, self, fetch_offset, epoch)
         while not stop.is_set():
             try:
@@ -195,6 +220,8 @@ class PartitionTopicInfo:
             return True
         with self._lock:
             fetch_offset, epoch = self._fetched, self._epoch
+        if self._revoked:
+            return True  # given away: dropped (its chunks would be dropped by the stream)
         if not self.chunk_queue.offer(FetchedDataChunk(records, self, fetch_offset, epoch),
                                       wake):
             return False
@@ -298,6 +325,20 @@ class ChunkQueue(queue.Queue):  # type: ignore[type-arg]
                 self.not_empty.notify_all()
             self.not_full.notify_all()
             self._room_made()
+        return dropped
+
+    def drop_revoked(self) -> int:
+        """Drop the queued chunks of revoked partitions (an incremental rebalance gave them
+        away), making room for the others'; returns how many."""
+        with self.mutex:
+            kept = [c for c in self.queue
+                    if not (isinstance(c, FetchedDataChunk) and c.topic_info.revoked)]
+            dropped = len(self.queue) - len(kept)
+            if dropped:
+                self.queue.clear()
+                self.queue.extend(kept)
+                self.not_full.notify_all()
+                self._room_made()
         return dropped
 
     def put_shutdown(self, item: Any = SHUTDOWN) -> None:

@@ -532,6 +532,18 @@ class _Chunks:
             if self._waiting:
                 self._changed.notify_all()
 
+    def drop_revoked(self) -> None:
+        """Drop the current chunk if its partition was revoked (an incremental rebalance gave
+        it away): nothing more of it is handed out, and its consumed offset stays after the
+        last message that was. Chunks of it not started yet are dropped by their epoch."""
+        with self.lock:
+            cursor = self._cursor
+            if cursor is not None and cursor.info.revoked:
+                self._cursor = None
+                self._count(cursor, cursor.drop())
+                if self._waiting:
+                    self._changed.notify_all()
+
     def next_chunk(self) -> Iterator[Any]:
         """The chain's next iterator: the next chunk's (or the rest of the current one, after
         a gate wait), a :class:`_Raise`, or ``_END``. Never raises: ``chain`` drops a source
@@ -799,6 +811,10 @@ class ConsumerIterator(chain[MessageAndMetadata[K, V]], Generic[K, V]):
         """Drop the current chunk (and any chunk a blocked ``next()`` is taking right now)."""
         self._chunks.clear()
 
+    def drop_revoked(self) -> None:
+        """Drop the current chunk if its partition was revoked (see ``_Chunks``)."""
+        self._chunks.drop_revoked()
+
 
 def _chunk_bytes(records: Sequence[Any], start: int, end: int) -> int:
     columns = getattr(records, "columns", None)
@@ -844,6 +860,10 @@ class KafkaStream(Generic[K, V]):
         """Drop the iterator's current chunk (the rebalance calls this after clearing the
         queue)."""
         self._iter.clear()
+
+    def drop_revoked(self) -> None:
+        """Drop the current chunk if a rebalance revoked its partition (the others go on)."""
+        self._iter.drop_revoked()
 
     def __repr__(self) -> str:
         return f"KafkaStream(client_id={self.client_id!r}, queued={self.chunk_queue.qsize()})"

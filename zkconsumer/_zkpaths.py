@@ -433,6 +433,8 @@ PATTERN_STATIC = "static"
 PATTERN_WHITELIST = "white_list"
 PATTERN_BLACKLIST = "black_list"
 _PATTERNS = (PATTERN_STATIC, PATTERN_WHITELIST, PATTERN_BLACKLIST)
+#: The ids JSON field in which a zkconsumer member records its partition.assignment.strategy.
+STRATEGY_FIELD = "assignment_strategy"
 
 
 @dataclass(frozen=True)
@@ -444,12 +446,21 @@ class ConsumerRegistration:
     regex to its number of streams. Encoded exactly as the JVM consumer does::
 
         {"version":1,"subscription":{"t":2},"pattern":"static","timestamp":"1494000000000"}
+
+    A zkconsumer member adds its ``partition.assignment.strategy`` as one more field (the
+    JVM consumer reads only the pattern and the subscription, and ignores the rest)::
+
+        {...,"timestamp":"1494000000000","assignment_strategy":"sticky"}
+
+    ``assignment_strategy`` is None for a registration without it (a JVM member, or an older
+    zkconsumer), which can only be using ``range`` or ``roundrobin``.
     """
 
     subscription: dict[str, int]
     pattern: str
     timestamp_ms: int
     version: int = 1
+    assignment_strategy: str | None = None
 
     def __post_init__(self) -> None:
         if self.pattern not in _PATTERNS:
@@ -467,6 +478,10 @@ class ConsumerRegistration:
             )
         _check_int(self.timestamp_ms, "timestamp_ms")
         _check_int(self.version, "version", 0)
+        if self.assignment_strategy is not None and (
+                not isinstance(self.assignment_strategy, str) or not self.assignment_strategy):
+            raise ValueError("assignment_strategy must be a non-empty string or None, got "
+                             f"{self.assignment_strategy!r}")
 
     @classmethod
     def static(cls, topic_counts: dict[str, int], timestamp_ms: int) -> ConsumerRegistration:
@@ -502,14 +517,15 @@ class ConsumerRegistration:
         return next(iter(self.subscription.values()))
 
     def encode(self) -> bytes:
-        return _compact(
-            {
-                "version": self.version,
-                "subscription": self.subscription,
-                "pattern": self.pattern,
-                "timestamp": str(self.timestamp_ms),
-            }
-        )
+        obj: dict[str, object] = {
+            "version": self.version,
+            "subscription": self.subscription,
+            "pattern": self.pattern,
+            "timestamp": str(self.timestamp_ms),
+        }
+        if self.assignment_strategy is not None:
+            obj[STRATEGY_FIELD] = self.assignment_strategy
+        return _compact(obj)
 
     @classmethod
     def decode(cls, data: bytes | None, path: str | None = None) -> ConsumerRegistration:
@@ -548,8 +564,11 @@ class ConsumerRegistration:
             elif len(subscription) != 1:
                 d.fail(f"a {pattern} subscription must hold exactly one regex")
         timestamp = _lenient_int(obj.get("timestamp"), -1)
+        # Written only by zkconsumer; anything but a non-empty string reads as absent.
+        raw_strategy = obj.get(STRATEGY_FIELD)
+        strategy = raw_strategy if isinstance(raw_strategy, str) and raw_strategy else None
         try:
-            return cls(subscription, pattern, timestamp, version)
+            return cls(subscription, pattern, timestamp, version, strategy)
         except ValueError as exc:
             d.fail(str(exc))
 
