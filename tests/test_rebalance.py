@@ -386,18 +386,16 @@ def test_forced_session_expiry_comes_back(stack, zk, names, topic_factory) -> No
 
 
 def test_partition_count_change_triggers_rebalance(stack, zk, names, topic_factory) -> None:
-    topic = names.topic
+    from tests.support import add_partitions
+
     g = names.group
-    # A topic written the ZooKeeper-era way (the bridge leaves it alone), 2 partitions of 4.
-    zk.create(zp.topic_path(topic), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
-              makepath=True)
-    topic_factory(names("other"), 1)  # the bridge saw our topic znode before this one
+    topic = topic_factory(names.topic, 2)
     with member(stack, g) as a, member(stack, g) as b:
         a.create_message_streams({topic: 1})
         b.create_message_streams({topic: 1})
         wait_until(lambda: settled(zk, g, topic) and len(group_owners(zk, g, topic)) == 2,
                    20, "2 partitions owned")
-        zk.set(zp.topic_path(topic), zp.TopicAssignment({p: [1] for p in range(4)}).encode())
+        add_partitions(stack.bootstrap, topic, 4)  # CreatePartitions, as an operator would
         wait_until(lambda: settled(zk, g, topic) and len(group_owners(zk, g, topic)) == 4,
                    20, "4 partitions owned")
 
