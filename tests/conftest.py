@@ -15,6 +15,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import pytest
 from kazoo.client import KazooClient
@@ -38,7 +39,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[StackInfo]:
+def kafka_stack() -> Iterator[StackInfo]:
+    """The suite's stack: Kafka 3.9 in ZooKeeper mode, local or external."""
     zk, bootstrap = _external()
     if bool(zk) != bool(bootstrap):
         # One alone would silently test a local stack instead of the one meant.
@@ -57,6 +59,18 @@ def kraft_stack() -> Iterator[StackInfo]:
     with (tempfile.TemporaryDirectory(prefix="zkc-kraft-") as d,
           running_stack(d, broker="kraft") as local):
         yield StackInfo(local.zookeeper, local.bootstrap, local)
+
+
+@pytest.fixture
+def stack(request: pytest.FixtureRequest) -> StackInfo:
+    """The stack a test runs against: :func:`kafka_stack`, or :func:`kraft_stack` for a test
+    marked ``@pytest.mark.broker("kraft")`` (``zk`` and ``topic_factory`` follow it). Kraft
+    is for what only a cluster the bridge registers shows: a ZooKeeper-mode broker acts on
+    what is written by hand under /brokers/topics (it creates the topic, and rewrites a znode
+    that does not decode as an empty assignment); a KRaft cluster never reads it."""
+    marker = request.node.get_closest_marker("broker")
+    name = "kraft_stack" if marker and marker.args[0] == "kraft" else "kafka_stack"
+    return cast(StackInfo, request.getfixturevalue(name))
 
 
 @pytest.fixture

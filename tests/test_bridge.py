@@ -36,11 +36,9 @@ from zkconsumer._stack import LocalStack, running_stack
 READ_ONLY = [make_acl("world", "anyone", read=True)]
 
 
-@pytest.fixture
-def stack(kraft_stack: StackInfo) -> StackInfo:
-    """The bridge is for brokers that write nothing to ZooKeeper: its tests run against
-    Kafka 4 in KRaft mode (``zk`` and ``topic_factory`` follow this fixture)."""
-    return kraft_stack
+# The bridge is for brokers that write nothing to ZooKeeper: its tests run against Kafka 4 in
+# KRaft mode (``stack``, ``zk`` and ``topic_factory`` follow the mark).
+pytestmark = pytest.mark.broker("kraft")
 
 
 @pytest.fixture

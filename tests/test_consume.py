@@ -105,6 +105,14 @@ def connector(stack: StackInfo, group: str, **extra: object) -> Iterator[
         c.shutdown()
 
 
+def _next_or_none(stream: Any) -> Any:
+    """The stream's next message, or None when it times out (consumer.timeout.ms)."""
+    try:
+        return next(iter(stream))
+    except ConsumerTimeoutException:
+        return None
+
+
 def _fill(stack: StackInfo, topic: str, partitions: int, n: int) -> None:
     produce(stack.bootstrap, topic,
             ((i % partitions, str(i).encode(), f"m{i}".encode()) for i in range(n)))
@@ -276,7 +284,9 @@ def test_no_committed_offset_largest_starts_at_true_log_end(
         with pytest.raises(ConsumerTimeoutException):
             next(iter(stream))
         produce(stack.bootstrap, topic, [(0, b"k", b"new")])
-        m = next(iter(stream))  # the stream stays usable after a timeout
+        # The stream stays usable after a timeout; the new message may take more than one
+        # 300 ms wait to be fetched (a fetch waits up to fetch.wait.max.ms on the broker).
+        m = wait_until(lambda: _next_or_none(stream), 30, "the new message")
         assert (m.offset, m.key, m.message) == (500, b"k", b"new")
 
 

@@ -343,6 +343,7 @@ def test_batch_read_returns_exactly_the_offset_range(spark, stack, zk, names,
                          or (r[0] == 2 and r[1] >= 3)]
 
 
+@pytest.mark.broker("kraft")  # a ZooKeeper-mode broker rewrites the znode
 def test_a_topic_znode_that_does_not_decode_is_left_out_of_a_wildcard_read(
         spark, stack, zk, names, topic_factory, caplog) -> None:
     """One bad /brokers/topics znode among the subscribed topics: the other topics are read

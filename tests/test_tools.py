@@ -1306,6 +1306,7 @@ def run_json_rc(capsys: pytest.CaptureFixture[str], rc: int, *argv: str) -> Any:
     return json.loads(out)
 
 
+@pytest.mark.broker("kraft")  # a ZooKeeper-mode broker rewrites the znode
 def test_a_topic_znode_that_does_not_decode_does_not_stop_describe_verify_or_import(
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
     capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, tmp_path: Any,

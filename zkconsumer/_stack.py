@@ -605,6 +605,7 @@ class LocalStack:
             raise StackError(f"unknown stack component {name!r} (a {self.broker_kind} stack "
                              f"has {', '.join(self.components)})")
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._pick_ports()  # none yet after a failed `up` or a `down` forgot them
         starter = {"zookeeper": self._spawn_zookeeper, "broker": self._spawn_broker,
                    "bridge": self._spawn_bridge}[name]
         self.procs[name] = starter()
@@ -807,8 +808,9 @@ class LocalStack:
 
     def _format_kraft_storage(self, classpath: str, cfg: Path, logging: list[str]) -> None:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        argv = self._kafka_argv(classpath, "kafka.tools.StorageTool", "format", "-t",
-                                cluster_id, "-c", str(cfg), logging=logging)
+        # "--cluster-id=ID": an id starting with "-" (one in 64) is not taken for a flag.
+        argv = self._kafka_argv(classpath, "kafka.tools.StorageTool", "format",
+                                f"--cluster-id={cluster_id}", "-c", str(cfg), logging=logging)
         with open(self._log("broker"), "ab") as logf:
             done = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, cwd=self.dir, timeout=120)
