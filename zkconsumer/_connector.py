@@ -808,7 +808,7 @@ class ZookeeperConsumerConnector:
         reg = self._registration
         assert reg is not None
         path = zp.id_path(self.group, self.consumer_id)
-        data = reg.encode()
+        data = reg.encode(regex_escaped_twice=self.config.jvm_behaviour.regex_escaped_twice)
         if self.config.zk_acl and not self._zk.exists(zp.CONSUMERS):
             # /consumers is every group's parent: zookeeper.acl applies from the group's own
             # znode down, or the first secured group would lock the others out.
@@ -1144,7 +1144,8 @@ class ZookeeperConsumerConnector:
         # unchanged group changes nothing)
         strategy = self.config.partition_assignment_strategy
         global_assignment = assign(
-            strategy, view.consumers_for_topic, view.partitions_for_topic
+            strategy, view.consumers_for_topic, view.partitions_for_topic,
+            dashed_names=self.config.jvm_behaviour.dashed_partition_names,
         )
         mine = {
             tp: thread

@@ -8,7 +8,7 @@
 //        [--streams N] [--strategy range|roundrobin] [--commit auto|each|none] \
 //        [--prop key=value]...
 //   java -cp '.jvm/legacy-1.1.1/*' tools/jvm/src/Member.java assign \
-//        --zookeeper HOST:PORT --strategy range|roundrobin [--group G]...
+//        --zookeeper HOST:PORT --strategy range|roundrobin [--group G] --scenario /CHROOT...
 //
 // member: prints "READY <consumer id>" once its streams exist, then one line
 // "MSG <topic> <partition> <offset> <stream index>" for each message handed out, and
@@ -17,11 +17,12 @@
 // commits after every message (before printing it, so a printed message is committed),
 // none turns auto-commit off, auto (default) leaves the legacy properties in charge.
 //
-// assign: for each group, runs the JVM's own PartitionAssignor (range or roundrobin) once
-// per member registered under /consumers/G/ids, exactly as a rebalancing member does
-// (AssignmentContext reads the members and /brokers/topics through ZkUtils), and prints
-// "ASSIGN <group> <topic> <partition> <thread id>" for every partition, then "DONE <group>".
-// A --zookeeper with a chroot (HOST:PORT/path) keeps scenarios apart.
+// assign: for each scenario (a ZooKeeper chroot holding a group and its topics, so that
+// scenarios stay apart), runs the JVM's own PartitionAssignor (range or roundrobin) for
+// group G (default g1) once per member registered under /consumers/G/ids, exactly as a
+// rebalancing member does (AssignmentContext reads the members and /brokers/topics through
+// ZkUtils), and prints "ASSIGN <chroot> <topic> <partition> <thread id>" for every partition
+// assigned, then "DONE <chroot>". Many scenarios share one JVM start.
 
 import java.lang.reflect.Field;
 import java.util.ArrayList;
@@ -191,17 +192,19 @@ public class Member {
             case "roundrobin": assignor = new RoundRobinAssignor(); break;
             default: fail("--strategy must be range or roundrobin, got " + strategy);
         }
-        ZkUtils zk = ZkUtils.apply(zookeeper, 30000, 30000, false);
-        try {
-            for (String group : opts.getOrDefault("group", List.of())) {
-                assignGroup(zk, assignor, group);
+        String group = one(opts, "group", "g1");
+        for (String chroot : opts.getOrDefault("scenario", List.of())) {
+            ZkUtils zk = ZkUtils.apply(zookeeper + chroot, 30000, 30000, false);
+            try {
+                assignGroup(zk, assignor, group, chroot);
+            } finally {
+                zk.close();
             }
-        } finally {
-            zk.close();
         }
     }
 
-    static void assignGroup(ZkUtils zk, PartitionAssignor assignor, String group) {
+    static void assignGroup(ZkUtils zk, PartitionAssignor assignor, String group,
+                            String scenario) {
         List<String> members = scala.collection.JavaConverters
             .seqAsJavaListConverter(zk.getConsumersInGroup(group)).asJava();
         Map<TopicAndPartition, String> global = new HashMap<>();
@@ -216,14 +219,14 @@ public class Member {
             for (Map.Entry<TopicAndPartition, ConsumerThreadId> e : owned.entrySet()) {
                 String previous = global.put(e.getKey(), e.getValue().toString());
                 if (previous != null) {
-                    fail(group + ": " + e.getKey() + " assigned to " + previous + " and " + e.getValue());
+                    fail(scenario + ": " + e.getKey() + " assigned to " + previous + " and " + e.getValue());
                 }
             }
         }
         for (Map.Entry<TopicAndPartition, String> e : global.entrySet()) {
-            emit("ASSIGN " + group + " " + e.getKey().topic() + " " + e.getKey().partition()
+            emit("ASSIGN " + scenario + " " + e.getKey().topic() + " " + e.getKey().partition()
                  + " " + e.getValue());
         }
-        emit("DONE " + group);
+        emit("DONE " + scenario);
     }
 }
