@@ -8,6 +8,8 @@ at every start, as a single-file launch would.
 
 * :func:`jvm_member`: a context manager starting one member, parsing its lines as they come
   (its consumer id, each message handed out), stopping it (SIGTERM, or SIGKILL) at the end;
+* :func:`py_member`: the same for a zkconsumer member (tests/mixed_member.py), which prints
+  the same lines;
 * :func:`jvm_assign`: the JVM's own assignment of groups laid out in ZooKeeper.
 """
 
@@ -18,6 +20,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -83,17 +86,19 @@ class Handed:
     partition: int
     offset: int
     stream: int
+    at_ms: int  # when (epoch millis, this machine's clock)
+    by: str  # the member's consumer id
 
 
-class JvmMember:
-    """A running JVM member. Its lines are read by a thread as they come:
+class MemberProcess:
+    """A running member, JVM or zkconsumer. Its lines are read by a thread as they come:
 
     ``consumer_id`` (``READY``), ``messages`` (``MSG``, in order), ``closed`` (``CLOSED``).
     ``lock`` guards ``messages``, ``consumer_id`` and ``closed``.
     """
 
-    def __init__(self, release: str, argv: list[str], stderr_path: Path) -> None:
-        self.release = release
+    def __init__(self, kind: str, argv: list[str], stderr_path: Path) -> None:
+        self.kind = kind  # "JVM 1.1.1", "zkconsumer"
         self.lock = threading.Lock()
         self.consumer_id: str | None = None
         self.closed = False
@@ -102,7 +107,7 @@ class JvmMember:
         self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed in _reap
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
-        self._reader = threading.Thread(target=self._read, name="jvm-member-reader",
+        self._reader = threading.Thread(target=self._read, name="member-reader",
                                         daemon=True)
         self._reader.start()
 
@@ -111,9 +116,10 @@ class JvmMember:
         for raw in self.proc.stdout:
             words = raw.decode("utf-8", "replace").split()
             with self.lock:
-                if words[:1] == ["MSG"] and len(words) == 5:
+                if words[:1] == ["MSG"] and len(words) == 6:
                     self.messages.append(Handed(words[1], int(words[2]), int(words[3]),
-                                                int(words[4])))
+                                                int(words[4]), int(words[5]),
+                                                self.consumer_id or "?"))
                 elif words[:1] == ["READY"]:
                     self.consumer_id = words[1]
                 elif words[:1] == ["CLOSED"]:
@@ -128,25 +134,25 @@ class JvmMember:
 
         def ready() -> str | None:
             if self.proc.poll() is not None:
-                raise AssertionError(f"JVM member {self.release} exited with "
+                raise AssertionError(f"{self.kind} member exited with "
                                      f"{self.proc.returncode}:\n{self.stderr_tail()}")
             with self.lock:
                 return self.consumer_id
 
-        return str(wait_until(ready, timeout, f"JVM {self.release} member ready"))
+        return str(wait_until(ready, timeout, f"{self.kind} member ready"))
 
     def handed(self) -> list[Handed]:
         with self.lock:
             return list(self.messages)
 
     def terminate(self, timeout: float = 60.0) -> None:
-        """SIGTERM and wait: the shutdown hook closes the connector (committing as configured)
-        and prints CLOSED; the JVM then exits with 143."""
+        """SIGTERM and wait: the member closes its connector (committing as configured) and
+        prints CLOSED; a JVM then exits with 143 (its shutdown hook ran)."""
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
         self._reader.join(10)
         if code not in (0, 143) or not self.closed:
-            raise AssertionError(f"JVM member {self.release} did not close cleanly (exit "
+            raise AssertionError(f"{self.kind} member did not close cleanly (exit "
                                  f"{code}):\n{self.stderr_tail()}")
 
     def kill(self) -> None:
@@ -155,6 +161,10 @@ class JvmMember:
         self.proc.kill()
         self.proc.wait(30)
         self._reader.join(10)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
     def _reap(self) -> None:
         if self.proc.poll() is None:
@@ -177,7 +187,7 @@ def jvm_member(
     strategy: str = "range",
     commit: str = "auto",
     props: Mapping[str, str] | None = None,
-) -> Iterator[JvmMember]:
+) -> Iterator[MemberProcess]:
     """A JVM member of ``group`` for the ``with`` block; killed at its end if still running.
 
     ``commit``: ``auto`` (the legacy properties decide), ``each`` (commit before handing out
@@ -191,19 +201,47 @@ def jvm_member(
         args += ["--topics", ",".join(topics)]
     for key, value in (props or {}).items():
         args += ["--prop", f"{key}={value}"]
-    with tempfile.TemporaryDirectory(prefix="zkc-jvm-member-") as d:
-        member = JvmMember(release, java_argv(release, *args), Path(d) / "stderr.log")
+    with _running(f"JVM {release}", java_argv(release, *args)) as member:
+        yield member
+
+
+@contextmanager
+def _running(kind: str, argv: list[str]) -> Iterator[MemberProcess]:
+    with tempfile.TemporaryDirectory(prefix="zkc-member-") as d:
+        member = MemberProcess(kind, argv, Path(d) / "stderr.log")
         try:
             yield member
         finally:
             member._reap()
 
 
+@contextmanager
+def py_member(
+    zookeeper: str,
+    group: str,
+    *,
+    topics: Iterable[str] = (),
+    whitelist: str | None = None,
+    streams: int = 1,
+    commit: str = "auto",
+    props: Mapping[str, str] | None = None,
+) -> Iterator[MemberProcess]:
+    """A zkconsumer member of ``group`` in its own process, as :func:`jvm_member` (the
+    strategy and jvm.compatibility go in ``props``)."""
+    args = [zookeeper, group, f"streams={streams}", f"commit={commit}"]
+    args.append(f"whitelist={whitelist}" if whitelist is not None
+                else f"topics={','.join(topics)}")
+    args += [f"{key}={value}" for key, value in (props or {}).items()]
+    with _running("zkconsumer", [sys.executable, "-m", "tests.mixed_member", *args]) as member:
+        yield member
+
+
 def jvm_assign(
     release: str, zookeeper: str, strategy: str, chroots: Iterable[str], group: str = "g1"
 ) -> dict[str, dict[TopicPartition, str]]:
     """chroot -> the global assignment the JVM's own assignor computes for ``group`` as laid
-    out under that chroot of ``zookeeper`` (every member's share, united)."""
+    out under that chroot of ``zookeeper`` (every member's share, united); chroot ``""``: the
+    live group itself."""
     wanted = list(chroots)
     args = ["assign", "--zookeeper", zookeeper, "--strategy", strategy, "--group", group]
     for chroot in wanted:
@@ -212,7 +250,8 @@ def jvm_assign(
     if done.returncode != 0:
         raise AssertionError(f"JVM {release} assign failed ({done.returncode}):\n"
                              + done.stderr.decode(errors="replace")[-3000:])
-    out: dict[str, dict[TopicPartition, str]] = {c: {} for c in wanted}
+    # The JVM names the scenario without a chroot "/".
+    out: dict[str, dict[TopicPartition, str]] = {c or "/": {} for c in wanted}
     finished: set[str] = set()
     for line in done.stdout.decode().splitlines():
         words = line.split()
@@ -221,5 +260,5 @@ def jvm_assign(
             out[chroot][TopicPartition(topic, int(partition))] = thread
         elif words[0] == "DONE":
             finished.add(words[1])
-    assert finished == set(wanted), f"the JVM did not finish {set(wanted) - finished}"
-    return out
+    assert finished == set(out), f"the JVM did not finish {set(out) - finished}"
+    return {c: out[c or "/"] for c in wanted}

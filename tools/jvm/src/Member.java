@@ -11,11 +11,13 @@
 //        --zookeeper HOST:PORT --strategy range|roundrobin [--group G] --scenario /CHROOT...
 //
 // member: prints "READY <consumer id>" once its streams exist, then one line
-// "MSG <topic> <partition> <offset> <stream index>" for each message handed out, and
+// "MSG <topic> <partition> <offset> <stream index> <epoch millis>" for each message handed
+// out, and
 // "CLOSED <consumer id>" after a clean shutdown (SIGTERM runs the shutdown hook, which shuts
 // the connector down, committing offsets when auto.commit.enable is on). --commit each
-// commits after every message (before printing it, so a printed message is committed),
-// none turns auto-commit off, auto (default) leaves the legacy properties in charge.
+// turns auto-commit off and commits each message's partition after printing it (a kill in
+// between leaves that one message to be handed out again), none turns auto-commit off,
+// auto (default) leaves the legacy properties in charge.
 //
 // assign: for each scenario (a ZooKeeper chroot holding a group and its topics, so that
 // scenarios stay apart), runs the JVM's own PartitionAssignor (range or roundrobin) for
@@ -32,6 +34,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
+import kafka.common.OffsetAndMetadata;
 import kafka.common.TopicAndPartition;
 import kafka.consumer.AssignmentContext;
 import kafka.consumer.ConsumerConfig;
@@ -165,12 +168,16 @@ public class Member {
         try {
             while (it.hasNext()) {
                 MessageAndMetadata<byte[], byte[]> m = it.next();
+                emit("MSG " + m.topic() + " " + m.partition() + " " + m.offset() + " " + index
+                     + " " + System.currentTimeMillis());
                 if (each) {
-                    synchronized (connector) {  // commitOffsets commits every stream's position
-                        connector.commitOffsets(true);
-                    }
+                    // This message's partition only, the offset after it: what was handed out
+                    // is committed (a kill in between leaves this one message uncommitted).
+                    Map<TopicAndPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                    offsets.put(new TopicAndPartition(m.topic(), m.partition()),
+                                OffsetAndMetadata.apply(m.offset() + 1));
+                    connector.commitOffsets(offsets, true);
                 }
-                emit("MSG " + m.topic() + " " + m.partition() + " " + m.offset() + " " + index);
             }
         } catch (RuntimeException e) {
             // the iterator ends with an exception when the connector shuts down under it
@@ -196,7 +203,7 @@ public class Member {
         for (String chroot : opts.getOrDefault("scenario", List.of())) {
             ZkUtils zk = ZkUtils.apply(zookeeper + chroot, 30000, 30000, false);
             try {
-                assignGroup(zk, assignor, group, chroot);
+                assignGroup(zk, assignor, group, chroot.isEmpty() ? "/" : chroot);
             } finally {
                 zk.close();
             }

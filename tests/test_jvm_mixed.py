@@ -1,0 +1,248 @@
+"""Mixed groups: Kafka's own JVM consumer (tools/jvm/src/Member.java, Kafka 1.1.1 and
+0.11.0.3) and zkconsumer members in one group, for each release x {range, roundrobin} x
+{static topics, whitelist}. Members join, leave cleanly (SIGTERM) and are SIGKILLed while a
+producer keeps sending; every member commits each message it hands out, after handing it.
+
+Invariants:
+* after each step, the owner znodes are what zkconsumer's assignor computes for the live
+  membership, and (at the steps with both kinds of member) what the JVM's own assignor
+  computes too;
+* nothing lost: every message produced is handed out;
+* duplicates only from the uncommitted window: a message handed out twice is the last one a
+  member handed out of that partition before it stopped owning it (killed between handing
+  it and committing it);
+* offsets committed by one side are resumed exactly by the other: each run of a partition
+  starts at the offset after the last one handed out before it (or at that one again, the
+  window above), with handovers both ways between JVM and zkconsumer members;
+* never two live owners: in time order the offsets of a partition only go forward (but for
+  that window), which two members handing out one partition at once would break.
+
+The old consumer fetches with Fetch v3, which a Kafka 3.9 broker serves (not Tansu, not
+Kafka 4): point the suite at one with ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import pytest
+from kafka import KafkaProducer
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from tests.conftest import Names
+from tests.jvm import (
+    COMPATIBILITY,
+    JVM_RELEASES,
+    Handed,
+    MemberProcess,
+    jvm_assign,
+    jvm_member,
+    py_member,
+)
+from tests.support import StackInfo, wait_until
+from zkconsumer import _zkpaths as zp
+from zkconsumer._assignors import assign
+from zkconsumer._config import JvmCompatibility
+from zkconsumer._connector import consumers_for_topic
+from zkconsumer._types import TopicPartition
+
+# Short sessions and quick retries on both sides: a killed member is noticed in seconds.
+LEGACY = {"zookeeper.session.timeout.ms": "3000", "rebalance.backoff.ms": "300",
+          "rebalance.max.retries": "30", "auto.offset.reset": "smallest"}
+STREAMS = 2
+
+
+class Flow:
+    """A producer sending to every partition in turn, ~100 messages a second, until stopped;
+    ``sent`` is what the broker acknowledged. ``lock`` guards ``sent``."""
+
+    def __init__(self, bootstrap: str, partitions: dict[str, int]) -> None:
+        self.lock = threading.Lock()
+        self.sent: dict[TopicPartition, set[int]] = defaultdict(set)
+        self._targets = [TopicPartition(t, p) for t, n in partitions.items() for p in range(n)]
+        self._producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
+                                       enable_idempotence=False)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="flow", daemon=True)
+        self._thread.start()
+
+    def _acked(self, tp: TopicPartition, metadata: Any) -> None:
+        with self.lock:
+            self.sent[tp].add(metadata.offset)
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.wait(0.01):
+            tp = self._targets[i % len(self._targets)]
+            future = self._producer.send(tp.topic, f"m{i}".encode(), partition=tp.partition)
+            future.add_callback(lambda md, tp=tp: self._acked(tp, md))
+            i += 1
+
+    def stop(self) -> dict[TopicPartition, set[int]]:
+        self._stop.set()
+        self._thread.join(10)
+        self._producer.flush(30)
+        self._producer.close()
+        with self.lock:
+            return {tp: set(offsets) for tp, offsets in self.sent.items()}
+
+
+@contextmanager
+def flowing(bootstrap: str, partitions: dict[str, int]) -> Iterator[Flow]:
+    flow = Flow(bootstrap, partitions)
+    try:
+        yield flow
+    finally:
+        if not flow._stop.is_set():
+            flow.stop()
+
+
+def live_view(zk: KazooClient, group: str, strategy: str, compatibility: str
+              ) -> tuple[set[str], dict[TopicPartition, str], dict[TopicPartition, str]]:
+    """(registered consumer ids, owner znodes, what zkconsumer's assignor computes)."""
+    members = {c: zp.ConsumerRegistration.decode(zk.get(zp.id_path(group, c))[0])
+               for c in zk.get_children(zp.ids_dir(group))}
+    topics = zk.get_children(zp.BROKER_TOPICS)
+    cft = consumers_for_topic(members, topics, True)
+    parts = {t: zp.TopicAssignment.decode(zk.get(zp.topic_path(t))[0]).partition_ids
+             for t in cft if t in topics}
+    expected = assign(strategy, {t: cft[t] for t in parts}, parts,
+                      dashed_names=JvmCompatibility.of(compatibility).dashed_partition_names)
+    owners: dict[TopicPartition, str] = {}
+    for t in parts:
+        try:
+            children = zk.get_children(zp.owners_topic_dir(group, t))
+        except NoNodeError:
+            continue
+        for p in children:
+            owners[TopicPartition(t, int(p))] = zp.decode_owner(
+                zk.get(zp.owner_path(group, t, int(p)))[0])
+    return set(members), owners, expected
+
+
+def settle(zk: KazooClient, group: str, strategy: str, release: str,
+           live: list[MemberProcess], *, jvm_too: bool = False) -> None:
+    """Wait until exactly the live members are registered and own what the assignor says."""
+    ids = {m.wait_ready() for m in live}
+
+    def settled() -> bool:
+        registered, owners, expected = live_view(zk, group, strategy, COMPATIBILITY[release])
+        return registered == ids and bool(expected) and owners == expected
+
+    wait_until(settled, 60, f"the owners of {group} matching the assignment of {sorted(ids)}",
+               every=0.2)
+    if jvm_too:
+        _, owners, _ = live_view(zk, group, strategy, COMPATIBILITY[release])
+        assert jvm_assign(release, zk_hosts(zk), strategy, [""], group)[""] == owners
+
+
+def zk_hosts(zk: KazooClient) -> str:
+    return str(zk.hosts) if isinstance(zk.hosts, str) else ",".join(
+        f"{h}:{p}" for h, p in zk.hosts)
+
+
+def runs(handed: list[Handed]) -> dict[TopicPartition, list[list[Handed]]]:
+    """Per partition, each member's hand-outs cut into runs of consecutive offsets."""
+    out: dict[TopicPartition, list[list[Handed]]] = defaultdict(list)
+    last: dict[tuple[str, TopicPartition], list[Handed]] = {}
+    for h in handed:  # one member's lines, in its order
+        tp = TopicPartition(h.topic, h.partition)
+        run = last.get((h.by, tp))
+        if run is not None and h.offset == run[-1].offset + 1:
+            run.append(h)
+        else:
+            run = [h]
+            last[(h.by, tp)] = run
+            out[tp].append(run)
+    return out
+
+
+def check_invariants(sent: dict[TopicPartition, set[int]], members: list[MemberProcess]
+                     ) -> set[tuple[str, str]]:
+    """The message invariants of the module docstring; returns the kinds of handover seen
+    ({("JVM", "zkconsumer"), ...})."""
+    per_tp: dict[TopicPartition, list[list[Handed]]] = defaultdict(list)
+    kind_of = {}
+    for m in members:
+        kind_of[m.consumer_id] = "zkconsumer" if m.kind == "zkconsumer" else "JVM"
+        for tp, rs in runs(m.handed()).items():
+            per_tp[tp].extend(rs)
+    handovers: set[tuple[str, str]] = set()
+    for tp, offsets in sent.items():
+        assert offsets == set(range(len(offsets))), f"{tp}: the broker skipped offsets"
+        tp_runs = sorted(per_tp.get(tp, []), key=lambda r: (r[0].at_ms, r[0].offset))
+        handed = {h.offset for r in tp_runs for h in r}
+        assert handed >= offsets, f"{tp}: lost {sorted(offsets - handed)[:10]}"
+        # in time order, every run resumes where the runs before it ended
+        high = -1
+        previous: list[Handed] | None = None
+        for r in tp_runs:
+            assert r[0].offset in (high, high + 1), (
+                f"{tp}: {r[0].by} started at {r[0].offset} after offsets up to {high} were "
+                f"handed out (by {previous[-1].by if previous else None})")
+            if previous is not None and r[0].offset == high:
+                assert previous[-1].offset == high, f"{tp}: {high} handed out twice mid-run"
+            if previous is not None and previous[-1].by != r[0].by:
+                handovers.add((kind_of[previous[-1].by], kind_of[r[0].by]))
+            high = max(high, r[-1].offset)
+            previous = r
+    return handovers
+
+
+MIXED = [(release, strategy, subscription) for release in JVM_RELEASES
+         for strategy in ("range", "roundrobin") for subscription in ("static", "whitelist")]
+
+
+@pytest.mark.parametrize(("release", "strategy", "subscription"), MIXED)
+def test_a_mixed_group_shares_partitions_and_offsets(
+    stack: StackInfo, zk: KazooClient, names: Names, topic_factory: Any,
+    release: str, strategy: str, subscription: str,
+) -> None:
+    group = names.group
+    partitions = {topic_factory(names("mx-a"), 4): 4, topic_factory(names("mx-b"), 3): 3}
+    subscribe: dict[str, Any] = (
+        {"whitelist": f"mx-(a|b)-{names.suffix}"} if subscription == "whitelist"
+        else {"topics": sorted(partitions)})
+    zk_props = {**LEGACY, "partition.assignment.strategy": strategy,
+                "jvm.compatibility": COMPATIBILITY[release]}
+    everyone: list[MemberProcess] = []
+
+    def jvm(stack_: ExitStack) -> MemberProcess:
+        m = stack_.enter_context(jvm_member(release, stack.zookeeper, group, streams=STREAMS,
+                                            strategy=strategy, commit="each", props=LEGACY,
+                                            **subscribe))
+        everyone.append(m)
+        return m
+
+    def ours(stack_: ExitStack) -> MemberProcess:
+        m = stack_.enter_context(py_member(stack.zookeeper, group, streams=STREAMS,
+                                           commit="each", props=zk_props, **subscribe))
+        everyone.append(m)
+        return m
+
+    with ExitStack() as running, flowing(stack.bootstrap, partitions) as flow:
+        j1, z1 = jvm(running), ours(running)
+        settle(zk, group, strategy, release, [j1, z1])
+        j2 = jvm(running)
+        settle(zk, group, strategy, release, [j1, z1, j2], jvm_too=True)
+        z1.kill()
+        settle(zk, group, strategy, release, [j1, j2])
+        z2 = ours(running)
+        settle(zk, group, strategy, release, [j1, j2, z2], jvm_too=True)
+        j1.terminate()
+        settle(zk, group, strategy, release, [j2, z2])
+        j2.kill()
+        settle(zk, group, strategy, release, [z2])
+        sent = flow.stop()
+        wanted = sum(len(o) for o in sent.values())
+        wait_until(lambda: len({(h.topic, h.partition, h.offset) for m in everyone
+                                for h in m.handed()}) >= wanted,
+                   60, f"all {wanted} messages handed out")
+        z2.terminate()
+    handovers = check_invariants(sent, everyone)
+    assert ("JVM", "zkconsumer") in handovers and ("zkconsumer", "JVM") in handovers, handovers
