@@ -125,6 +125,9 @@ class MemberProcess:
                 elif words[:1] == ["CLOSED"]:
                     self.closed = True
 
+    def stderr_text(self) -> str:
+        return self._stderr_path.read_text(errors="replace")
+
     def stderr_tail(self, n: int = 15) -> str:
         lines = self._stderr_path.read_text(errors="replace").splitlines()
         return "\n".join(lines[-n:])

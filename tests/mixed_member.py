@@ -6,12 +6,13 @@ does, for the mixed-group tests (tests/jvm.py reads both alike):
 
 Prints ``READY <consumer id>`` once its streams exist, one line
 ``MSG <topic> <partition> <offset> <stream index> <epoch millis>`` per message handed out,
-and ``CLOSED <consumer id>`` after a clean shutdown on SIGTERM. ``commit=each`` commits each
+and ``CLOSED <consumer id>`` after a clean shutdown on SIGTERM; warnings go to stderr. ``commit=each`` commits each
 message's partition after printing it, as Member.java does.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -40,6 +41,8 @@ def drain(connector: Any, stream: Any, index: int, each: bool) -> None:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     zk, group = sys.argv[1:3]
     opts = dict(arg.split("=", 1) for arg in sys.argv[3:])
     topics = opts.pop("topics", None)

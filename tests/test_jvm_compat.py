@@ -94,3 +94,12 @@ def test_roundrobin_orders_by_the_hash_of_the_releases_partition_name() -> None:
     assert [old[TopicPartition("t", p)] for p in (10, 11, 0)] == ["c-0", "c-1", "c-2"]
     assert assign("roundrobin", cft, parts, dashed_names=True) == new
     assert assign("range", cft, parts, dashed_names=True) == assign("range", cft, parts)
+
+
+def test_the_examples_in_the_docstrings() -> None:
+    import doctest
+
+    from zkconsumer import _config, _jvmcompat
+
+    for module in (_jvmcompat, _config):
+        assert doctest.testmod(module).failed == 0

@@ -246,3 +246,34 @@ def test_a_mixed_group_shares_partitions_and_offsets(
         z2.terminate()
     handovers = check_invariants(sent, everyone)
     assert ("JVM", "zkconsumer") in handovers and ("zkconsumer", "JVM") in handovers, handovers
+
+
+def topic_where_the_orders_differ(stem: str) -> str:
+    """A name for a 12-partition topic that two members of two streams each deal differently
+    in the two roundrobin orders (for some names the hashes happen to keep the same order)."""
+    threads = {"t": ["a-0", "a-1", "b-0", "b-1"]}
+    for i in range(100):
+        name = f"{stem}-{i}"
+        cft, parts = {name: threads["t"]}, {name: range(12)}
+        if assign("roundrobin", cft, parts) != assign("roundrobin", cft, parts,
+                                                      dashed_names=True):
+            return name
+    raise AssertionError("no name found")
+
+
+def test_a_member_set_for_the_wrong_release_says_what_to_set(
+    stack: StackInfo, zk: KazooClient, names: Names, topic_factory: Any
+) -> None:
+    """zkconsumer left at the default (0.8.2-0.11 order) beside Kafka 1.1.1 roundrobin
+    members: the two orders disagree, the claims never resolve, and zkconsumer's warning
+    names the setting."""
+    topic = topic_factory(topic_where_the_orders_differ(names.topic), 12)
+    props = {**LEGACY, "partition.assignment.strategy": "roundrobin"}
+    with jvm_member("1.1.1", stack.zookeeper, names.group, topics=[topic], strategy="roundrobin",
+                    streams=2, props=LEGACY) as j1:
+        j1.wait_ready()
+        with py_member(stack.zookeeper, names.group, topics=[topic], streams=2,
+                       props=props) as z1:
+            z1.wait_ready(90)
+            wait_until(lambda: "set jvm.compatibility=1.1.1" in z1.stderr_text(), 60,
+                       "the warning naming jvm.compatibility")
