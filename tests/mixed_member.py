@@ -6,8 +6,8 @@ does, for the mixed-group tests (tests/jvm.py reads both alike):
 
 Prints ``READY <consumer id>`` once its streams exist, one line
 ``MSG <topic> <partition> <offset> <stream index> <epoch millis>`` per message handed out,
-and ``CLOSED <consumer id>`` after a clean shutdown on SIGTERM; warnings go to stderr. ``commit=each`` commits each
-message's partition after printing it, as Member.java does.
+and ``CLOSED <consumer id>`` after a clean shutdown on SIGTERM; warnings go to stderr.
+``commit=each`` commits each message's partition after printing it, as Member.java does.
 """
 
 from __future__ import annotations
