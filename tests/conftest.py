@@ -1,9 +1,11 @@
 """Shared fixtures: one real stack per test session, fresh names per test.
 
-The stack is the local one (real ZooKeeper, Tansu broker, bridge) started in a temporary
-directory, unless ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP name an external one (for
-example the docker-compose stack with a real Kafka 3.9 in ZooKeeper mode). Tests never share
-group or topic names, so they do not see each other.
+The stack is the local one (real ZooKeeper 3.8, Apache Kafka 3.9 in ZooKeeper mode) started
+in a temporary directory, unless ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP name an
+external one (for example the docker-compose stack, the same software). The bridge's tests
+use a second one, Kafka 4 in KRaft mode registered by the bridge (``kraft_stack``). Tests
+never share group or topic names, so they do not see each other. The run's first lines say
+which broker, version and ZooKeeper it runs against.
 """
 
 from __future__ import annotations
@@ -19,13 +21,25 @@ from kazoo.client import KazooClient
 
 from tests.support import StackInfo, create_topic, started_zk, wait_until
 from zkconsumer import _zkpaths as zp
-from zkconsumer._stack import running_stack
+from zkconsumer._stack import DEFAULT_BROKER, describe, running_stack, zk_four_letter
+
+
+def _external() -> tuple[str | None, str | None]:
+    return os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    zk, bootstrap = _external()
+    if zk and bootstrap:
+        version = zk_four_letter(zk.split(",")[0].split("/")[0], "srvr").partition("\n")[0]
+        return [f"stack: external, broker at {bootstrap}, ZooKeeper at {zk} "
+                f"({version.removeprefix('Zookeeper version: ') or 'not answering'})"]
+    return [f"stack: {describe(DEFAULT_BROKER)}; bridge tests: {describe('kraft')}"]
 
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[StackInfo]:
-    zk = os.environ.get("ZKCONSUMER_ZOOKEEPER")
-    bootstrap = os.environ.get("ZKCONSUMER_BOOTSTRAP")
+    zk, bootstrap = _external()
     if bool(zk) != bool(bootstrap):
         # One alone would silently test a local stack instead of the one meant.
         pytest.exit("set both ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP (or neither)", 2)
@@ -33,6 +47,15 @@ def stack() -> Iterator[StackInfo]:
         yield StackInfo(zk, bootstrap, None)
         return
     with tempfile.TemporaryDirectory(prefix="zkc-stack-") as d, running_stack(d) as local:
+        yield StackInfo(local.zookeeper, local.bootstrap, local)
+
+
+@pytest.fixture(scope="session")
+def kraft_stack() -> Iterator[StackInfo]:
+    """Kafka 4 in KRaft mode with the bridge registering it in its own ZooKeeper: what the
+    bridge is for. Always local (an external stack is the suite's main one)."""
+    with (tempfile.TemporaryDirectory(prefix="zkc-kraft-") as d,
+          running_stack(d, broker="kraft") as local):
         yield StackInfo(local.zookeeper, local.bootstrap, local)
 
 

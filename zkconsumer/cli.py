@@ -20,6 +20,7 @@ from types import FrameType
 
 from . import __version__
 from ._errors import ZkConsumerError
+from ._stack import BROKERS
 
 EXIT_USAGE = 2
 
@@ -52,7 +53,7 @@ def positive_seconds(text: str) -> float:
 def _cmd_stack(args: argparse.Namespace) -> int:
     from ._stack import LocalStack, sigterm_interrupts
 
-    stack = LocalStack(args.dir)
+    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None)
     if args.action == "up":
         # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
         # started, as Ctrl-C does: the components live in their own sessions.
@@ -65,7 +66,7 @@ def _cmd_stack(args: argparse.Namespace) -> int:
     else:
         status = stack.status()
         print(json.dumps(status))
-        return 0 if all(status[c]["answering"] for c in ("zookeeper", "broker", "bridge")) else 1
+        return 0 if all(component["answering"] for component in status.values()) else 1
     return 0
 
 
@@ -96,10 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
-                       description="The local stack: real ZooKeeper, the Tansu broker and "
-                       "the bridge, as background processes with pids and logs in DIR.")
+                       description="The local stack: real ZooKeeper 3.8 and a real Kafka "
+                       "broker (3.9 in ZooKeeper mode by default), as background processes "
+                       "with pids, data and logs in DIR.")
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
+    p.add_argument("--broker", choices=BROKERS, default=None,
+                   help="up: kafka (Kafka 3.9, ZooKeeper mode; the default), kraft (Kafka 4, "
+                   "KRaft mode, with the bridge) or tansu (with the bridge); default: the "
+                   "one DIR ran last, else kafka")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for each component to answer (up)")
     p.set_defaults(func=_cmd_stack)
