@@ -24,6 +24,7 @@ Kafka 4): point the suite at one with ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -252,8 +253,8 @@ def topic_where_the_orders_differ(stem: str) -> str:
     """A name for a 12-partition topic that two members of two streams each deal differently
     in the two roundrobin orders (for some names the hashes happen to keep the same order)."""
     threads = {"t": ["a-0", "a-1", "b-0", "b-1"]}
-    for i in range(100):
-        name = f"{stem}-{i}"
+    for _ in range(1000):
+        name = f"{stem}-{uuid.uuid4().hex[:8]}"  # names alike in their tail hash alike
         cft, parts = {name: threads["t"]}, {name: range(12)}
         if assign("roundrobin", cft, parts) != assign("roundrobin", cft, parts,
                                                       dashed_names=True):
