@@ -19,7 +19,13 @@ import threading
 import time
 from typing import Any
 
-from zkconsumer import ConsumerConfig, Whitelist, create_consumer_connector
+from zkconsumer import (
+    ConsumerConfig,
+    PartitionsNotOwnedError,
+    Whitelist,
+    ZkConnectionLostError,
+    create_consumer_connector,
+)
 
 _OUT = threading.Lock()  # one whole line at a time from any stream thread
 
@@ -35,7 +41,12 @@ def drain(connector: Any, stream: Any, index: int, each: bool) -> None:
         for m in stream:
             emit(f"MSG {m.topic} {m.partition} {m.offset} {index} {int(time.time() * 1000)}")
             if each:
-                connector.commit_offsets({(m.topic, m.partition): m.offset + 1})
+                try:
+                    connector.commit_offsets({(m.topic, m.partition): m.offset + 1})
+                except (PartitionsNotOwnedError, ZkConnectionLostError) as e:
+                    # a rebalance gave the partition away meanwhile: its next owner hands
+                    # this message out again
+                    print(f"not committed: {e}", file=sys.stderr, flush=True)
     except Exception:  # noqa: BLE001 - the stream ends with an error at shutdown
         pass
 
