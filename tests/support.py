@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
 
 from zkconsumer._stack import LocalStack
@@ -99,6 +100,40 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
     try:
         admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def delete_topic(bootstrap: str, name: str) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        admin.delete_topics([name])
+    finally:
+        admin.close()
+
+
+def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
+    """DeleteRecords: partition -> the offset that becomes its log start."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        admin.delete_records({KTP(topic, p): o for p, o in before.items()})
+    finally:
+        admin.close()
+
+
+def add_partitions(bootstrap: str, name: str, total: int) -> None:
+    """CreatePartitions: ``name`` grows to ``total`` partitions."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    try:
+        admin.create_partitions({name: NewPartitions(total)})
     finally:
         admin.close()
 
@@ -226,37 +261,58 @@ def produce_bulk(bootstrap: str, topic: str, partition: int, payload: bytes, cou
         raise AssertionError(f"{remaining} messages not delivered to {topic}")
 
 
-def produce_with_bad_crc(bootstrap: str, topic: str, bad: int) -> None:
+def produce_with_bad_crc(stack: StackInfo, topic: str, bad: int) -> None:
     """Partition 0: ok-0, then one batch of ``bad`` records whose CRC does not match (offsets
-    1 to ``bad``), then eight good messages. Partition 1: ten good messages. The broker (Tansu)
-    stores the bad batch as it is."""
-    import kafka.record.default_records as records
+    1 to ``bad``), then eight good messages. Partition 1: ten good messages.
+
+    A real broker checks CRCs on produce and refuses a corrupt batch, so the batch is sent
+    whole and then corrupted where a failing disk would: one byte of its last record's value
+    is flipped in the broker's log segment, which the broker serves as it is (it does not
+    check CRCs on fetch). Needs the local stack (its data directory)."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1,
+    if stack.local is None:
+        pytest.skip("corrupting a log segment needs the local stack's data directory")
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap, linger_ms=0, acks=1,
                              enable_idempotence=False)
     try:
         producer.send(topic, b"ok-0", partition=0).get(10)
-        crc = records.calc_crc32c
-        records.calc_crc32c = lambda data: crc(data) ^ 1  # type: ignore[assignment]
+        # One batch: a producer that waits long enough to put them all in it.
+        batcher = KafkaProducer(bootstrap_servers=stack.bootstrap, linger_ms=60_000, acks=1,
+                                enable_idempotence=False)
         try:
-            # One batch: a producer that waits long enough to put them all in it.
-            batcher = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000, acks=1,
-                                    enable_idempotence=False)
-            try:
-                sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
-                batcher.flush(10)
-                assert [f.get(10).offset for f in sent] == list(range(1, bad + 1))
-            finally:
-                batcher.close()
+            sent = [batcher.send(topic, b"corrupt", partition=0) for _ in range(bad)]
+            batcher.flush(10)
+            assert [f.get(10).offset for f in sent] == list(range(1, bad + 1))
         finally:
-            records.calc_crc32c = crc  # type: ignore[assignment]
+            batcher.close()
+        _flip_last_byte_of_batch(stack.local.dir / "broker" / "data" / f"{topic}-0", 1)
         for i in range(bad + 1, bad + 9):
             producer.send(topic, f"ok-{i}".encode(), partition=0).get(10)
         for i in range(10):
             producer.send(topic, f"p1-{i}".encode(), partition=1).get(10)
     finally:
         producer.close()
+
+
+def _flip_last_byte_of_batch(partition_dir: Path, base_offset: int) -> None:
+    """Flip the last byte of the last record's value (inside the CRC's range) of the batch
+    at ``base_offset`` in the partition's first log segment: the record ends with its value,
+    then its header count (one byte, 0). A batch starts with its base offset (8 bytes) and
+    its length (4 bytes, counting what follows)."""
+    segment = partition_dir / f"{0:020d}.log"
+    with open(segment, "r+b") as f:
+        data = f.read()
+        pos = 0
+        while pos + 12 <= len(data):
+            base = int.from_bytes(data[pos:pos + 8], "big")
+            end = pos + 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+            if base == base_offset:
+                f.seek(end - 2)
+                f.write(bytes([data[end - 2] ^ 0xFF]))
+                return
+            pos = end
+    raise AssertionError(f"no batch at offset {base_offset} in {segment}")
 
 
 def self_signed_cert(directory: Path) -> tuple[str, str]:

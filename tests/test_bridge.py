@@ -6,19 +6,32 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
-from tests.support import StackInfo, reaped, running_bridge, wait_until
-from tests.test_stack import _bridge_on
+from tests.support import (
+    StackInfo,
+    create_topic,
+    delete_topic,
+    reaped,
+    running_bridge,
+    started_zk,
+    wait_until,
+)
 from zkconsumer import _zkpaths as zp
 from zkconsumer._bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
+from zkconsumer._stack import LocalStack, running_stack
 
 READ_ONLY = [make_acl("world", "anyone", read=True)]
 
@@ -28,6 +41,17 @@ def stack(kraft_stack: StackInfo) -> StackInfo:
     """The bridge is for brokers that write nothing to ZooKeeper: its tests run against
     Kafka 4 in KRaft mode (``zk`` and ``topic_factory`` follow this fixture)."""
     return kraft_stack
+
+
+@pytest.fixture
+def private_stack(tmp_path: Path) -> Iterator[LocalStack]:
+    """A KRaft stack of its own, for tests that stop and start components."""
+    with running_stack(tmp_path / "stack", broker="kraft") as s:
+        yield s
+
+
+def _broker_ids(zk: KazooClient) -> list[str]:
+    return sorted(zk.get_children(zp.BROKER_IDS)) if zk.exists(zp.BROKER_IDS) else []
 
 
 def _topic(name: str, partitions: int, error_code: int = 0, epoch: int = 0) -> dict[str, Any]:
@@ -581,3 +605,367 @@ def test_kafkas_other_paths_refused_are_one_warning_not_the_end(
     assert len(refused) == len({m.split()[3] for m in refused}) == 6, refused
     assert all("going on without it" in m for m in refused), refused
     assert zk.exists(root + "/consumers")
+
+
+def test_bridge_registers_new_topics_with_partition_state(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    create_topic(stack.bootstrap, names.topic, 3)
+    start = time.monotonic()
+    wait_until(lambda: zk.exists(zp.topic_path(names.topic)), 5, "topic znode")
+    assert time.monotonic() - start < 2.0  # "within one second", plus a poll interval of slack
+    assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(names.topic))[0])
+    broker = int(_broker_ids(zk)[0])
+    assert assignment.partitions == {0: [broker], 1: [broker], 2: [broker]}
+    for p in range(3):
+        path = zp.partition_state_path(names.topic, p)
+        state = wait_until(lambda path=path: zk.exists(path) and zk.get(path)[0], 5, path)
+        decoded = zp.PartitionState.decode(state)
+        assert (decoded.leader, decoded.isr) == (broker, [broker])
+
+
+def test_bridge_leaves_topics_it_does_not_manage_alone(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    # The ZooKeeper-era way to change a partition count: an admin tool writes the assignment.
+    foreign = names("foreign")
+    mine = names("mine")
+    zk.create(zp.topic_path(foreign), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
+              makepath=True)
+    create_topic(stack.bootstrap, foreign, 4)
+    create_topic(stack.bootstrap, mine, 1)
+    wait_until(lambda: zk.exists(zp.topic_path(mine)), 10, "a later topic")
+    assignment = zp.TopicAssignment.decode(zk.get(zp.topic_path(foreign))[0])
+    assert sorted(assignment.partitions) == [0, 1]
+
+
+def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
+    stack: StackInfo, zk: KazooClient, names
+) -> None:
+    from zkconsumer._bridge import Bridge
+
+    root = f"/bridge-{names.suffix}"  # a tree of its own: the stack's bridge owns /brokers
+    zk.create(root)
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": "alice", "sasl_plain_password": "wonder-land"}
+    for kafka, registers in ((sasl, False), (None, True)):
+        bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, interval_s=0.2,
+                        environ={}, kafka=kafka)
+        thread = threading.Thread(target=bridge.run, daemon=True)
+        thread.start()
+        try:
+            if registers:
+                wait_until(lambda: zk.get_children(f"{root}{zp.BROKER_IDS}"), 60, "registered")
+            else:
+                # The test broker has no SASL: the settings reached the admin client when the
+                # cluster is unreachable through it, and nothing is registered.
+                wait_until(lambda b=bridge: b._unreachable_since is not None, 15, "a failed round")
+                assert bridge.rounds == 0
+                assert zk.get_children(f"{root}{zp.BROKER_IDS}") == []
+        finally:
+            bridge.stop()
+            thread.join(15)
+        assert not thread.is_alive()
+
+
+@contextmanager
+def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> Iterator[Any]:
+    """A Bridge connected to a tree of its own (the stack's bridge owns /brokers), for
+    driving :meth:`apply` with views made by hand."""
+    from zkconsumer._bridge import MANAGED_DIR, Bridge
+
+    for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
+        zk.ensure_path(root + path)
+    bridge = Bridge(f"{stack.zookeeper}{root}", stack.bootstrap, environ={}, **kwargs)
+    bridge._zk = bridge._connect()
+    try:
+        yield bridge
+    finally:
+        bridge._zk.stop()
+        bridge._zk.close()
+
+
+def test_read_cluster_leaves_out_fenced_brokers() -> None:
+    from zkconsumer._bridge import read_cluster
+
+    class Admin:
+        def describe_cluster(self) -> dict[str, Any]:
+            return {"brokers": [
+                {"broker_id": 1, "host": "a", "port": 9092, "rack": None, "is_fenced": False},
+                {"broker_id": 2, "host": "b", "port": 9092, "rack": None, "is_fenced": True},
+                {"broker_id": 3, "host": "c", "port": 9092, "rack": "r1"},  # older brokers
+            ]}
+
+        def describe_topics(self) -> list[dict[str, Any]]:
+            return []
+
+    assert read_cluster(Admin()).brokers == {1: ("a", 9092, None), 3: ("c", 9092, "r1")}
+
+
+def test_bridge_registers_the_listener_of_its_security_protocol(
+    stack: StackInfo, zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a broker with that listener alone: readers find it by their security.protocol
+    (the endpoint said PLAINTEXT whatever the cluster's protocol was). A registration held by
+    another session is left alone; one of its own, forgotten by a resync, is rewritten."""
+    from zkconsumer._bridge import ClusterView
+
+    root = f"/bridge-{names.suffix}"
+    zk.create(root + zp.broker_path(2), b"{}", ephemeral=True, makepath=True)  # someone's
+    with _bridge_on(stack, zk, root, kafka={"security_protocol": "SSL"}) as bridge:
+        view = ClusterView({1: ("h1", 9093, None), 2: ("h2", 9093, None)})
+        for _ in range(2):
+            bridge.apply(view)
+        data = zk.get(root + zp.broker_path(1))[0]
+        reg = json.loads(data)
+        assert (reg["endpoints"], reg["host"], reg["port"]) == (["SSL://h1:9093"], None, -1)
+        assert reg["listener_security_protocol_map"] == {"SSL": "SSL"}
+        assert zp.BrokerRegistration.decode(data).endpoint("SSL") == ("h1", 9093)
+        assert zk.get(root + zp.broker_path(2))[0] == b"{}"  # not replaced
+        assert sum("held by another session" in r.getMessage() for r in caplog.records) == 1
+        bridge._written_brokers.clear()  # forgotten: rewritten all the same
+        bridge.apply(ClusterView({1: ("h1", 9094, None)}))
+        reg = json.loads(zk.get(root + zp.broker_path(1))[0])
+        assert reg["endpoints"] == ["SSL://h1:9094"]
+
+
+def test_a_round_cut_short_never_leaves_a_topic_the_bridge_takes_for_someone_elses(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    from kazoo.exceptions import ConnectionLoss
+
+    from zkconsumer._bridge import MANAGED_DIR, ClusterView
+
+    root = f"/bridge-{names.suffix}"
+    with _bridge_on(stack, zk, root) as bridge:
+        real = bridge._zk.ensure_path_async
+        calls: list[str] = []
+
+        def marker_fails(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path.startswith(MANAGED_DIR) and not calls:
+                calls.append(path)
+                raise ConnectionLoss()
+            return real(path, *args, **kwargs)
+
+        bridge._zk.ensure_path_async = marker_fails
+        brokers = {1: ("h1", 9092, None)}
+        two = {0: ([1], 1, 0, [1]), 1: ([1], 1, 0, [1])}
+        with pytest.raises(ConnectionLoss):
+            bridge.apply(ClusterView(brokers, {"t": two}))
+        assert calls
+        bridge.apply(ClusterView(brokers, {"t": two}))
+        bridge.apply(ClusterView(brokers, {"t": {**two, 2: ([1], 1, 0, [1])}}))
+        assignment = zp.TopicAssignment.decode(zk.get(root + zp.topic_path("t"))[0])
+        assert sorted(assignment.partitions) == [0, 1, 2]
+
+
+def test_bridge_follows_broker_and_its_own_restarts(private_stack: LocalStack) -> None:
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        wait_until(lambda: _broker_ids(zk), 10, "broker registered")
+        create_topic(private_stack.bootstrap, "t1", 2)
+        wait_until(lambda: zk.exists(zp.topic_path("t1")), 10, "topic registered")
+
+        private_stack.stop("bridge")  # a clean stop deregisters what it registered
+        wait_until(lambda: not _broker_ids(zk), 10, "brokers gone with the bridge")
+        private_stack.start("bridge")
+        wait_until(lambda: _broker_ids(zk), 10, "brokers back with the bridge")
+
+        private_stack.stop("broker")  # a broker gone
+        wait_until(lambda: not _broker_ids(zk), 15, "broker deregistered")
+        private_stack.start("broker")  # its data kept: the topic is still there
+        wait_until(lambda: _broker_ids(zk), 15, "broker registered again")
+        assert zk.exists(zp.topic_path("t1"))
+        delete_topic(private_stack.bootstrap, "t1")
+        wait_until(lambda: not zk.exists(zp.topic_path("t1")), 15, "deleted topic removed")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_bridge_rides_out_zookeeper_going_away(private_stack: LocalStack) -> None:
+    # kazoo's synchronous calls wait for ever while ZooKeeper is down: the bridge used to hang
+    # in its round, and stop() (SIGTERM) could not end it.
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from zkconsumer._bridge import Bridge, ClusterView
+
+    private_stack.stop("bridge")  # ours is the only one
+    bridge = Bridge(private_stack.zookeeper, private_stack.bootstrap, interval_s=0.2,
+                    request_timeout_s=1.0)
+    thread = threading.Thread(target=bridge.run, daemon=True)
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        thread.start()
+        wait_until(lambda: _broker_ids(zk), 30, "broker registered")
+        private_stack.stop("zookeeper")
+        # A round that meets the dead connection fails within the request timeout.
+        stranded = Bridge(private_stack.zookeeper, private_stack.bootstrap,
+                          request_timeout_s=1.0)
+        stranded._zk = zk
+        wait_until(lambda: not zk.connected, 15, "the client disconnected")
+        with pytest.raises(KazooTimeoutError):
+            stranded.apply(ClusterView(brokers={}))
+
+        private_stack.start("zookeeper")  # the same port and data
+        wait_until(lambda: zk.connected and _broker_ids(zk), 30, "broker registered again")
+        private_stack.stop("zookeeper")
+        wait_until(lambda: not zk.connected, 15, "the client disconnected again")
+    finally:
+        bridge.stop()
+        thread.join(15)
+        zk.stop()
+        zk.close()
+    assert not thread.is_alive(), "the bridge did not stop with ZooKeeper gone"
+
+
+def test_the_bridge_answers_only_with_a_registration_naming_this_stacks_broker(
+    stack: StackInfo, tmp_path: Path
+) -> None:
+    """A registration restored from ZooKeeper's data with the session of a bridge killed in
+    an earlier run (its broker on another port) made `up` report a stack that was not."""
+    from zkconsumer._stack import free_port
+
+    assert stack.local is not None
+    probe = LocalStack(tmp_path / "probe", broker="kraft")
+    probe.zk_port = stack.local.zk_port
+    probe.broker_port = stack.local.broker_port
+    assert probe._broker_registered()
+    probe.broker_port = free_port()  # another run's broker: what is registered is not it
+    assert not probe._broker_registered()
+
+
+def test_the_bridge_is_probed_logged_in_as_the_bridge_is(
+    private_stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ZKCONSUMER_ZOOKEEPER_ACL giving no world read, the bridge (which inherits the
+    login and ACL variables) wrote a registration the anonymous probe could not read: `up`
+    waited its 60 s and said the bridge did not answer."""
+    from kazoo.security import make_digest_acl
+
+    monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_AUTH", raising=False)
+    monkeypatch.delenv("ZKCONSUMER_ZOOKEEPER_ACL", raising=False)
+    zk = KazooClient(hosts=private_stack.zookeeper)
+    zk.start()
+    try:
+        wait_until(lambda: _broker_ids(zk), 10, "broker registered")
+        for bid in _broker_ids(zk):
+            zk.set_acls(zp.broker_path(int(bid)), [make_digest_acl("ops", "secret", all=True)])
+        assert not private_stack._broker_registered()  # anonymous: not readable
+        monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER_AUTH", "digest:ops:secret")
+        assert private_stack._broker_registered()
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_up_after_zookeeper_and_the_broker_died_starts_the_bridge_again(
+    tmp_path: Path,
+) -> None:
+    """ZooKeeper and the broker killed, the bridge alive: `up` emptied ZooKeeper and left the
+    bridge, which the empty server refused (its session had seen later zxids), retrying for
+    ever: `up` said ready, with no broker registered."""
+
+    directory = tmp_path / "stack"
+    try:
+        first = LocalStack(directory, broker="kraft")
+        first.up()
+        with started_zk(first.zookeeper) as client:
+            client.create("/filler", b"")
+            for i in range(200):  # the bridge's session sees these zxids
+                client.set("/filler", str(i).encode())
+        bridge = first.procs["bridge"].pid
+        for name in ("broker", "zookeeper"):
+            first.stop(name, sig=signal.SIGKILL)
+        again = LocalStack(directory)
+        again.up()
+        assert again.procs["bridge"].pid != bridge
+        with started_zk(again.zookeeper) as client:
+            wait_until(lambda: client.exists(zp.BROKER_IDS) is not None
+                       and bool(client.get_children(zp.BROKER_IDS)), 15, "broker registered")
+    finally:
+        LocalStack(directory).down()
+
+
+def test_a_group_over_a_kraft_cluster_consumes_exactly_once_through_topic_changes(
+    stack: StackInfo, zk: KazooClient, names: Any
+) -> None:
+    """Two zkconsumer members (a whitelist, two streams each) over Kafka 4 in KRaft mode,
+    which knows nothing of ZooKeeper: the bridge's registrations are all they see. 10,000
+    messages, each handed out once, through a topic created, a partition added and a topic
+    deleted meanwhile."""
+    from collections import Counter
+
+    from tests.support import add_partitions, produce
+    from zkconsumer import (
+        ConsumerConfig,
+        ConsumerTimeoutException,
+        Whitelist,
+        create_consumer_connector,
+    )
+
+    a, b = names("a"), names("b")
+    seen: Counter[tuple[str, int, int]] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def drain(stream: Any) -> None:
+        try:
+            while not stop.is_set():
+                try:
+                    for m in stream:
+                        with lock:
+                            seen[(m.topic, m.partition, m.offset)] += 1
+                    return
+                except ConsumerTimeoutException:
+                    continue
+        except BaseException as e:  # noqa: BLE001 - asserted below
+            errors.append(e)
+
+    def consumed(n: int) -> Callable[[], bool]:
+        return lambda: sum(seen.values()) >= n
+
+    sent: Counter[tuple[str, int]] = Counter()
+
+    def send(topic: str, partitions: int, n: int) -> None:
+        produce(stack.bootstrap, topic, [(i % partitions, None, b"%d" % i) for i in range(n)])
+        sent.update((topic, i % partitions) for i in range(n))
+
+    create_topic(stack.bootstrap, a, 2)
+    wait_until(lambda: zk.exists(zp.partition_state_path(a, 1)), 30, f"{a} registered")
+    config = {"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+              "auto.offset.reset": "smallest", "zookeeper.session.timeout.ms": 3000,
+              "rebalance.backoff.ms": 200, "consumer.timeout.ms": 200,
+              "auto.commit.interval.ms": 200}
+    members = [create_consumer_connector(ConsumerConfig(config)) for _ in range(2)]
+    threads = [threading.Thread(target=drain, args=(s,), daemon=True) for m in members
+               for s in m.create_message_streams_by_filter(Whitelist(f"({a}|{b})"), 2)]
+    try:
+        for t in threads:
+            t.start()
+        send(a, 2, 4000)
+        wait_until(consumed(4000), 60, "the first topic's 4000")
+        create_topic(stack.bootstrap, b, 2)  # a topic created: the whitelist takes it
+        send(b, 2, 3000)
+        wait_until(consumed(7000), 60, "the new topic's 3000")
+        add_partitions(stack.bootstrap, a, 3)  # a partition added
+        wait_until(lambda: zk.exists(zp.partition_state_path(a, 2)), 30, "partition 2")
+        send(a, 3, 2000)
+        wait_until(consumed(9000), 60, "2000 more over three partitions")
+        delete_topic(stack.bootstrap, b)  # a topic deleted
+        wait_until(lambda: not zk.exists(zp.topic_path(b)), 30, f"{b} gone from ZooKeeper")
+        send(a, 3, 1000)
+        wait_until(consumed(10_000), 60, "the last 1000")
+    finally:
+        stop.set()
+        for m in members:
+            m.shutdown()
+        for t in threads:
+            t.join(10)
+    assert errors == []
+    expected = {(t, p, o) for (t, p), n in sent.items() for o in range(n)}
+    assert set(seen) == expected and len(expected) == 10_000
+    assert [k for k, n in seen.items() if n > 1] == []

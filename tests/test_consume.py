@@ -231,7 +231,7 @@ def test_offset_out_of_range_resets_both_ways(stack, zk, names, topic_factory) -
 def test_no_committed_offset_largest_starts_at_true_log_end(
         stack, names, topic_factory) -> None:
     topic = topic_factory(names.topic, 1)
-    _fill(stack, topic, 1, 500)  # multi-record batches: the broker's ListOffsets is wrong here
+    _fill(stack, topic, 1, 500)  # multi-record batches
     assert log_end_offsets_for(stack, topic) == 500
     with connector(stack, names.group, auto_offset_reset="largest",
                    consumer_timeout_ms=300) as c:

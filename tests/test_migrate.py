@@ -1,9 +1,8 @@
 """Migration to the modern group protocol: status, copy, and both documented paths end to end.
 
-Everything runs against the real stack: real ZooKeeper, the real broker, real connectors and
-real kafka-python group members consuming real messages. The one stand-in is a log start
-above zero for ``below_log_start``: the test broker (Tansu) has no DeleteRecords, so that
-partition's log start is injected into the status; everything else about it is real.
+Everything runs against the real stack: real ZooKeeper, a real Kafka broker, real connectors
+and real kafka-python group members consuming real messages; a log start above zero comes
+from DeleteRecords, as an operator's retention or `kafka-delete-records` moves it.
 """
 
 from __future__ import annotations
@@ -20,7 +19,15 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import NullFetcher, StackInfo, create_topic, produce, wait_until
+from tests.support import (
+    NullFetcher,
+    StackInfo,
+    create_topic,
+    delete_records,
+    produce,
+    started_zk,
+    wait_until,
+)
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector, cli
 from zkconsumer import _zkpaths as zp
 from zkconsumer._migrate import (
@@ -57,14 +64,29 @@ def set_kafka(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -
     """Commit through kafka-python's admin client directly (not through _migrate)."""
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KTP
-    from kafka.errors import NoError
+    from kafka.errors import (
+        CoordinatorLoadInProgressError,
+        CoordinatorNotAvailableError,
+        NoError,
+        NotCoordinatorError,
+    )
     from kafka.structs import OffsetAndMetadata
+
+    not_yet = (CoordinatorNotAvailableError, CoordinatorLoadInProgressError, NotCoordinatorError)
+
+    def commit() -> Any:
+        # None while the offsets topic of a new cluster is still being made or loaded.
+        try:
+            result = admin.alter_group_offsets(
+                group, {KTP(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
+            )
+        except not_yet:
+            return None
+        return None if any(e in not_yet for e in result.values()) else result
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        result = admin.alter_group_offsets(
-            group, {KTP(topic, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()}
-        )
+        result = wait_until(commit, 60, f"offsets of {group} committed in Kafka")
     finally:
         admin.close()
     assert all(e is NoError for e in result.values()), result
@@ -176,6 +198,17 @@ def topic2(topic_factory: Any, names: Any) -> str:
     return str(topic_factory(names.topic, 2))
 
 
+@pytest.fixture
+def bridged(kraft_stack: StackInfo, names: Any) -> Iterator[tuple[StackInfo, KazooClient, str]]:
+    """The KRaft stack, a client of its ZooKeeper and a 2-partition topic there, for what only
+    a cluster the bridge registers shows: a ZooKeeper-mode broker acts on a hand-written
+    /brokers/topics znode (it creates the topic), a KRaft cluster never reads it."""
+    with started_zk(kraft_stack.zookeeper) as zk:
+        create_topic(kraft_stack.bootstrap, names.topic, 2)
+        wait_until(lambda: zk.exists(zp.topic_path(names.topic)), 30, "the topic registered")
+        yield kraft_stack, zk, names.topic
+
+
 def produce_each(stack: StackInfo, topic: str, per_partition: int, start: int = 0) -> None:
     produce(stack.bootstrap, topic, [
         (p, None, f"{p}-{i}".encode()) for i in range(start, start + per_partition)
@@ -269,7 +302,6 @@ def test_wait_until_idle_gives_up_naming_what_is_live() -> None:
 def test_status_classes_each_produced_on_purpose(
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any
 ) -> None:
-    from zkconsumer._migrate import broker_log_range
 
     topic = topic_factory(names.topic, 8)
     group = names.group
@@ -279,17 +311,8 @@ def test_status_classes_each_produced_on_purpose(
     set_zk(zk, group, topic, zk_side)
     set_kafka(stack.bootstrap, group, topic, kafka_side)
 
-    admin = modern_admin(stack.bootstrap)
-
-    def log_range(tps: Any) -> Any:
-        starts, ends, error = broker_log_range(admin, stack.bootstrap, tps)
-        starts[TP(topic, 5)] = 5  # Tansu cannot delete records; see the module docstring
-        return starts, ends, error
-
-    try:
-        status = migration_status(zk, group, stack.bootstrap, admin=admin, log_range=log_range)
-    finally:
-        admin.close()
+    delete_records(stack.bootstrap, topic, {5: 5})
+    status = migration_status(zk, group, stack.bootstrap)
     rows = {p.partition: p for p in status.partitions}
     assert {p: r.state for p, r in rows.items()} == {
         0: "equal", 1: "zk_ahead", 2: "kafka_ahead", 3: "missing_in_zk",
@@ -298,7 +321,7 @@ def test_status_classes_each_produced_on_purpose(
     assert [(r.zookeeper_offset, r.kafka_offset) for r in rows.values()] == [
         (5, 5), (7, 4), (3, 6), (None, 4), (4, None), (2, 3), (12, 12), (None, None)
     ]
-    assert [r.log_end for r in rows.values()] == [10] * 7 + [0]  # the true ends (fetched)
+    assert [r.log_end for r in rows.values()] == [10] * 7 + [0]
     assert [r.log_start for r in rows.values()] == [0] * 5 + [5, 0, 0]
     assert [(r.zookeeper_lag, r.kafka_lag) for r in rows.values()] == [
         (5, 5), (3, 6), (7, 4), (None, 6), (6, None), (8, 7), (0, 0), (None, None)
@@ -379,7 +402,7 @@ def test_status_sees_live_consumers_of_both_protocols(
         data = json.loads(out)
         assert code == 1
         members = data["kafka"]["members"]
-        # Member ids are "<client id>-<uuid>"; Tansu leaves client id and assignment empty.
+        # Member ids are "<client id>-<uuid>".
         assert len(members) == 1 and members[0]["member_id"].startswith("modern-")
         assert data["kafka"]["state"] == "Stable"
         assert any(b.startswith("1 modern member is live at the same time")
@@ -830,10 +853,7 @@ def _listed_in_zookeeper_only(stack: StackInfo, zk: KazooClient,
                               names: Any) -> Iterator[tuple[str, str]]:
     """``(ghost, short)``: a topic registered in /brokers/topics only, never on the broker,
     and one ZooKeeper lists with 2 partitions while the broker has 1 (2 messages in it);
-    their znodes deleted at the end. Needs the bridge's stack (skipped elsewhere)."""
-    if stack.local is None:
-        # A ZooKeeper-mode Kafka creates what a hand-written znode registers.
-        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
+    their znodes deleted at the end. Needs a stack the bridge registers (``bridged``)."""
     ghost, short = names("ghost"), names("short")
     for topic in (ghost, short):
         zk.create(zp.topic_path(topic), zp.TopicAssignment({0: [1], 1: [1]}).encode(),
@@ -848,13 +868,14 @@ def _listed_in_zookeeper_only(stack: StackInfo, zk: KazooClient,
 
 
 def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
-    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
+    bridged: tuple[StackInfo, KazooClient, str], names: Any, capsys: Any,
 ) -> None:
     """A topic in /brokers/topics that the brokers do not have (deleted on a KRaft cluster
     before the bridge removed it, or registered by hand as the ZooKeeper-era admin tools
     did): status waited out its whole log end lookup (15 s) for it, then called every
     partition of every topic "log range unknown", a blocker. It asks the brokers first now,
     as the copy does; the same for a partition the brokers lack."""
+    stack, zk, topic2 = bridged
     group, live = names.group, topic2
     with _listed_in_zookeeper_only(stack, zk, names) as (ghost, short):
         fill(stack, live, 2, 3)
@@ -887,13 +908,14 @@ def test_status_asks_the_brokers_about_what_only_zookeeper_lists(
 
 
 def test_copy_skips_what_only_zookeeper_lists_as_status_says(
-    stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any,
+    bridged: tuple[StackInfo, KazooClient, str], names: Any, capsys: Any,
 ) -> None:
     """A topic in /brokers/topics that the brokers do not have, and a partition their topic
     lacks: status called their offsets stale (topic_missing, partition_missing), but the
     copy planned to write them, Kafka refused them and the copy failed after writing the
     rest, so no copy of such a group ever came out clean. The copy asks the brokers as
     status does, and skips them (the dry run says so too)."""
+    stack, zk, topic2 = bridged
     group, live = names.group, topic2
     with _listed_in_zookeeper_only(stack, zk, names) as (ghost, short):
         fill(stack, live, 2, 3)
@@ -904,9 +926,8 @@ def test_copy_skips_what_only_zookeeper_lists_as_status_says(
         code, out, err = copy_cli(capsys, stack, group, "zookeeper", "kafka")
         status = migration_status(zk, group, stack.bootstrap)
         in_kafka = kafka_offsets(stack.bootstrap, group)
-        # The other way, back to ZooKeeper: the broker (Tansu) takes a commit for a
-        # partition it does not have, and that offset is as stale as ZooKeeper's.
-        set_kafka(stack.bootstrap, group, short, {1: 6})
+        # The other way, back to ZooKeeper. (Kafka refuses a commit for a partition it does
+        # not have, so only ZooKeeper holds stale offsets here.)
         back = copy_offsets(zk, group, stack.bootstrap, "kafka", "zookeeper", checks=1,
                             check_interval_s=0.1)
         in_zk = read_zk_offsets(zk, group)
@@ -938,23 +959,21 @@ def test_copy_skips_what_only_zookeeper_lists_as_status_says(
         "told yet) or registered by hand, nothing to consume; `migrate copy` skips them"]
 
     assert {(a.topic, a.partition): a.action for a in back.actions} == {
-        (live, 0): "skip_equal", (live, 1): "skip_equal", (short, 0): "skip_equal",
-        (short, 1): "skip_partition_missing"}
+        (live, 0): "skip_equal", (live, 1): "skip_equal", (short, 0): "skip_equal"}
     assert back.written == 0 and back.log_range_error is None
     assert in_zk == {TP(live, 0): 3, TP(live, 1): 2, TP(short, 0): 2, TP(short, 1): 5,
                      TP(ghost, 0): 7, TP(ghost, 1): 4}
 
 
 def test_copy_takes_the_brokers_word_for_partitions_zookeeper_does_not_list_yet(
-    stack: StackInfo, zk: KazooClient, names: Any,
+    bridged: tuple[StackInfo, KazooClient, str], names: Any,
 ) -> None:
     """/brokers/topics behind the brokers (the bridge lagging or down during a rollback):
     the copy took ZooKeeper's word that a partition did not exist, skipped its offset as
     stale ("recreated with fewer partitions") and exited 0, and the legacy members fell back
     to auto.offset.reset on it once ZooKeeper caught up. The brokers are asked about every
     partition to copy, as status asks them."""
-    if stack.local is None:
-        pytest.skip("needs brokers that leave hand-written registrations alone (the bridge)")
+    stack, zk, _ = bridged
     group, lagging = names.group, names("lagging")
     zk.create(zp.topic_path(lagging), zp.TopicAssignment({0: [1]}).encode(), makepath=True)
     try:

@@ -490,7 +490,7 @@ def test_corrupt_data_fails_the_read_naming_partition_and_offset(
     """Executor side, without Spark: a range over a batch that fails its CRC check is a clear
     error (never rows silently missing); ranges before and after it read as usual."""
     topic = topic_factory(names.topic, 2)
-    produce_with_bad_crc(stack.bootstrap, topic, 1)  # partition 0: 0, corrupt 1, then 2..9
+    produce_with_bad_crc(stack, topic, 1)  # partition 0: 0, corrupt 1, then 2..9
     props = (("zookeeper.connect", stack.zookeeper), ("group.id", names.group),
              ("fetch.backend", backend))
 

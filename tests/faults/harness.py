@@ -112,12 +112,12 @@ def zk_client(hosts: str, timeout: float = 10.0) -> KazooClient:
 
 
 def make_topic(bootstrap: str, zk: KazooClient, name: str, partitions: int) -> str:
-    """Create a topic on the broker (unless it exists) and wait until the bridge registered
-    it in ZooKeeper with ``partitions`` partitions.
+    """Create a topic on the broker (unless it exists) and wait until it is registered in
+    ZooKeeper with ``partitions`` partitions.
 
-    "Unless it exists": Tansu creates a missing topic (4 partitions) when a client asks for
-    its offsets or fetches from it, even with ``allow_auto_create_topics=False``; consumers
-    still fetching a topic that vanished recreate it that way.
+    "Unless it exists": with ``auto.create.topics.enable`` (Kafka's default, and the local
+    stack's), a client asking for a missing topic's metadata creates it; consumers still
+    fetching a topic that vanished recreate it that way.
     """
     from kafka.errors import TopicAlreadyExistsError
 

@@ -182,7 +182,7 @@ def test_record_with_a_bad_crc(stack, names, topic_factory, fault_run, report, b
                                bad) -> None:
     topic = topic_factory(names.topic, 2)
     run = fault_run(stack, topic, 2)
-    produce_with_bad_crc(stack.bootstrap, topic, bad)
+    produce_with_bad_crc(stack, topic, bad)
     good = [(topic, 0, 0), *[(topic, 0, o) for o in range(bad + 1, bad + 9)]]
     # A member process: a fetcher thread that never stops must not outlive the test.
     m = run.add_process(num_consumer_fetchers=1, fetch_backend=backend)
