@@ -57,6 +57,7 @@ LEGACY_DEFAULTS: dict[str, object] = {
 
 EXTENSION_DEFAULTS: dict[str, object] = {
     "fetch.backend": "kafka-python",
+    "jvm.compatibility": "0.10.2",
     "metrics.port": None,
     "metrics.address": "127.0.0.1",
     "zookeeper.auth": None,

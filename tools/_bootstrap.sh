@@ -17,6 +17,9 @@ ensure_apt_packages() {
   [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
   # Debian's default JRE: 17 on bookworm, 21 on trixie (PySpark 4 takes either).
   command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+  # The JVM legacy consumer of the interoperability tests (tools/jvm/src/Member.java) is
+  # compiled from source: javac.
+  command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
   # zkconsumer._speedups (the confluent fetch path's C steps) is built at install.
   command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)

@@ -44,6 +44,7 @@ __all__ = [
     "assign",
     "consumer_id_of_thread",
     "java_string_hashcode",
+    "jvm_partition_name",
     "partitions_for_thread",
     "partitions_owned_by_consumer",
     "range_assign",
@@ -158,16 +159,31 @@ def range_assign(
     return assignment
 
 
+def jvm_partition_name(tp: TopicPartition, dashed: bool = False) -> str:
+    """The JVM's ``TopicAndPartition.toString``, whose hash orders roundrobin's dealing:
+    ``[topic,partition]`` up to Kafka 0.11, ``topic-partition`` from 1.0.0 (KAFKA-5822).
+
+    >>> t = TopicPartition("t", 3)
+    >>> jvm_partition_name(t), jvm_partition_name(t, dashed=True)
+    ('[t,3]', 't-3')
+    """
+    return f"{tp.topic}-{tp.partition}" if dashed else f"[{tp.topic},{tp.partition}]"
+
+
 def roundrobin_assign(
     consumers_for_topic: Mapping[str, Iterable[str]],
     partitions_for_topic: Mapping[str, Iterable[int]],
+    *,
+    dashed_names: bool = False,
 ) -> dict[TopicPartition, str]:
     """The ``roundrobin`` strategy: deal all topic-partitions to all threads in a circle.
 
     1. All thread ids of all topics, deduplicated and sorted as strings, form a circle.
     2. All topic-partitions of the subscribed topics are sorted by
        ``java_string_hashcode(str(tp))`` of ``"[topic,partition]"`` (signed; ties, which
-       need a hash collision, are broken by topic and then partition number). Scala's
+       need a hash collision, are broken by topic and then partition number); with
+       ``dashed_names`` of ``"topic-partition"``, as Kafka 1.0.0 to 1.1.1 do
+       (``jvm.compatibility``). Scala's
        stable sort matches this within one topic; for a collision across topics it kept
        its HashMap's iteration order, which cannot be reproduced here.
     3. Each partition in turn goes to the next thread of the circle that is subscribed
@@ -200,7 +216,8 @@ def roundrobin_assign(
     circle = _sorted_threads(t for threads, _ in topics.values() for t in threads)
     ordered = sorted(
         (TopicPartition(topic, p) for topic, (_, parts) in topics.items() for p in parts),
-        key=lambda tp: (java_string_hashcode(str(tp)), _java_order(tp.topic), tp.partition),
+        key=lambda tp: (java_string_hashcode(jvm_partition_name(tp, dashed_names)),
+                        _java_order(tp.topic), tp.partition),
     )
     assignment: dict[TopicPartition, str] = {}
     pos = 0
@@ -226,8 +243,11 @@ def assign(
     strategy: str,
     consumers_for_topic: Mapping[str, Iterable[str]],
     partitions_for_topic: Mapping[str, Iterable[int]],
+    *,
+    dashed_names: bool = False,
 ) -> dict[TopicPartition, str]:
-    """Run the assignor named ``strategy`` (``"range"``, ``"roundrobin"`` or ``"sticky"``).
+    """Run the assignor named ``strategy`` (``"range"``, ``"roundrobin"`` or ``"sticky"``);
+    ``dashed_names`` goes to roundrobin (see :func:`roundrobin_assign`).
 
     >>> assign("range", {"t": ["c-0"]}, {"t": [0]})
     {TopicPartition(topic='t', partition=0): 'c-0'}
@@ -244,6 +264,9 @@ def assign(
         raise ValueError(
             f"unknown partition.assignment.strategy {strategy!r} (expected {expected})"
         ) from None
+    if assignor is roundrobin_assign:
+        return roundrobin_assign(consumers_for_topic, partitions_for_topic,
+                                 dashed_names=dashed_names)
     return assignor(consumers_for_topic, partitions_for_topic)
 
 

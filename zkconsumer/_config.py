@@ -48,6 +48,7 @@ __all__ = [
     "REDACTED",
     "ConfigKey",
     "ConsumerConfig",
+    "JvmCompatibility",
     "ZkAcl",
     "ZkSaslLogin",
     "config_table_markdown",
@@ -173,6 +174,61 @@ def _check_consumer_id(value: str) -> str | None:
     if "/" in value or any(ord(c) < 0x20 for c in value):
         return "cannot contain '/' or control characters (it is part of a znode name)"
     return None
+
+
+_RELEASE_RE = re.compile(r"[0-9]+(?:\.[0-9]+){1,3}")
+
+
+def _release_tuple(value: str) -> tuple[int, ...]:
+    """``"1.0"`` -> ``(1, 0, 0, 0)``: padded, so that 1.0 is 1.0.0 when compared."""
+    numbers = [int(n) for n in value.split(".")]
+    return tuple(numbers + [0] * (4 - len(numbers)))
+
+
+def _check_jvm_release(value: str) -> str | None:
+    """A Kafka release that has the ZooKeeper consumer: 0.8.2 to 1.1.x (2.0 removed it)."""
+    if not _RELEASE_RE.fullmatch(value):
+        return "is not a Kafka release number such as 0.10.2 or 1.1.1"
+    release = _release_tuple(value)
+    if release < (0, 8, 2):
+        return "is older than 0.8.2, whose ZooKeeper layout zkconsumer does not follow"
+    if release >= (2,):
+        return "is 2.0 or later, which has no ZooKeeper consumer (the last is 1.1.1)"
+    return None
+
+
+@dataclass(frozen=True)
+class JvmCompatibility:
+    """What the JVM members of a group do that changed between Kafka releases
+    (``jvm.compatibility``, the release of those members).
+
+    * ``dashed_partition_names``: from 1.0.0 (KAFKA-5822) ``TopicAndPartition.toString`` is
+      ``topic-partition``, before ``[topic,partition]``; roundrobin deals partitions in the
+      order of the Java hash code of that string, so the two compute different assignments.
+    * ``regex_escaped_twice``: from 1.0.1 (KAFKA-6319) a wildcard member's regex is JSON-escaped
+      by hand and then quoted by the JSON encoder again, so every reader (any release) takes
+      the once-escaped text for the regex: ``a\\.b`` is read as ``a\\\\.b``.
+
+    >>> JvmCompatibility.of("0.10.2"), JvmCompatibility.of("1.1.1").regex_escaped_twice
+    (JvmCompatibility(release=(0, 10, 2, 0)), True)
+    """
+
+    release: tuple[int, ...]
+
+    @classmethod
+    def of(cls, value: str) -> JvmCompatibility:
+        problem = _check_jvm_release(value)
+        if problem is not None:
+            raise ValueError(f"jvm.compatibility={value!r} {problem}")
+        return cls(_release_tuple(value))
+
+    @property
+    def dashed_partition_names(self) -> bool:
+        return self.release >= (1, 0, 0)
+
+    @property
+    def regex_escaped_twice(self) -> bool:
+        return self.release >= (1, 0, 1)
 
 
 def _check_host_list(value: str) -> str | None:
@@ -485,6 +541,13 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         "fetch.backend", "enum", default="kafka-python", choices=("kafka-python", "confluent"),
         extension=True,
         doc="Client library that fetches from brokers (`confluent` needs the `fast` extra).",
+    ),
+    ConfigKey(
+        "jvm.compatibility", "str", default="0.10.2", check=_check_jvm_release,
+        check_doc="a Kafka release, `0.8.2` to `1.1.1`", extension=True,
+        doc="The Kafka release of the group's JVM members: from `1.0.0` roundrobin orders "
+            "partitions as those releases do; from `1.0.1` wildcard regexes are registered "
+            "escaped twice, as they are (see Interoperability with JVM members).",
     ),
     ConfigKey(
         "metrics.port", "int", min=0, max=65535, extension=True,
@@ -1102,6 +1165,11 @@ class ConsumerConfig:
             return []
         return [cast(ZkAcl, _parse_zk_acl_entry(entry)) for entry in acl.split(",")]
 
+    @property
+    def jvm_behaviour(self) -> JvmCompatibility:
+        """jvm.compatibility parsed: what the group's JVM members do that zkconsumer copies."""
+        return JvmCompatibility.of(self.jvm_compatibility)
+
     # ---- object protocol ----
 
     def __repr__(self) -> str:
@@ -1158,6 +1226,7 @@ class ConsumerConfig:
     offsets_channel_socket_timeout_ms = _Setting[int]("offsets.channel.socket.timeout.ms")
     offsets_commit_max_retries = _Setting[int]("offsets.commit.max.retries")
     fetch_backend = _Setting[Literal["kafka-python", "confluent"]]("fetch.backend")
+    jvm_compatibility = _Setting[str]("jvm.compatibility")
     metrics_port = _Setting[int | None]("metrics.port")
     metrics_address = _Setting[str]("metrics.address")
     zookeeper_auth = _Setting[str | None]("zookeeper.auth")

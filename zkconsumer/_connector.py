@@ -81,7 +81,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from kazoo.client import KazooClient
@@ -112,6 +112,7 @@ from ._errors import (
 )
 from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
+from ._jvmcompat import disagreement_hint, order_mismatch_hint
 from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
 from ._partition import INVALID_OFFSET, ChunkQueue, FetcherFailed, PartitionTopicInfo
 from ._strategy import strategy_refusals
@@ -240,6 +241,16 @@ def consumers_for_topic(
     return {t: sorted(ids) for t, ids in out.items()}
 
 
+@dataclass
+class _AgreementCheck:
+    """A full rebalance's result, to check against the owner znodes at ``due``."""
+
+    view: GroupView
+    assignment: dict[TopicPartition, str]
+    due: float  # time.monotonic()
+    rounds: int = 0
+
+
 class _Restart(Exception):
     """The group view changed during an attempt: start again with a fresh view."""
 
@@ -335,6 +346,9 @@ class ZookeeperConsumerConnector:
         # What the last complete rebalance was computed from, while its fetchers run (cleared
         # whenever they stop): a rebalance reading the same again has nothing to change.
         self._settled_view: tuple[object, ...] | None = None
+        # The last full rebalance's result, to compare with the owner znodes once the group
+        # had time to settle (members that disagree never do). The watcher thread's only.
+        self._agreement: _AgreementCheck | None = None
         # rebalance_now() calls so far, and how many of them a full rebalance has served
         # (counters, so that a call during an attempt is never lost to it).
         self._force_requested = 0
@@ -846,7 +860,7 @@ class ZookeeperConsumerConnector:
         reg = self._registration
         assert reg is not None
         path = zp.id_path(self.group, self.consumer_id)
-        data = reg.encode()
+        data = reg.encode(regex_escaped_twice=self.config.jvm_behaviour.regex_escaped_twice)
         if self.config.zk_acl and not self._zk.exists(zp.CONSUMERS):
             # /consumers is every group's parent: zookeeper.acl applies from the group's own
             # znode down, or the first secured group would lock the others out.
@@ -930,6 +944,8 @@ class ZookeeperConsumerConnector:
                 wait_s = 1.0 if retry_at is None else min(1.0, retry_at - time.monotonic())
                 woken = self._wakeup.wait(max(0.0, wait_s))
                 self._check_fetcher()
+                if not woken:
+                    self._check_agreement()
                 if self._shutdown_event.is_set():
                     break
                 if retry_at is not None and time.monotonic() >= retry_at:
@@ -967,6 +983,48 @@ class ZookeeperConsumerConnector:
                 # for ever (commit_offsets() raises it too).
                 self._fetch_failure = FetcherFailed(e)
                 self._requeue_fetch_failure()
+
+    def _agreement_delay_s(self) -> float:
+        """Long enough for every member's claims to have waited out their holders."""
+        return (self.config.zookeeper_session_timeout_ms
+                + 2 * self.config.rebalance_backoff_ms) / 1000.0
+
+    def _check_agreement(self) -> None:
+        """Once due, compare the owner znodes with the last assignment; a disagreement the
+        other JVM release line's roundrobin order explains is logged with the setting to
+        change (checked again a few times while partitions just stay unowned)."""
+        check = self._agreement
+        if check is None or time.monotonic() < check.due:
+            return
+        self._agreement = None
+        try:
+            owners = self._read_owners(check.assignment)
+        except Exception as e:  # noqa: BLE001 - a diagnosis only; the next rebalance re-arms
+            self.log.debug("could not read the owners to check the assignment: %r", e)
+            return
+        hint = disagreement_hint(
+            self.config.partition_assignment_strategy, check.view.consumers_for_topic,
+            check.view.partitions_for_topic, self.config.jvm_behaviour, check.assignment,
+            owners, persistent=check.rounds >= 2)
+        if hint is not None:
+            self.log.warning("%s", hint)
+        elif check.rounds < 2 and any(check.assignment[tp] != o for tp, o in owners.items()):
+            self._agreement = replace(check, due=time.monotonic() + self._agreement_delay_s(),
+                                      rounds=check.rounds + 1)
+
+    def _read_owners(self, assignment: Mapping[TopicPartition, str]
+                     ) -> dict[TopicPartition, str | None]:
+        pending = [(tp, self._zk.get_async(zp.owner_path(self.group, tp.topic, tp.partition)))
+                   for tp in sorted(assignment)]
+        self._zk_ops += len(pending)
+        owners: dict[TopicPartition, str | None] = {}
+        for tp, result in pending:
+            try:
+                data, _ = result.get(timeout=30)
+                owners[tp] = zp.decode_owner(data)
+            except NoNodeError:
+                owners[tp] = None
+        return owners
 
     def _owe_rebalance(self) -> None:
         """Rebalance once connected again (the CONNECTED listener reads the flag; checking
@@ -1195,7 +1253,8 @@ class ZookeeperConsumerConnector:
         # unchanged group changes nothing)
         strategy = self.config.partition_assignment_strategy
         global_assignment = assign(
-            strategy, view.consumers_for_topic, view.partitions_for_topic
+            strategy, view.consumers_for_topic, view.partitions_for_topic,
+            dashed_names=self.config.jvm_behaviour.dashed_partition_names,
         )
         mine = {
             tp: thread
@@ -1246,6 +1305,8 @@ class ZookeeperConsumerConnector:
         if registry:
             self._fetcher.start_connections(registry.values())
         self._settled_view = settled
+        self._agreement = _AgreementCheck(view, global_assignment,
+                                          time.monotonic() + self._agreement_delay_s())
         return True
 
     def _incremental_possible(self) -> bool:
@@ -1551,6 +1612,7 @@ class ZookeeperConsumerConnector:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    self._warn_if_release_mismatch(view, tp, holder_thread)
                     raise _Conflict(f"{path} is still held by {holder_thread!r}")
                 self.log.debug("%s held by %s; waiting for its release", path, holder_thread)
                 self.stats.claim_waits += 1
@@ -1560,6 +1622,16 @@ class ZookeeperConsumerConnector:
                     if self._view_changed(gen) or self._shutdown_event.is_set():
                         break
                     gone.wait(0.05)
+
+    def _warn_if_release_mismatch(self, view: GroupView, tp: TopicPartition,
+                                  holder: str) -> None:
+        """A claim that never resolves because the holder's assignor orders partitions as
+        another JVM release line does: say which jvm.compatibility to set."""
+        hint = order_mismatch_hint(
+            self.config.partition_assignment_strategy, view.consumers_for_topic,
+            view.partitions_for_topic, self.config.jvm_behaviour, tp, holder)
+        if hint is not None:
+            self.log.warning("%s", hint)
 
     def _own(self, tp: TopicPartition, thread: str, uncertain: bool = False) -> None:
         self._owned[tp] = thread

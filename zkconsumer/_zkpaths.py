@@ -70,6 +70,7 @@ __all__ = [
     "encode_owner",
     "group_dir",
     "id_path",
+    "jvm_json_escape",
     "ids_dir",
     "make_consumer_id",
     "offset_path",
@@ -437,6 +438,31 @@ _PATTERNS = (PATTERN_STATIC, PATTERN_WHITELIST, PATTERN_BLACKLIST)
 STRATEGY_FIELD = "assignment_strategy"
 
 
+_JVM_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f",
+                "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def jvm_json_escape(text: str) -> str:
+    r"""The JVM's ``CoreUtils.JSONEscapeString``, which a wildcard member applies to its
+    regex before registering it: ``" \ /`` and the C0 controls backslash-escaped, the other
+    controls (U+0000..U+001F, U+007F..U+009F) as ``\uXXXX``.
+
+    >>> print(jvm_json_escape('a\.b/"c"'))
+    a\\.b\/\"c\"
+    >>> jvm_json_escape("\x7f\n")
+    '\\u007f\\n'
+    """
+    out = []
+    for ch in text:
+        if ch in _JVM_ESCAPES:
+            out.append(_JVM_ESCAPES[ch])
+        elif ch <= "\x1f" or "\x7f" <= ch <= "\x9f":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class ConsumerRegistration:
     """The payload of ``/consumers/G/ids/C``.
@@ -516,10 +542,18 @@ class ConsumerRegistration:
             return None
         return next(iter(self.subscription.values()))
 
-    def encode(self) -> bytes:
+    def encode(self, *, regex_escaped_twice: bool = False) -> bytes:
+        """The JSON a JVM member writes (with zkconsumer's ``assignment_strategy`` when
+        set). ``regex_escaped_twice``: a wildcard's regex as Kafka 1.0.1 to 1.1.1 write it
+        (``jvm.compatibility``), escaped by :func:`jvm_json_escape` before the JSON encoding
+        escapes it again, so that every reader takes the once-escaped text for the regex, as
+        from such a JVM member."""
+        subscription = self.subscription
+        if regex_escaped_twice and self.is_wildcard:
+            subscription = {jvm_json_escape(k): v for k, v in subscription.items()}
         obj: dict[str, object] = {
             "version": self.version,
-            "subscription": self.subscription,
+            "subscription": subscription,
             "pattern": self.pattern,
             "timestamp": str(self.timestamp_ms),
         }
