@@ -1277,8 +1277,10 @@ class ZookeeperConsumerConnector:
         full = forced != self._force_served  # rebalance_now() asks for a full one
         self._force_served = forced  # a full rebalance from here on
         if not full and self._incremental_possible():
-            self._incremental(mine, gen)
+            self._incremental(mine, gen, view)
             self._settled_view = settled
+            self._agreement = _AgreementCheck(view, global_assignment,
+                                              time.monotonic() + self._agreement_delay_s())
             return True
         # 2. stop the fetchers, clear queues and streams, commit
         self._stop_fetching(commit=self.config.auto_commit_enable)
@@ -1288,7 +1290,7 @@ class ZookeeperConsumerConnector:
         # 4. release what moves away (or to another of our threads)
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
         # 7. claim everything; a conflict waits for the holder to let go
-        self._claim(mine, gen)
+        self._claim(mine, gen, view)
         # 6, after 7: the previous owner commits before it releases, so only once we own a
         # partition is its committed offset final (reading first would replay its last
         # window whenever the claim had to wait).
@@ -1316,7 +1318,8 @@ class ZookeeperConsumerConnector:
         return (bool(self._topic_registry) and self._listener is None
                 and isinstance(self._fetcher, IncrementalFetchSide))
 
-    def _incremental(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+    def _incremental(self, mine: Mapping[TopicPartition, str], gen: int,
+                     view: GroupView) -> None:
         """Steps 2 to 8 for the partitions that move only: those staying with the same thread
         go on being fetched and handed out throughout. Those leaving are stopped, their
         consumed offsets committed, then released; the arriving ones are claimed, their
@@ -1337,7 +1340,7 @@ class ZookeeperConsumerConnector:
         self._release({tp for tp, th in self._owned.items() if mine.get(tp) != th})
         self._topic_registry = staying  # what left is committed and no longer owned
         # 7. claim; 6. offsets of the arriving partitions, once owned (see the full steps)
-        self._claim(mine, gen)
+        self._claim(mine, gen, view)
         arriving = {tp: th for tp, th in mine.items() if tp not in staying}
         committed = self._offsets.read(sorted(arriving))
         infos = [self._new_info(tp, th, committed.get(tp)) for tp, th in sorted(arriving.items())]
@@ -1530,9 +1533,10 @@ class ZookeeperConsumerConnector:
         so whatever this attempt claims is void)."""
         return self._view_gen != gen or self._session_lost.is_set()
 
-    def _claim(self, mine: Mapping[TopicPartition, str], gen: int) -> None:
+    def _claim(self, mine: Mapping[TopicPartition, str], gen: int, view: GroupView) -> None:
         """Create every owner znode in ``mine``, waiting out members that are releasing;
-        :class:`_Restart` as soon as the group view moves on from generation ``gen``."""
+        :class:`_Restart` as soon as the group view moves on from generation ``gen``.
+        ``view``: the group as read, for the hint when a holder never lets go."""
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
