@@ -18,6 +18,7 @@ from ._connector import (
 )
 from ._errors import (
     BackgroundThreadError,
+    CommitFencedError,
     ConfigError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackgroundThreadError",
     "Blacklist",
+    "CommitFencedError",
     "ConfigError",
     "ConsumerConfig",
     "ConsumerRebalanceFailedException",

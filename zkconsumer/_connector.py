@@ -88,6 +88,7 @@ from ._assignors import assign
 from ._config import ConsumerConfig
 from ._errors import (
     BackgroundThreadError,
+    CommitFencedError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
     MessageStreamsExistException,
@@ -96,6 +97,7 @@ from ._errors import (
     ZkConsumerError,
     ZkDataError,
 )
+from ._fence import LEASE_FRACTION, CommitFence, SessionLease
 from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
 from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
@@ -316,6 +318,10 @@ class ZookeeperConsumerConnector:
             command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
         )
         self._zk.add_listener(self._on_zk_state)
+        session_timeout_s = config.zookeeper_session_timeout_ms / 1000.0
+        self._lease = SessionLease(LEASE_FRACTION, session_timeout_s)
+        self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
+                                  self.log, timeout_s=session_timeout_s)
         try:
             start_and_check_login(self._zk, config)
         except Exception as e:
@@ -701,7 +707,7 @@ class ZookeeperConsumerConnector:
         are, and each answer is awaited at most ``timeout_s``. For a caller that commits
         for the partitions this member owns, such as the Spark source's driver."""
         return ZkOffsetStore(self._zk, self.config.group_id, self.metrics, self._live_session,
-                             timeout_s=timeout_s)
+                             timeout_s=timeout_s, fence=self._fence)
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:
@@ -709,7 +715,8 @@ class ZookeeperConsumerConnector:
         # outage (shutdown() commits too); a timed-out one counts as a connection loss.
         return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics,
                                  self._live_session,
-                                 zk_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+                                 zk_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
+                                 fence=self._fence)
 
     @contextmanager
     def _live_session(self) -> Iterator[None]:
@@ -856,6 +863,7 @@ class ZookeeperConsumerConnector:
             try:
                 self._session_gen += 1
                 self._session_lost.set()
+                self._lease.forget()
             finally:
                 if locked:
                     self._session_guard.release()
@@ -969,6 +977,7 @@ class ZookeeperConsumerConnector:
             with self._commit_lock:
                 self._owned = {}
                 self._uncertain.clear()
+                self._fence.forget()
             self._settled_view = None
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
@@ -1423,6 +1432,7 @@ class ZookeeperConsumerConnector:
     def _disown(self, tp: TopicPartition) -> None:
         self._owned.pop(tp, None)
         self._uncertain.discard(tp)
+        self._fence.forget([tp])
 
     def _release(self, tps: set[TopicPartition], deadline: float | None = None) -> None:
         # Answers are awaited until deadline (time.monotonic()) at most; None: for ever.
@@ -1541,6 +1551,7 @@ class ZookeeperConsumerConnector:
     def _commit(self, retry_on_failure: bool, strict: bool = False) -> None:
         """Commit consumed offsets. Paused, nothing is written: quietly, or with ``strict``
         (the application asked) ConnectionLoss."""
+        made_in = self._session_gen
         if self._gate.closed:
             # The partitions may be another member's by now: a late commit could move its
             # offsets back. What was consumed stays in the registry for the next commit.
@@ -1557,9 +1568,10 @@ class ZookeeperConsumerConnector:
                 for tp, info in self._topic_registry.items()
                 if info.consumed_offset >= 0 and tp in owned
             }
-            self._write_offsets(offsets, retry_on_failure)
+            self._write_offsets(offsets, retry_on_failure, made_in)
 
     def _commit_explicit(self, offsets: dict[TopicPartition, int], retry_on_failure: bool) -> None:
+        made_in = self._session_gen
         with self._commit_lock:
             # Checked under the lock _release holds while it gives partitions away: an owned
             # partition's commit is written before its owner znode goes.
@@ -1567,34 +1579,73 @@ class ZookeeperConsumerConnector:
             missing = [tp for tp in offsets if tp not in owned]
             if missing:
                 raise PartitionsNotOwnedError(self.consumer_id, missing)
-            self._write_offsets(offsets, retry_on_failure)
+            self._write_offsets(offsets, retry_on_failure, made_in)
 
-    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool) -> None:
-        """Store ``offsets``, retrying per the configuration; call with ``_commit_lock`` held."""
-        if not offsets:
-            return
+    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool,
+                       made_in: int) -> CommitFencedError | None:
+        """Store ``offsets`` (a commit made when ``_session_gen`` was ``made_in``), retrying
+        per the configuration; call with ``_commit_lock`` held. What the fence drops (see
+        :mod:`zkconsumer._fence`) is logged, never retried, and returned."""
+        dropped: dict[TopicPartition, str] = {}
+        try:
+            self._write_admitted(dict(offsets), retry_on_failure, made_in, dropped)
+        finally:
+            if dropped:
+                self._fence.warn_dropped(dropped)
+        if not dropped:
+            return None
+        return CommitFencedError(self.consumer_id, dropped, "; ".join(sorted(
+            set(dropped.values()))))
+
+    def _write_admitted(self, offsets: dict[TopicPartition, int], retry_on_failure: bool,
+                        made_in: int, dropped: dict[TopicPartition, str]) -> None:
         retries = self.config.offsets_commit_max_retries if retry_on_failure else 0
         for attempt in range(retries + 1):
             # Checked before every attempt (a retry comes after a backoff): paused, or with
-            # the session lost, the partitions may be another member's. The ZooKeeper store
-            # checks the session again as it sends; a Kafka commit has only this check.
-            if self._gate.closed or self._session_lost.is_set():
+            # the session lost, the partitions may be another member's.
+            if offsets and (self._gate.closed or self._session_lost.is_set()):
                 raise ConnectionLoss()
+            offsets, refused = self._fence.admit(offsets, made_in, self._session_gen,
+                                                 self._owned)
+            dropped.update(refused)
+            if not offsets:
+                return
             try:
-                n = self._offsets.commit(offsets)
-                if n:
-                    self.log.debug("committed %d offsets", n)
+                self._send_offsets(offsets, dropped)
+                return
+            except CommitFencedError as e:
+                dropped.update(dict.fromkeys(map(TopicPartition._make, e.partitions), e.reason))
                 return
             except Exception as e:
-                # Not retried when it cannot help (a rebalance waits on this commit).
-                if (attempt >= retries or self._session_lost.is_set()
-                        or not getattr(e, "retriable", True)):
+                if not self._retry_commit(e, attempt, retries):
                     raise
-                if self._gate.closed or not self._zk.connected:
-                    # The retry would not be sent: said now rather than after the backoff.
-                    raise ConnectionLoss() from e
-                self.log.warning("offset commit failed (%r); retrying", e)
-                time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+
+    def _send_offsets(self, offsets: dict[TopicPartition, int],
+                      dropped: dict[TopicPartition, str]) -> None:
+        """One write to the store. Kafka has no condition on the owner znodes: the fence
+        first shows the session alive (a ZooKeeper round trip when its lease is stale)."""
+        if self.config.offsets_storage == "kafka":
+            for tp in self._fence.confirm_alive(offsets):
+                dropped[tp] = "its owner znode is not this member's session's"
+                offsets.pop(tp, None)
+            if not offsets:
+                return
+        n = self._offsets.commit(offsets)
+        if n:
+            self.log.debug("committed %d offsets", n)
+
+    def _retry_commit(self, e: Exception, attempt: int, retries: int) -> bool:
+        """Whether to retry after the failed write ``e`` (True once the backoff has passed);
+        False when it cannot help (a rebalance waits on this commit). Raises ConnectionLoss
+        when the retry could not be sent (said now rather than after the backoff)."""
+        if (attempt >= retries or self._session_lost.is_set()
+                or not getattr(e, "retriable", True)):
+            return False
+        if self._gate.closed or not self._zk.connected:
+            raise ConnectionLoss() from e
+        self.log.warning("offset commit failed (%r); retrying", e)
+        time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+        return True
 
     def _autocommit_loop(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0

@@ -1,0 +1,201 @@
+"""Fencing: a member whose ZooKeeper session may be gone commits (and hands out) nothing.
+
+A *zombie* here is a member whose ZooKeeper client was frozen (its connection thread stopped
+in ``select``, as a process pause stops it) until the server expired the session and another
+member took its partitions; the rest of its process runs on, unaware.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import NullFetcher, StackInfo, wait_until
+from zkconsumer import (
+    CommitFencedError,
+    ConsumerConfig,
+    TopicPartition,
+    ZkConnectionLostError,
+    ZookeeperConsumerConnector,
+)
+from zkconsumer import _zkpaths as zp
+from zkconsumer._fence import SessionLease
+from zkconsumer._offsets import KafkaOffsetStore
+
+TP = TopicPartition
+
+
+def _config(stack: StackInfo, group: str, **extra: object) -> ConsumerConfig:
+    props: dict[str, object] = {
+        "zookeeper.connect": stack.zookeeper,
+        "group.id": group,
+        "zookeeper.session.timeout.ms": 2000,
+        "auto.commit.enable": False,
+        "rebalance.backoff.ms": 200,
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return ConsumerConfig(props)
+
+
+@contextmanager
+def member(stack: StackInfo, group: str, **extra: object) -> Iterator[ZookeeperConsumerConnector]:
+    c = ZookeeperConsumerConnector(_config(stack, group, **extra), fetcher_factory=NullFetcher)
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+class Freezer:
+    """Stops a kazoo client's connection thread at its next ``select`` until thawed: no
+    ping goes out, no answer or state change comes in, as in a paused process."""
+
+    def __init__(self, zk: KazooClient) -> None:
+        self._thawed = threading.Event()
+        self._thawed.set()
+        self._frozen = threading.Event()
+        real = zk.handler.select
+
+        def select(*args: Any, **kwargs: Any) -> Any:
+            if not self._thawed.is_set():
+                self._frozen.set()
+                self._thawed.wait()
+            return real(*args, **kwargs)
+
+        zk.handler.select = select  # type: ignore[method-assign]
+
+    def freeze(self) -> None:
+        self._thawed.clear()
+        wait_until(self._frozen.is_set, 10, "the connection thread frozen")
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
+
+def _expired(zk: KazooClient, path: str) -> bool:
+    return zk.exists(path) is None
+
+
+def _zombie(stack: StackInfo, zk: KazooClient, a: ZookeeperConsumerConnector, group: str,
+            topic: str) -> Freezer:
+    """Freeze ``a``'s client until the server has expired its session (its owner znode of
+    partition 0 is gone)."""
+    freezer = Freezer(a._zk)
+    freezer.freeze()
+    wait_until(lambda: _expired(zk, zp.owner_path(group, topic, 0)), 20,
+               "the frozen member's session expired")
+    return freezer
+
+
+def test_a_zombie_cannot_rewind_the_new_owners_kafka_offset(
+        stack, zk, names, topic_factory) -> None:
+    """Kafka storage has no condition to write against: the zombie's commit is dropped
+    because it cannot show its session alive (its lease is stale and ZooKeeper does not
+    answer). Before the fence, the commit was written and moved the offset back to 10."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    kafka = KafkaOffsetStore(_config(stack, g), g, lambda: [stack.bootstrap])
+    try:
+        with member(stack, g, offsets_storage="kafka") as a:
+            a.create_message_streams({topic: 1})
+            freezer = _zombie(stack, zk, a, g, topic)
+            try:
+                with member(stack, g, offsets_storage="kafka") as b:
+                    b.create_message_streams({topic: 1})
+                    wait_until(lambda: TP(topic, 0) in b.owned_partitions(), 20,
+                               "the other member owns the partition")
+                    b.commit_offsets({(topic, 0): 100})
+                    assert not a.paused  # its client noticed nothing
+                    with pytest.raises(ZkConnectionLostError):
+                        a.commit_offsets({(topic, 0): 10})
+                    assert kafka.read([TP(topic, 0)]) == {TP(topic, 0): 100}
+            finally:
+                freezer.thaw()
+    finally:
+        kafka.close()
+
+
+def test_a_members_store_writes_no_offset_of_a_partition_another_session_owns(
+        stack, zk, names, topic_factory) -> None:
+    """The store the Spark source commits through: its ZooKeeper transaction checks the
+    owner znode, so the old member's commit of a partition the other member owns now is
+    dropped, naming it, while its own partition's offset is written. Before the fence, the
+    other member's offset went back to 10."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        store = a.zookeeper_offset_store(timeout_s=5.0)
+        with member(stack, g) as b:
+            b.create_message_streams({topic: 1})
+            wait_until(lambda: len(a.owned_partitions()) == 1
+                       and len(b.owned_partitions()) == 1, 20, "one partition each")
+            (theirs,) = b.owned_partitions()
+            (mine,) = a.owned_partitions()
+            b.commit_offsets({theirs: 100})
+            with pytest.raises(CommitFencedError) as e:
+                store.commit({theirs: 10, mine: 7})
+            assert e.value.partitions == [theirs]
+            assert zk.get(zp.offset_path(g, topic, theirs.partition))[0] == b"100"
+            assert zk.get(zp.offset_path(g, topic, mine.partition))[0] == b"7"
+
+
+def test_commits_of_a_partition_given_away_are_dropped_with_a_warning(
+        stack, zk, names, topic_factory, caplog) -> None:
+    """Consumed offsets of partitions no longer owned are dropped, named in a warning,
+    and never written (the connector's own path)."""
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        owned = set(a.owned_partitions())
+        made_in = a._session_gen
+        with a._commit_lock:
+            a._owned = {TP(topic, 0): a._owned[TP(topic, 0)]}
+            result = a._write_offsets({TP(topic, 0): 3, TP(topic, 1): 4}, False, made_in)
+            a._owned = {tp: f"{a.consumer_id}-0" for tp in owned}
+        assert isinstance(result, CommitFencedError)
+        assert result.partitions == [(topic, 1)]
+        assert f"{topic}:1" in caplog.text and "no longer owned" in caplog.text
+        assert zk.exists(zp.offset_path(g, topic, 1)) is None
+        assert zk.get(zp.offset_path(g, topic, 0))[0] == b"3"
+
+
+def test_a_commit_made_under_an_earlier_session_is_dropped_whole(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        with a._commit_lock:
+            result = a._write_offsets({TP(topic, 0): 3}, False, a._session_gen - 1)
+        assert isinstance(result, CommitFencedError)
+        assert "earlier ZooKeeper session" in str(result)
+        assert zk.exists(zp.offset_path(g, topic, 0)) is None
+
+
+def test_the_lease_goes_stale_after_its_share_of_the_timeout_and_on_a_clock_jump() -> None:
+    now = [100.0]
+    lease = SessionLease(0.5, 2.0, clock=lambda: now[0])
+    assert not lease.fresh()
+    lease.renew(7, 100.0)
+    assert lease.fresh(7) and not lease.fresh(8)
+    now[0] = 100.9
+    assert lease.fresh()
+    now[0] = 101.0  # half the timeout after the proof was sent
+    assert not lease.fresh()
+    lease.renew(7, 100.5)
+    assert lease.fresh()
+    now[0] = 109.0  # a pause: the monotonic clock jumped
+    assert not lease.fresh()
+    lease.renew(7, 99.0)  # an older proof never extends the lease
+    assert not lease.fresh()
+    lease.renew(8, 108.8)  # a new session starts over
+    assert lease.fresh(8) and not lease.fresh(7)
+    lease.forget()
+    assert not lease.fresh()
