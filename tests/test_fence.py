@@ -15,15 +15,18 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from tests.faults.harness import expire_session
 from tests.support import NullFetcher, StackInfo, wait_until
 from zkconsumer import (
     CommitFencedError,
     ConsumerConfig,
+    ConsumerShutdownError,
     TopicPartition,
     ZkConnectionLostError,
     ZookeeperConsumerConnector,
 )
 from zkconsumer import _zkpaths as zp
+from zkconsumer._async_commit import AsyncCommitter
 from zkconsumer._fence import SessionLease
 from zkconsumer._offsets import KafkaOffsetStore
 
@@ -199,3 +202,134 @@ def test_the_lease_goes_stale_after_its_share_of_the_timeout_and_on_a_clock_jump
     assert lease.fresh(8) and not lease.fresh(7)
     lease.forget()
     assert not lease.fresh()
+
+
+# -- commit_offsets_async -------------------------------------------------------------------
+
+
+class Calls:
+    """Records callbacks; ``block`` makes the first one wait (holding the committer's thread,
+    so that later commits queue up behind it)."""
+
+    def __init__(self, block: bool = False) -> None:
+        self.calls: list[tuple[dict[TopicPartition, int], BaseException | None]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        if not block:
+            self.release.set()
+
+    def __call__(self, offsets: dict[TopicPartition, int], error: BaseException | None) -> None:
+        self.entered.set()
+        self.release.wait(30)
+        self.calls.append((offsets, error))
+
+
+def test_async_commits_return_at_once_and_land_in_order(stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        calls = Calls(block=True)
+        first = a.commit_offsets_async({(topic, 0): 1}, calls)
+        wait_until(calls.entered.is_set, 10, "the first callback running")
+        futures = [a.commit_offsets_async({(topic, 0): n, (topic, 1): 1000 - n}, calls)
+                   for n in range(2, 60)]
+        assert not any(f.done() for f in futures)  # queued behind the first: not waited for
+        calls.release.set()
+        for f in [first, *futures]:
+            f.result(30)
+        assert [o[TP(topic, 0)] for o, _ in calls.calls] == list(range(1, 60))
+        assert all(error is None for _, error in calls.calls)
+        assert zk.get(zp.offset_path(g, topic, 0))[0] == b"59"
+        assert zk.get(zp.offset_path(g, topic, 1))[0] == b"941"
+
+
+def test_an_async_commit_of_a_partition_not_owned_is_dropped_and_reported(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 2)
+    g = names.group
+    with member(stack, g) as a, member(stack, g) as b:
+        a.create_message_streams({topic: 1})
+        b.create_message_streams({topic: 1})
+        wait_until(lambda: len(a.owned_partitions()) == 1
+                   and len(b.owned_partitions()) == 1, 20, "one partition each")
+        (theirs,) = b.owned_partitions()
+        (mine,) = a.owned_partitions()
+        b.commit_offsets({theirs: 100})
+        calls = Calls()
+        future = a.commit_offsets_async({theirs: 10, mine: 5}, calls)
+        with pytest.raises(CommitFencedError) as e:
+            future.result(30)
+        assert e.value.partitions == [theirs]
+        assert calls.calls == [({theirs: 10, mine: 5}, e.value)]
+        assert zk.get(zp.offset_path(g, topic, theirs.partition))[0] == b"100"
+        assert zk.get(zp.offset_path(g, topic, mine.partition))[0] == b"5"
+
+
+def test_an_async_commit_made_before_a_session_loss_is_never_written_after_it(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        calls = Calls(block=True)
+        a.commit_offsets_async({(topic, 0): 1}, calls)
+        wait_until(calls.entered.is_set, 10, "the first callback running")
+        pending = a.commit_offsets_async({(topic, 0): 2}, calls)
+        session = a._zk.client_id
+        expire_session(stack.zookeeper, session)
+        wait_until(lambda: a._zk.client_id != session and not a.paused
+                   and TP(topic, 0) in a.owned_partitions(), 30,
+                   "the member back under a new session, owning the partition again")
+        calls.release.set()
+        with pytest.raises(CommitFencedError, match="earlier ZooKeeper session"):
+            pending.result(30)
+        assert zk.get(zp.offset_path(g, topic, 0))[0] == b"1"
+
+
+def test_shutdown_writes_queued_async_commits_and_refuses_new_ones(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    a = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=NullFetcher)
+    a.create_message_streams({topic: 1})
+    calls = Calls(block=True)
+    a.commit_offsets_async({(topic, 0): 1}, calls)
+    wait_until(calls.entered.is_set, 10, "the first callback running")
+    queued = a.commit_offsets_async({(topic, 0): 7}, calls)
+    stopper = threading.Thread(target=a.shutdown)
+    stopper.start()
+    wait_until(lambda: a._closed, 10, "shutdown begun")
+    with pytest.raises(ConsumerShutdownError):
+        a.commit_offsets_async({(topic, 0): 9})
+    calls.release.set()
+    stopper.join(30)
+    assert queued.result(0) == {TP(topic, 0): 7}
+    assert zk.get(zp.offset_path(g, topic, 0))[0] == b"7"
+
+
+def test_async_commits_still_queued_when_closing_without_zookeeper_fail() -> None:
+    written: list[dict[TopicPartition, int]] = []
+    gate = threading.Event()
+    writing = threading.Event()
+
+    def write(offsets: dict[TopicPartition, int], made_in: int) -> None:
+        writing.set()
+        gate.wait(30)
+        written.append(offsets)
+
+    committer = AsyncCommitter("c1", write)
+    calls = Calls()
+    first = committer.submit({TP("t", 0): 1}, 0, calls)
+    second = committer.submit({TP("t", 0): 2}, 0, calls)
+    wait_until(writing.is_set, 10, "the first commit being written")
+    closer = threading.Thread(target=committer.close, args=(0.0,))
+    closer.start()
+    wait_until(lambda: committer._abandon, 10, "the committer closing")
+    gate.set()  # the write under way ends: it is not failed, the queued one is
+    closer.join(30)
+    first.result(10)
+    with pytest.raises(ConsumerShutdownError):
+        second.result(10)
+    assert written == [{TP("t", 0): 1}]
+    assert [type(e) for _, e in calls.calls] == [type(None), ConsumerShutdownError]

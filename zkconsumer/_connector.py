@@ -67,6 +67,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, overload
@@ -85,6 +86,7 @@ from kazoo.protocol.states import KazooState, KeeperState, WatchedEvent
 
 from . import _zkpaths as zp
 from ._assignors import assign
+from ._async_commit import AsyncCommitter, CommitCallback
 from ._config import ConsumerConfig
 from ._errors import (
     BackgroundThreadError,
@@ -344,6 +346,7 @@ class ZookeeperConsumerConnector:
         self._watcher = threading.Thread(
             target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
         )
+        self._async_commits = AsyncCommitter(self.consumer_id, self._write_async, self.log)
         self._autocommit: threading.Thread | None = None
         if config.auto_commit_enable:
             self._autocommit = threading.Thread(
@@ -501,6 +504,9 @@ class ZookeeperConsumerConnector:
         )
         if self._gate.closed:
             raise lost
+        if not self._async_commits.in_worker():
+            # After the asynchronous commits made before it, as their order says.
+            self._async_commits.flush(self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
         try:
             if explicit is None:
                 self._commit(retry, strict=True)
@@ -508,6 +514,53 @@ class ZookeeperConsumerConnector:
                 self._commit_explicit(explicit, retry)
         except _CONNECTION_ERRORS as e:
             raise lost from e  # lost meanwhile: the write was not sent, or its fate unknown
+
+    def commit_offsets_async(
+        self, offsets: Mapping[tuple[str, int], int] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> Future[dict[TopicPartition, int]]:
+        """Commit without waiting, as the modern consumer's ``commitAsync``.
+
+        ``offsets`` as in :meth:`commit_offsets` (checked now, ``ValueError``); None: each
+        owned partition's consumed offset as of this call. Returns at once; a background
+        thread writes the commits in the order they were made (a later commit of a partition
+        never lands before an earlier one), then calls ``callback(offsets, error)`` in that
+        thread: ``error`` is None when everything was written, :class:`CommitFencedError`
+        naming the partitions dropped because this member's session no longer owns them (or
+        the commit was made under an earlier session; the rest was written),
+        :class:`ZkConnectionLostError` when the member was paused, or the write's error. The
+        returned future ends the same way (its result: the offsets). :meth:`shutdown` writes
+        the queued commits while the member still owns its partitions, or fails them with
+        :class:`ConsumerShutdownError`; after it this raises that error at once.
+        """
+        explicit = None if offsets is None else _explicit_offsets(offsets)
+        self._check()
+        made_in = self._session_gen
+        if explicit is None:
+            owned = self._owned
+            explicit = {tp: info.consumed_offset
+                        for tp, info in self._topic_registry.items()
+                        if info.consumed_offset >= 0 and tp in owned}
+        with self._state_lock:
+            if self._closed:
+                raise ConsumerShutdownError(f"{self.consumer_id}: the connector is shut down; "
+                                            "nothing committed")
+        return self._async_commits.submit(explicit, made_in, callback)
+
+    def _write_async(self, offsets: dict[TopicPartition, int], made_in: int
+                     ) -> BaseException | None:
+        """One asynchronous commit, in the committer's thread (see commit_offsets_async)."""
+        if not offsets:
+            return None
+        try:
+            if self._gate.closed:
+                raise ConnectionLoss()
+            with self._commit_lock:
+                return self._write_offsets(offsets, True, made_in)
+        except _CONNECTION_ERRORS as e:
+            raise ZkConnectionLostError(
+                f"{self.consumer_id}: not committed: the ZooKeeper connection is down or the "
+                "session was lost (the partitions may belong to another member now)") from e
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """Partitions this member owns now, with the owning thread id.
@@ -566,6 +619,9 @@ class ZookeeperConsumerConnector:
                 q.clear()
             for s in self._streams:
                 s.clear()
+            # While the partitions are still ours; with ZooKeeper unreachable, failed at once.
+            self._async_commits.close(
+                self.config.zookeeper_session_timeout_ms / 1000.0 if locked else 0.0)
             if locked and self.config.auto_commit_enable:
                 try:
                     # strict: told when paused (the connection dropped, before or during it).
