@@ -16,11 +16,12 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.faults.harness import expire_session
-from tests.support import NullFetcher, StackInfo, wait_until
+from tests.support import NullFetcher, StackInfo, produce, wait_until
 from zkconsumer import (
     CommitFencedError,
     ConsumerConfig,
     ConsumerShutdownError,
+    ConsumerTimeoutException,
     TopicPartition,
     ZkConnectionLostError,
     ZookeeperConsumerConnector,
@@ -28,6 +29,7 @@ from zkconsumer import (
 from zkconsumer import _zkpaths as zp
 from zkconsumer._async_commit import AsyncCommitter
 from zkconsumer._fence import SessionLease
+from zkconsumer._gate import lease_clock
 from zkconsumer._offsets import KafkaOffsetStore
 
 TP = TopicPartition
@@ -104,7 +106,9 @@ def test_a_zombie_cannot_rewind_the_new_owners_kafka_offset(
     g = names.group
     kafka = KafkaOffsetStore(_config(stack, g), g, lambda: [stack.bootstrap])
     try:
-        with member(stack, g, offsets_storage="kafka") as a:
+        # "continue": the delivery fence stays open, so that the commit's own fence is what
+        # stops the write (with "pause" the member is paused by then, and refuses at once).
+        with member(stack, g, offsets_storage="kafka", zookeeper_outage_delivery="continue") as a:
             a.create_message_streams({topic: 1})
             freezer = _zombie(stack, zk, a, g, topic)
             try:
@@ -333,3 +337,108 @@ def test_async_commits_still_queued_when_closing_without_zookeeper_fail() -> Non
         second.result(10)
     assert written == [{TP("t", 0): 1}]
     assert [type(e) for _, e in calls.calls] == [type(None), ConsumerShutdownError]
+
+
+# -- the delivery fence ---------------------------------------------------------------------
+
+
+class Drain:
+    """Iterates a stream in a thread, recording (lease_clock() before next(), offset), with
+    ``delay_s`` of work per message (so that the member has a backlog)."""
+
+    def __init__(self, stream: Any, delay_s: float) -> None:
+        self.seen: list[tuple[float, int, int]] = []
+        self._stream = stream
+        self._delay_s = delay_s
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        it = iter(self._stream)
+        pause = threading.Event()
+        while True:
+            t0 = lease_clock()
+            try:
+                m = next(it)
+            except StopIteration:
+                return
+            except ConsumerTimeoutException:
+                continue
+            self.seen.append((t0, m.partition, m.offset))
+            pause.wait(self._delay_s)
+
+    def after(self, t: float) -> list[tuple[float, int, int]]:
+        return [d for d in self.seen if d[0] > t]
+
+    def join(self) -> None:
+        self._thread.join(30)
+
+
+def _fetching_member(stack: StackInfo, group: str, **extra: object) -> ZookeeperConsumerConnector:
+    props = {"fetch.message.max.bytes": 4096, "queued.max.message.chunks": 2,
+             "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
+             **{k.replace("_", "."): v for k, v in extra.items()}}
+    return ZookeeperConsumerConnector(_config(stack, group, **props))
+
+
+def test_a_member_whose_session_may_be_gone_hands_out_nothing(
+        stack, zk, names, topic_factory) -> None:
+    """The member's ZooKeeper client is frozen (a pause of its connection thread: the rest
+    of the process runs on, fetching and handing out) until the session expired: from half
+    the session timeout after the last answer it hands out nothing, though its client never
+    reported the drop. Before the lease, it handed out its whole backlog."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, ((0, None, b"m%d" % i) for i in range(1500)))
+    a = _fetching_member(stack, g)
+    try:
+        (stream,) = a.create_message_streams({topic: 1})[topic]
+        drain = Drain(stream, 0.004)
+        wait_until(lambda: len(drain.seen) > 30, 30, "the member consuming")
+        freezer = Freezer(a._zk)
+        frozen_at = lease_clock()
+        freezer.freeze()
+        try:
+            wait_until(lambda: _expired(zk, zp.owner_path(g, topic, 0)), 20,
+                       "the frozen member's session expired")
+            late = drain.after(frozen_at + a._lease.length())
+            assert late == [], f"{len(late)} messages handed out after the lease ran out"
+            assert a.paused
+        finally:
+            freezer.thaw()
+        # Back under a new session, it consumes on from the committed offset.
+        before = len(drain.seen)
+        wait_until(lambda: len(drain.seen) > before + 20, 30, "the member consuming again")
+    finally:
+        a.shutdown()
+    drain.join()
+
+
+def test_a_pause_shorter_than_the_session_timeout_changes_nothing(
+        stack, zk, names, topic_factory) -> None:
+    """Frozen for 0.6 of the session timeout (past the lease): the member stops handing out,
+    then goes on under the same session once ZooKeeper answers: no rebalance, no message
+    handed out twice, none skipped."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, ((0, None, b"m%d" % i) for i in range(600)))
+    a = _fetching_member(stack, g)
+    try:
+        (stream,) = a.create_message_streams({topic: 1})[topic]
+        drain = Drain(stream, 0.004)
+        wait_until(lambda: len(drain.seen) > 30, 30, "the member consuming")
+        session = a._zk.client_id
+        rebalances = a.stats.rebalances
+        freezer = Freezer(a._zk)
+        freezer.freeze()
+        wait_until(lambda: a.paused, 10, "the lease run out")
+        frozen_for = 0.6 * a.config.zookeeper_session_timeout_ms / 1000.0
+        threading.Event().wait(max(0.0, frozen_for - a._lease.age()))
+        freezer.thaw()
+        wait_until(lambda: len(drain.seen) >= 600, 60, "every message handed out")
+        assert a._zk.client_id == session
+        assert a.stats.rebalances == rebalances
+        assert [o for _, _, o in drain.seen] == list(range(600))
+    finally:
+        a.shutdown()
+    drain.join()

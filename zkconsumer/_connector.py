@@ -99,7 +99,7 @@ from ._errors import (
     ZkConsumerError,
     ZkDataError,
 )
-from ._fence import LEASE_FRACTION, CommitFence, SessionLease
+from ._fence import LEASE_FRACTION, CommitFence, LeaseKeeper, SessionLease
 from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
 from ._offsets import OffsetStore, ZkOffsetStore, make_offset_store
@@ -278,7 +278,12 @@ class ZookeeperConsumerConnector:
         self._session_guard = threading.Lock()
         self._session_gen = 0  # sessions lost so far (written in kazoo's thread)
         self._rebalance_owed = False  # a rebalance was cut short by a disconnection
-        self._gate = DeliveryGate()
+        session_timeout_s = config.zookeeper_session_timeout_ms / 1000.0
+        self._lease = SessionLease(LEASE_FRACTION, session_timeout_s)
+        # With zookeeper.outage.delivery=continue, the streams ignore the lease (and the
+        # connection's drops): only a lost session stops them.
+        self._pause_on_outage = config.zookeeper_outage_delivery == "pause"
+        self._gate = DeliveryGate(self._lease.deadline if self._pause_on_outage else None)
         self._closed = False
         self._streams_created = False
         self._streams_ended = False  # shutdown() has put the streams' end and opened the gate
@@ -320,8 +325,6 @@ class ZookeeperConsumerConnector:
             command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
         )
         self._zk.add_listener(self._on_zk_state)
-        session_timeout_s = config.zookeeper_session_timeout_ms / 1000.0
-        self._lease = SessionLease(LEASE_FRACTION, session_timeout_s)
         self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
                                   self.log, timeout_s=session_timeout_s)
         try:
@@ -347,6 +350,11 @@ class ZookeeperConsumerConnector:
             target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
         )
         self._async_commits = AsyncCommitter(self.consumer_id, self._write_async, self.log)
+        self._lease_keeper = LeaseKeeper(
+            self._zk, self._lease, self._gate if self._pause_on_outage else None,
+            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
+            self.log)
+        self._lease_keeper.start()
         self._autocommit: threading.Thread | None = None
         if config.auto_commit_enable:
             self._autocommit = threading.Thread(
@@ -578,9 +586,11 @@ class ZookeeperConsumerConnector:
 
     @property
     def paused(self) -> bool:
-        """True while the streams hand out nothing: the ZooKeeper connection is down, or the
-        session was lost and the member has not rebalanced since."""
-        return self._gate.closed
+        """True while the streams hand out nothing: the ZooKeeper connection is down, or
+        ZooKeeper has not answered on the session for half its timeout (the lease, see
+        ``zookeeper.outage.delivery``), or the session was lost and the member has not
+        rebalanced since."""
+        return self._gate.closed or self._gate.lapsed()
 
     def rebalance_now(self) -> None:
         """Ask the watcher thread for a full rebalance, even if the group has not changed
@@ -608,6 +618,7 @@ class ZookeeperConsumerConnector:
         for t in (self._watcher, self._autocommit):
             if t is not None:
                 self._join_unless_disconnected(t)
+        self._lease_keeper.join(self._lease.length() + 1.0)
         locked = self._acquire_unless_disconnected(self._rebalance_lock)
         if not locked:
             self.log.warning("ZooKeeper is unreachable and a rebalance is waiting for it; "
@@ -645,6 +656,7 @@ class ZookeeperConsumerConnector:
             with self._state_lock:
                 self._streams_ended = True  # the session listener leaves the gate alone now
             # Iterators waiting at the gate go on to the shutdown sentinel.
+            self._gate.drop_lease()
             self._gate.open()
             try:
                 self._fetcher.shutdown()
@@ -932,14 +944,17 @@ class ZookeeperConsumerConnector:
             # LOST), so that iterators reach the end of their streams.
             if self._streams_ended:
                 return
-            if state in (KazooState.SUSPENDED, KazooState.LOST):
+            if state == KazooState.LOST or (state == KazooState.SUSPENDED
+                                            and self._pause_on_outage):
                 self._gate.close("connection")
             if state == KazooState.LOST:
                 self._gate.close("session")
             elif state == KazooState.CONNECTED:
                 self._gate.open("connection")
         if state == KazooState.SUSPENDED:
-            self.log.warning("ZooKeeper connection lost: handing out nothing until it is back")
+            self.log.warning("ZooKeeper connection lost: %s", "handing out nothing until it "
+                             "is back" if self._pause_on_outage else "handing out messages "
+                             "on (zookeeper.outage.delivery=continue)")
         elif state == KazooState.LOST:
             self._wakeup.set()
         elif state == KazooState.CONNECTED:

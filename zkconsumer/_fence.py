@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
@@ -41,6 +40,7 @@ from kazoo.exceptions import ConnectionLoss, NoNodeError, RolledBackError, Runti
 from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _zkpaths as zp
+from ._gate import DeliveryGate, LeaseDeadline, lease_clock
 from ._types import TopicPartition
 
 log = logging.getLogger("zkconsumer.fence")
@@ -49,6 +49,8 @@ Clock = Callable[[], float]
 
 #: The share of the negotiated session timeout a proof of the session is trusted for.
 LEASE_FRACTION = 0.5
+#: Renewals sent per lease length: a few answers may be slow or lost before it runs out.
+RENEWALS_PER_LEASE = 4
 
 
 class SessionUnproven(ConnectionLoss):  # type: ignore[misc]  # kazoo is untyped
@@ -67,9 +69,12 @@ class SessionLease:
     checked the lease just before a pause.
     """
 
-    def __init__(self, fraction: float, timeout_s: float, clock: Clock = time.monotonic) -> None:
+    def __init__(self, fraction: float, timeout_s: float, clock: Clock = lease_clock) -> None:
         self._lock = threading.Lock()
         self._clock = clock
+        #: The delivery gate's view of the lease: its deadline, moved on with every renewal
+        #: (read by the streams' permits, per message).
+        self.deadline = LeaseDeadline()
         self.fraction = fraction
         self._timeout_s = timeout_s
         self._session: int | None = None
@@ -83,6 +88,8 @@ class SessionLease:
         """The negotiated session timeout (ZooKeeper may cut the one asked for)."""
         with self._lock:
             self._timeout_s = timeout_s
+            if self._session is not None:
+                self.deadline.deadline = self._proof + self.fraction * self._timeout_s
 
     def renew(self, session: int, sent_at: float) -> None:
         """A request sent on ``session`` at ``sent_at`` (this lease's clock) was answered."""
@@ -92,12 +99,14 @@ class SessionLease:
                 self._proof = sent_at
             else:
                 self._proof = max(self._proof, sent_at)
+            self.deadline.deadline = self._proof + self.fraction * self._timeout_s
 
     def forget(self) -> None:
         """The session is (or may be) gone: no proof holds until a new answer comes."""
         with self._lock:
             self._session = None
             self._proof = float("-inf")
+            self.deadline.deadline = float("-inf")
 
     def expires_at(self, session: int | None = None) -> float:
         """When the latest proof stops being trusted (``-inf`` for another session)."""
@@ -108,6 +117,11 @@ class SessionLease:
 
     def fresh(self, session: int | None = None) -> bool:
         return self._clock() < self.expires_at(session)
+
+    def length(self) -> float:
+        """How long a proof is trusted, in seconds."""
+        with self._lock:
+            return self.fraction * self._timeout_s
 
     def age(self) -> float:
         """Seconds since the latest proof was sent (``inf`` without one)."""
@@ -247,6 +261,77 @@ class CommitFence:
         return not_ours
 
 
+class LeaseKeeper:
+    """Renews the lease with a cheap request (``exists`` of the member's ids znode) every
+    :data:`RENEWALS_PER_LEASE`-th of the lease, in its own daemon thread; closes ``gate``
+    (reason ``"lease"``) once the lease has run out, and opens it again when an answer on
+    the same session renews it. After a lost session the connector's own ``"session"``
+    reason keeps the gate closed until it has rebalanced under the new one.
+
+    Without a gate (``zookeeper.outage.delivery=continue``) it only renews the lease that
+    the Kafka commits need.
+    """
+
+    def __init__(self, zk: KazooClient, lease: SessionLease, gate: DeliveryGate | None,
+                 path: str, name: str, stop: threading.Event,
+                 logger: logging.LoggerAdapter[logging.Logger] | None = None) -> None:
+        self._zk = zk
+        self._lease = lease
+        self._gate = gate
+        self._path = path
+        self._stop = stop
+        self._log = logger or logging.LoggerAdapter(log, {})
+        self._thread = threading.Thread(target=self._run, name=f"{name}-lease", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def interval(self) -> float:
+        return self._lease.length() / RENEWALS_PER_LEASE
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.renew()
+            except Exception as e:  # noqa: BLE001 - the next round tries again
+                self._log.debug("lease renewal failed: %r", e)
+            self.check()
+            if self._stop.wait(self.interval()):
+                return
+
+    def check(self) -> None:
+        """Close the gate once the lease has run out (a stream may have done it first)."""
+        gate = self._gate
+        if gate is not None and "lease" not in gate.reasons() and gate.lapsed():
+            self._log.warning("no answer from ZooKeeper on this session for %.1f s: handing "
+                              "out nothing until it answers (the session may have expired "
+                              "and the partitions moved)", self._lease.age())
+
+    def renew(self) -> bool:
+        """One request; True when its answer renewed the lease."""
+        client_id = self._zk.client_id
+        if client_id is None or not self._zk.connected:
+            return False
+        session = int(client_id[0])
+        sent_at = self._lease.clock()
+        self._zk.exists_async(self._path).get(timeout=self._lease.length())
+        client_id = self._zk.client_id
+        if client_id is None or int(client_id[0]) != session:
+            return False  # answered under another session: proves nothing about this one
+        was_fresh = self._lease.fresh(session)
+        self._lease.renew(session, sent_at)
+        if self._gate is not None and self._lease.fresh(session):
+            if not was_fresh and "lease" in self._gate.reasons():
+                self._log.info("ZooKeeper answered on the same session again: handing out "
+                               "messages again")
+            self._gate.open("lease")
+        return True
+
+
 def missing_offset_nodes(results: list[object], ops: list[tuple[TopicPartition, str]]
                          ) -> tuple[set[TopicPartition], set[TopicPartition]]:
     """From a failed offsets transaction: (partitions whose owner check failed, partitions
@@ -269,6 +354,6 @@ def _rolled_back(error: Exception) -> bool:
 
 
 __all__ = [
-    "LEASE_FRACTION", "CommitFence", "OwnerVersions", "SessionLease", "SessionUnproven",
-    "missing_offset_nodes",
+    "LEASE_FRACTION", "RENEWALS_PER_LEASE", "CommitFence", "LeaseKeeper", "OwnerVersions",
+    "SessionLease", "SessionUnproven", "missing_offset_nodes",
 ]
