@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from operator import length_hint
 from typing import Any
 
 import pytest
@@ -25,11 +26,12 @@ from zkconsumer import (
     TopicPartition,
     ZkConnectionLostError,
     ZookeeperConsumerConnector,
+    _speedups,
 )
 from zkconsumer import _zkpaths as zp
 from zkconsumer._async_commit import AsyncCommitter
 from zkconsumer._fence import SessionLease
-from zkconsumer._gate import lease_clock
+from zkconsumer._gate import PyLeaseDeadline, PyLeasePermit, lease_clock
 from zkconsumer._offsets import KafkaOffsetStore
 
 TP = TopicPartition
@@ -442,3 +444,20 @@ def test_a_pause_shorter_than_the_session_timeout_changes_nothing(
     finally:
         a.shutdown()
     drain.join()
+
+
+@pytest.mark.parametrize("impl", ["c", "python"])
+def test_a_lease_permit_stops_at_its_count_and_at_its_deadline(impl: str) -> None:
+    make_deadline, lease_permit = ((_speedups.LeaseDeadline, _speedups.lease_permit)
+                                   if impl == "c" else (PyLeaseDeadline, PyLeasePermit))
+    deadline = make_deadline()
+    assert list(lease_permit("t", 3, deadline)) == []  # no lease yet
+    deadline.deadline = lease_clock() + 60
+    permit = lease_permit("t", 3, deadline)
+    assert length_hint(permit) == 3
+    assert [next(permit), next(permit)] == ["t", "t"]
+    deadline.deadline = lease_clock() - 1  # the lease ran out (or the process was paused)
+    assert list(permit) == [] and length_hint(permit) == 0
+    deadline.deadline = lease_clock() + 60
+    assert list(permit) == []  # spent for good: a new permit is made after the gate opens
+    assert list(lease_permit("t", 2, deadline)) == ["t", "t"]
