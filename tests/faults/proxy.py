@@ -100,7 +100,7 @@ class TcpProxy:
                 if not data:
                     break
                 dst.sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: the other direction closed the socket
             pass
         for s in (src, dst):
             try:
