@@ -326,7 +326,8 @@ class ZookeeperConsumerConnector:
         )
         self._zk.add_listener(self._on_zk_state)
         self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
-                                  self.log, timeout_s=session_timeout_s)
+                                  self.log, timeout_s=session_timeout_s,
+                                  send_guard=self._live_session)
         try:
             start_and_check_login(self._zk, config)
         except Exception as e:

@@ -33,7 +33,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError, RolledBackError, RuntimeInconsistency
@@ -49,6 +51,8 @@ Clock = Callable[[], float]
 
 #: The share of the negotiated session timeout a proof of the session is trusted for.
 LEASE_FRACTION = 0.5
+#: Owner znodes read per window (sent together, then awaited).
+READ_WINDOW = 100
 #: Renewals sent per lease length: a few answers may be slow or lost before it runs out.
 RENEWALS_PER_LEASE = 4
 
@@ -144,8 +148,12 @@ class CommitFence:
 
     def __init__(self, zk: KazooClient, group: str, lease: SessionLease, name: str,
                  logger: logging.LoggerAdapter[logging.Logger] | None = None,
-                 timeout_s: float | None = None) -> None:
+                 timeout_s: float | None = None,
+                 send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext) -> None:
         self.name = name  # the member's consumer id, for errors and logs
+        # Held while requests are sent: the connector's check that the session that owns the
+        # partitions lives and is connected (kazoo holds a request made while disconnected).
+        self._send_guard = send_guard
         self._zk = zk
         self._group = group
         self.lease = lease
@@ -209,18 +217,24 @@ class CommitFence:
         not_ours: list[TopicPartition] = []
         if unknown or reread:
             sent_at = self.lease.clock()
-            reads = [(tp, self._zk.exists_async(zp.owner_path(self._group, tp.topic,
-                                                               tp.partition)))
-                     for tp in unknown]
-            if not reads:  # nothing to read: a sync is the round trip that renews the lease
-                self._zk.sync_async(zp.owners_dir(self._group)).get(timeout=self._timeout)
-            found = {}
-            for tp, result in reads:
-                stat = result.get(timeout=self._timeout)
-                if stat is not None and stat.ephemeralOwner == session:
-                    found[tp] = stat.version
-                else:
-                    not_ours.append(tp)
+            found: dict[TopicPartition, int] = {}
+            if not unknown:  # nothing to read: a sync is the round trip that renews the lease
+                with self._send_guard():
+                    synced = self._zk.sync_async(zp.owners_dir(self._group))
+                synced.get(timeout=self._timeout)
+            # A window at a time, each sent only while connected (see _offsets.PIPELINE_WINDOW:
+            # hundreds of requests queued while disconnected would block the sender).
+            for start in range(0, len(unknown), READ_WINDOW):
+                with self._send_guard():
+                    reads = [(tp, self._zk.exists_async(zp.owner_path(
+                        self._group, tp.topic, tp.partition)))
+                        for tp in unknown[start:start + READ_WINDOW]]
+                for tp, result in reads:
+                    stat = result.get(timeout=self._timeout)
+                    if stat is not None and stat.ephemeralOwner == session:
+                        found[tp] = stat.version
+                    else:
+                        not_ours.append(tp)
             if not self.current(session):
                 raise ConnectionLoss()  # answered, but a new session may have answered
             self.lease.renew(session, sent_at)

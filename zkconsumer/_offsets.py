@@ -241,11 +241,15 @@ class ZkOffsetStore:
 
     def _missing(self, tps: set[TopicPartition]) -> set[TopicPartition]:
         """The partitions among ``tps`` without an offset znode (pipelined reads)."""
-        with self._send_guard():
-            reads = [(tp, self._zk.exists_async(zp.offset_path(self._group, tp.topic,
-                                                                tp.partition)))
-                     for tp in sorted(tps)]
-        return {tp for tp, read in reads if read.get(timeout=self._timeout) is None}
+        wanted = sorted(tps)
+        missing: set[TopicPartition] = set()
+        for start in range(0, len(wanted), PIPELINE_WINDOW):
+            with self._send_guard():
+                reads = [(tp, self._zk.exists_async(zp.offset_path(self._group, tp.topic,
+                                                                    tp.partition)))
+                         for tp in wanted[start:start + PIPELINE_WINDOW]]
+            missing |= {tp for tp, read in reads if read.get(timeout=self._timeout) is None}
+        return missing
 
     def _send_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         for attempt in range(2):
