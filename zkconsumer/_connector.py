@@ -57,7 +57,14 @@ Threads and locks:
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
   ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
   rebalance that started after the loss succeeds (``_session_gen`` counts losses), during
-  :meth:`shutdown` too until it has ended the streams (``_streams_ended``).
+  :meth:`shutdown` too until it has ended the streams (``_streams_ended``); and for
+  ``"lease"`` while ZooKeeper has not answered on the session lately (see below).
+- ``_lease`` / ``_lease_keeper`` / ``_fence`` (:mod:`zkconsumer._fence`): the proof that
+  the session lives, renewed by the keeper's thread; it bounds every stream permit in time
+  (``zookeeper.outage.delivery=pause``) and every offset write (the commit fence, called
+  under ``_commit_lock``). Each has its own lock.
+- ``_async_commits`` (:mod:`zkconsumer._async_commit`): ``commit_offsets_async``'s queue and
+  thread, which takes ``_commit_lock`` per commit.
 """
 
 from __future__ import annotations
