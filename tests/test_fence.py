@@ -8,6 +8,7 @@ member took its partitions; the rest of its process runs on, unaware.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from operator import length_hint
@@ -461,3 +462,28 @@ def test_a_lease_permit_stops_at_its_count_and_at_its_deadline(impl: str) -> Non
     deadline.deadline = lease_clock() + 60
     assert list(permit) == []  # spent for good: a new permit is made after the gate opens
     assert list(lease_permit("t", 2, deadline)) == ["t", "t"]
+
+
+def test_closing_from_a_commit_callback_does_not_wait_for_itself() -> None:
+    results: list[BaseException | None] = []
+    committer: AsyncCommitter
+
+    def write(offsets: dict[TopicPartition, int], made_in: int) -> None:
+        return None
+
+    def close_from_callback(offsets: dict[TopicPartition, int],
+                            error: BaseException | None) -> None:
+        committer.close(30.0)  # shutdown() called by the application's callback
+
+    committer = AsyncCommitter("c1", write)
+    writing = Calls(block=True)
+    committer.submit({TP("t", 0): 1}, 0, writing)
+    wait_until(writing.entered.is_set, 10, "the first callback running")
+    committer.submit({TP("t", 0): 2}, 0, close_from_callback)
+    queued = committer.submit({TP("t", 0): 3}, 0, lambda o, e: results.append(e))
+    started = time.monotonic()
+    writing.release.set()
+    with pytest.raises(ConsumerShutdownError):
+        queued.result(10)
+    assert time.monotonic() - started < 5  # not the flush's 30 s, nor the abandon wait
+    assert isinstance(results[0], ConsumerShutdownError)

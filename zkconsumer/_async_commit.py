@@ -103,12 +103,14 @@ class AsyncCommitter:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        if flush_timeout_s > 0:
+        # From a callback (shutdown() called in the worker): no waiting for itself.
+        waits = not self.in_worker()
+        if flush_timeout_s > 0 and waits:
             self.flush(flush_timeout_s)
         with self._cond:
             self._abandon = True
             self._cond.notify_all()
-        if self.flush(ABANDON_WAIT_S):
+        if waits and self.flush(ABANDON_WAIT_S):
             return
         with self._cond:
             left = list(self._queue)
