@@ -335,6 +335,10 @@ class ZookeeperConsumerConnector:
         self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
                                   self.log, timeout_s=session_timeout_s,
                                   send_guard=self._live_session)
+        self._lease_keeper = LeaseKeeper(
+            self._zk, self._lease, self._gate if self._pause_on_outage else None,
+            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
+            self.log)
         try:
             start_and_check_login(self._zk, config)
         except Exception as e:
@@ -358,10 +362,6 @@ class ZookeeperConsumerConnector:
             target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
         )
         self._async_commits = AsyncCommitter(self.consumer_id, self._write_async, self.log)
-        self._lease_keeper = LeaseKeeper(
-            self._zk, self._lease, self._gate if self._pause_on_outage else None,
-            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
-            self.log)
         self._lease_keeper.start()
         self._autocommit: threading.Thread | None = None
         if config.auto_commit_enable:
@@ -966,6 +966,7 @@ class ZookeeperConsumerConnector:
         elif state == KazooState.LOST:
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
+            self._lease_keeper.wake()  # the lease may have run out meanwhile: renew it now
             if self._session_lost.is_set() or self._rebalance_owed:
                 self._wakeup.set()
 

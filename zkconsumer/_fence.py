@@ -294,13 +294,20 @@ class LeaseKeeper:
         self._gate = gate
         self._path = path
         self._stop = stop
+        self._wake = threading.Event()  # renew now: the connection is back, or stopping
         self._log = logger or logging.LoggerAdapter(log, {})
         self._thread = threading.Thread(target=self._run, name=f"{name}-lease", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def wake(self) -> None:
+        """Renew (or notice the stop) now rather than at the next interval; never blocks
+        (kazoo's thread calls it when the connection is back)."""
+        self._wake.set()
+
     def join(self, timeout_s: float) -> None:
+        self.wake()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
 
@@ -314,7 +321,9 @@ class LeaseKeeper:
             except Exception as e:  # noqa: BLE001 - the next round tries again
                 self._log.debug("lease renewal failed: %r", e)
             self.check()
-            if self._stop.wait(self.interval()):
+            self._wake.wait(self.interval())
+            self._wake.clear()
+            if self._stop.is_set():
                 return
 
     def check(self) -> None:
