@@ -492,8 +492,10 @@ class ZookeeperConsumerConnector:
 
         ``retry_on_failure`` retries a failed write ``offsets.commit.max.retries`` times,
         ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
-        :attr:`paused` (the member may no longer own the partitions; consumed offsets stay and
-        the next commit after the pause stores them), and when the connection or the session
+        the ZooKeeper connection is down or the session lost (the member may no longer own
+        the partitions; consumed offsets stay and the next commit after the pause stores
+        them; paused only because ZooKeeper was slow to answer, the commit is tried, fenced),
+        and when the connection or the session
         goes while it commits, or ZooKeeper leaves it unanswered for
         ``zookeeper.session.timeout.ms`` (a write after a lost session is never sent).
         Raises :class:`ConsumerShutdownError` once :meth:`shutdown` has begun.
@@ -518,7 +520,7 @@ class ZookeeperConsumerConnector:
             f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
             "or the session was lost (the partitions may belong to another member now)"
         )
-        if self._gate.closed:
+        if self._cut_off():
             raise lost
         if not self._async_commits.in_worker():
             # After the asynchronous commits made before it, as their order says.
@@ -569,7 +571,7 @@ class ZookeeperConsumerConnector:
         if not offsets:
             return None
         try:
-            if self._gate.closed:
+            if self._cut_off():
                 raise ConnectionLoss()
             with self._commit_lock:
                 return self._write_offsets(offsets, True, made_in)
@@ -1617,7 +1619,7 @@ class ZookeeperConsumerConnector:
         for s in self._streams:
             s.clear()
         if commit and self._topic_registry:
-            if self._gate.closed:
+            if self._cut_off():
                 raise _Disconnected()
             try:
                 # strict: the gate closing after the check above must not skip it quietly.
@@ -1628,11 +1630,18 @@ class ZookeeperConsumerConnector:
                 self.log.exception("commit before release failed")
 
     # -- commits ---------------------------------------------------------------------------
+    def _cut_off(self) -> bool:
+        """The gate is closed for a reason other than the lease: the connection is down or
+        the session was lost, so no commit is sent. A lapsed lease alone does not stop
+        commits (nor a rebalance's): they are fenced themselves (see _fence), and would
+        succeed exactly when the session still lives."""
+        return self._gate.closed and bool(self._gate.reasons() - {"lease"})
+
     def _commit(self, retry_on_failure: bool, strict: bool = False) -> None:
         """Commit consumed offsets. Paused, nothing is written: quietly, or with ``strict``
         (the application asked) ConnectionLoss."""
         made_in = self._session_gen
-        if self._gate.closed:
+        if self._cut_off():
             # The partitions may be another member's by now: a late commit could move its
             # offsets back. What was consumed stays in the registry for the next commit.
             self.log.debug("not committing while paused (%s)", ", ".join(self._gate.reasons()))
@@ -1683,7 +1692,7 @@ class ZookeeperConsumerConnector:
         for attempt in range(retries + 1):
             # Checked before every attempt (a retry comes after a backoff): paused, or with
             # the session lost, the partitions may be another member's.
-            if offsets and (self._gate.closed or self._session_lost.is_set()):
+            if offsets and (self._cut_off() or self._session_lost.is_set()):
                 raise ConnectionLoss()
             offsets, refused = self._fence.admit(offsets, made_in, self._session_gen,
                                                  self._owned)
@@ -1721,7 +1730,7 @@ class ZookeeperConsumerConnector:
         if (attempt >= retries or self._session_lost.is_set()
                 or not getattr(e, "retriable", True)):
             return False
-        if self._gate.closed or not self._zk.connected:
+        if self._cut_off() or not self._zk.connected:
             raise ConnectionLoss() from e
         self.log.warning("offset commit failed (%r); retrying", e)
         time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
