@@ -73,6 +73,7 @@ EXTENSION_DEFAULTS: dict[str, object] = {
     "sasl.plain.username": None,
     "sasl.plain.password": None,
     "sasl.kerberos.service.name": "kafka",
+    "zookeeper.outage.delivery": "pause",
 }
 
 ALL_DEFAULTS = {**LEGACY_DEFAULTS, **EXTENSION_DEFAULTS}

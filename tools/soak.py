@@ -1,17 +1,21 @@
 """A bounded soak run: a group of member processes under random faults, invariants checked.
 
     tools/soak [--seconds 300] [--members 4] [--partitions 8] [--rate 200] [--seed N]
-               [--faults kill,kill2,expire,join,blip] [--backend kafka-python|confluent]
+               [--faults kill,kill2,expire,join,blip,pause,cut]
+               [--backend kafka-python|confluent]
                [--output bench-results/soak.json]
 
 A topic of ``--partitions`` partitions gets ``--rate`` messages a second while ``--members``
-member processes (``python -m tests.faults.harness member``) consume it. Every few seconds
-one fault, picked at random (seeded): a member SIGKILLed and restarted, two members
-SIGKILLed at once and restarted, a member's ZooKeeper session expired, a fifth member
-joining (and, next time, leaving), or a member's ZooKeeper connection broken (a network
-blip: it reconnects with the same session, and must neither lose its partitions nor hand
-out anything while disconnected). The first two faults are always an expiry and a kill, so
-even a short run has both. Members fetch with ``--backend`` (``fetch.backend``).
+member processes (``python -m tests.faults.harness member``) consume it. Every few seconds one
+fault, picked at random (seeded): a member SIGKILLed and restarted, two members SIGKILLed at
+once and restarted, a member's ZooKeeper session expired, a fifth member joining (and, next
+time, leaving), a member's ZooKeeper connection broken (a network blip: it reconnects with the
+same session, and must neither lose its partitions nor hand out anything while disconnected), a
+member paused (SIGSTOP) past its session timeout and resumed (a zombie: it must hand out nothing
+the new owners of its partitions hand out), or a member's own path to ZooKeeper cut past its
+session timeout (each member reaches ZooKeeper through a loopback proxy of its own). The first
+faults are always an expiry, a kill, a pause and a cut, so even a short run has each. Members
+fetch with ``--backend`` (``fetch.backend``).
 
 At the end production stops, the group must consume everything, every member shuts down
 cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
@@ -22,6 +26,8 @@ cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
 - committed offsets never go back, and after the clean shutdown they equal the log ends;
 - at most one owner per partition at any moment (the sampler's view of ZooKeeper, the
   members' claims and releases, and their deliveries);
+- no zombie duplicates (a member paused or cut off past its session timeout hands out nothing
+  that its partitions' new owners hand out);
 - every member that is asked to leave (SIGTERM) shuts down within 60 s (otherwise its thread
   stacks are in the summary).
 
@@ -35,12 +41,14 @@ consumer's).
 The summary is printed as JSON and written to ``--output``: messages (acknowledged),
 ``send_failures`` (and ``send_errors``, the first few reasons), deliveries, duplicates,
 rebalances (summed over every member process), faults done, ``longest_pause_s`` (longest time
-the whole group delivered nothing) and ``longest_partition_pause_s`` (longest time one
-partition did, e.g. while a killed member's session had not yet expired), the invariants and
-the problems found. The exit status is 1 when an invariant fails or a send failed. The
-members' logs (their stderr) are deleted after a run that passed; after one that failed (or
-crashed) they are kept, and their directory is printed and given as ``member_logs``. Uses its
-own local stack, or ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP when both are set.
+the whole group delivered nothing) and ``longest_partition_pause_s`` (longest time one partition
+did, e.g. while a killed member's session had not yet expired), ``zombie_duplicates`` (messages
+a member handed out after another member had claimed the partition, which that one handed out
+too; the goal is 0), the invariants and the problems found. The exit status is 1 when an
+invariant fails or a send failed. The members' logs (their stderr) are deleted after a run that
+passed; after one that failed (or crashed) they are kept, and their directory is printed and
+given as ``member_logs``. Uses its own local stack, or ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP
+when both are set.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.faults.harness import (  # noqa: E402
+    FAULT_PROPS,
     TP,
     FaultRun,
     ProcessMember,
@@ -72,12 +81,17 @@ from tests.faults.harness import (  # noqa: E402
     now_ns,
     zk_client,
 )
+from tests.faults.proxy import TcpProxy  # noqa: E402
 from tools.bench import measured_commit, result_header, stack  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at
-#: once, a session expired, a fifth member joining or leaving, a connection blip.
-FAULT_WEIGHTS = {"kill": 30, "kill2": 10, "expire": 25, "join": 15, "blip": 20}
+#: once, a session expired, a fifth member joining or leaving, a connection blip, a member
+#: paused past its session timeout, a member's path to ZooKeeper cut past it.
+FAULT_WEIGHTS = {"kill": 30, "kill2": 10, "expire": 25, "join": 15, "blip": 20, "pause": 10,
+                 "cut": 10}
+#: How long a pause or a cut lasts, in session timeouts.
+ZOMBIE_TIMEOUTS = 2.5
 
 
 def progress(msg: str) -> None:
@@ -168,6 +182,7 @@ class Soak:
         self.hung: list[ProcessMember] = []  # members whose clean shutdown did not end
         self.start = time.monotonic()
         self._n = 0
+        self.proxies: dict[str, TcpProxy] = {}  # member name -> its path to ZooKeeper
 
     def _name(self) -> str:
         self._n += 1
@@ -182,7 +197,51 @@ class Soak:
         return [p for p in self.run.processes if p.alive and p is not self.joiner]
 
     def add(self) -> ProcessMember:
-        return self.run.add_process(self._name(), fetch_backend=self.backend)
+        name = self._name()
+        host, port = self.run.zookeeper.split(",")[0].split("/")[0].rsplit(":", 1)
+        proxy = self.proxies[name] = TcpProxy(host, int(port))
+        chroot = self.run.zookeeper[len(self.run.zookeeper.split("/")[0]):]
+        return self.run.add_process(name, zookeeper=proxy.address + chroot,
+                                    fetch_backend=self.backend)
+
+    def _zombie_s(self) -> float:
+        timeout_ms = int(FAULT_PROPS["zookeeper.session.timeout.ms"])  # type: ignore[call-overload]
+        return ZOMBIE_TIMEOUTS * timeout_ms / 1000.0
+
+    def pause(self) -> None:
+        """SIGSTOP one member past its session timeout (the others take its partitions),
+        then SIGCONT: a zombie until it notices."""
+        candidates = self.alive()
+        if not candidates:
+            return
+        v = self.rng.choice(candidates)
+        assert v.proc is not None
+        # Its belief ends now: anything it hands out before claiming again is counted.
+        self.run.ownership.down(v.name, now_ns())
+        v.proc.send_signal(signal.SIGSTOP)
+        self._log("SIGSTOP", v.name)
+        time.sleep(self._zombie_s())
+        v.proc.send_signal(signal.SIGCONT)
+        self.faults["pauses"] += 1
+        self._log("SIGCONT", v.name)
+
+    def cut(self) -> None:
+        """Cut one member's path to ZooKeeper past its session timeout, then restore it."""
+        candidates = [p for p in self.alive() if p.name in self.proxies]
+        if not candidates:
+            return
+        v = self.rng.choice(candidates)
+        proxy = self.proxies[v.name]
+        proxy.cut()
+        self._log("ZooKeeper cut", v.name)
+        time.sleep(self._zombie_s())
+        proxy.restore()
+        self.faults["cuts"] += 1
+        self._log("ZooKeeper restored", v.name)
+
+    def close_proxies(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.close()
 
     def kill(self, n: int = 1) -> None:
         victims = self.rng.sample(self.alive(), min(n, len(self.alive())))
@@ -239,6 +298,10 @@ class Soak:
             self.expire()
         elif action == "blip":
             self.blip()
+        elif action == "pause":
+            self.pause()
+        elif action == "cut":
+            self.cut()
         else:
             self.join_or_leave()
 
@@ -265,7 +328,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         deadline = time.monotonic() + args.seconds
         load_from_ns = now_ns()
         kinds = {k: w for k, w in FAULT_WEIGHTS.items() if k in args.faults}
-        first: list[str] = [k for k in ("expire", "kill") if k in kinds]
+        first: list[str] = [k for k in ("expire", "kill", "pause", "cut") if k in kinds]
         failed_seen = 0
 
         def note_failed_sends() -> None:
@@ -322,6 +385,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
             "committed_offsets_never_go_back": not regressions,
             "final_commit_at_log_end": final == ends,
             "at_most_one_owner": not ownership,
+            "no_zombie_duplicates": report.zombie_duplicates == 0,
             "no_consumer_errors": not report.errors,
             "clean_shutdowns": not s.hung,
         }
@@ -349,6 +413,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
             "send_errors": send_errors,
             "deliveries": report.delivered,
             "duplicates": report.duplicates,
+            "zombie_duplicates": report.zombie_duplicates,
             "missing": len(report.missing),
             "rebalances": rebalances,
             "member_processes": len(run.processes),
@@ -363,6 +428,7 @@ def soak(zookeeper: str, bootstrap: str, args: argparse.Namespace,
         }
     finally:
         run.close()
+        s.close_proxies()
         zk.stop()
         zk.close()
 

@@ -19,6 +19,7 @@ from ._connector import (
 from ._errors import (
     AssignmentStrategyMismatchError,
     BackgroundThreadError,
+    CommitFencedError,
     ConfigError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
@@ -42,6 +43,7 @@ __all__ = [
     "AssignmentStrategyMismatchError",
     "BackgroundThreadError",
     "Blacklist",
+    "CommitFencedError",
     "ConfigError",
     "ConsumerConfig",
     "ConsumerRebalanceFailedException",

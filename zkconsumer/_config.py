@@ -623,6 +623,16 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         kafka_kwarg="sasl_kerberos_service_name", extension=True,
         doc="Kerberos service name of the brokers (GSSAPI).",
     ),
+    ConfigKey(
+        "zookeeper.outage.delivery", "enum", default="pause", choices=("pause", "continue"),
+        extension=True,
+        doc="While ZooKeeper does not answer on the member's session (the member cannot tell "
+            "being cut off from ZooKeeper being down for everyone): `pause` hands out nothing "
+            "from half the session timeout after the last answer until ZooKeeper confirms the "
+            "same session (a member cut off alone never hands out what its partitions' next "
+            "owner also does); `continue` keeps handing out, as the original did, until the "
+            "session is known to be lost. Commits are written only with proof either way.",
+    ),
 )
 # fmt: on
 """Every configuration key, legacy keys first, then the zkconsumer extensions."""
@@ -1227,6 +1237,8 @@ class ConsumerConfig:
     offsets_commit_max_retries = _Setting[int]("offsets.commit.max.retries")
     fetch_backend = _Setting[Literal["kafka-python", "confluent"]]("fetch.backend")
     jvm_compatibility = _Setting[str]("jvm.compatibility")
+    zookeeper_outage_delivery = _Setting[Literal["pause", "continue"]](
+        "zookeeper.outage.delivery")
     metrics_port = _Setting[int | None]("metrics.port")
     metrics_address = _Setting[str]("metrics.address")
     zookeeper_auth = _Setting[str | None]("zookeeper.auth")

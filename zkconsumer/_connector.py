@@ -70,7 +70,14 @@ Threads and locks:
 - ``_gate`` (the streams' :class:`~zkconsumer._gate.DeliveryGate`) has its own lock; closed for
   ``"connection"`` from SUSPENDED/LOST to CONNECTED and for ``"session"`` from LOST until a
   rebalance that started after the loss succeeds (``_session_gen`` counts losses), during
-  :meth:`shutdown` too until it has ended the streams (``_streams_ended``).
+  :meth:`shutdown` too until it has ended the streams (``_streams_ended``); and for
+  ``"lease"`` while ZooKeeper has not answered on the session lately (see below).
+- ``_lease`` / ``_lease_keeper`` / ``_fence`` (:mod:`zkconsumer._fence`): the proof that
+  the session lives, renewed by the keeper's thread; it bounds every stream permit in time
+  (``zookeeper.outage.delivery=pause``) and every offset write (the commit fence, called
+  under ``_commit_lock``). Each has its own lock.
+- ``_async_commits`` (:mod:`zkconsumer._async_commit`): ``commit_offsets_async``'s queue and
+  thread, which takes ``_commit_lock`` per commit.
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
@@ -98,10 +106,12 @@ from kazoo.protocol.states import KazooState, KeeperState, WatchedEvent
 
 from . import _zkpaths as zp
 from ._assignors import assign
+from ._async_commit import AsyncCommitter, CommitCallback
 from ._config import ConsumerConfig
 from ._errors import (
     AssignmentStrategyMismatchError,
     BackgroundThreadError,
+    CommitFencedError,
     ConsumerRebalanceFailedException,
     ConsumerShutdownError,
     MessageStreamsExistException,
@@ -110,6 +120,7 @@ from ._errors import (
     ZkConsumerError,
     ZkDataError,
 )
+from ._fence import LEASE_FRACTION, CommitFence, LeaseKeeper, SessionLease
 from ._filters import TopicFilter, filter_from_registration
 from ._gate import DeliveryGate
 from ._jvmcompat import disagreement_hint, order_mismatch_hint
@@ -319,7 +330,12 @@ class ZookeeperConsumerConnector:
         self._session_guard = threading.Lock()
         self._session_gen = 0  # sessions lost so far (written in kazoo's thread)
         self._rebalance_owed = False  # a rebalance was cut short by a disconnection
-        self._gate = DeliveryGate()
+        session_timeout_s = config.zookeeper_session_timeout_ms / 1000.0
+        self._lease = SessionLease(LEASE_FRACTION, session_timeout_s)
+        # With zookeeper.outage.delivery=continue, the streams ignore the lease (and the
+        # connection's drops): only a lost session stops them.
+        self._pause_on_outage = config.zookeeper_outage_delivery == "pause"
+        self._gate = DeliveryGate(self._lease.deadline if self._pause_on_outage else None)
         self._closed = False
         self._streams_created = False
         self._streams_ended = False  # shutdown() has put the streams' end and opened the gate
@@ -364,6 +380,13 @@ class ZookeeperConsumerConnector:
             command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
         )
         self._zk.add_listener(self._on_zk_state)
+        self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
+                                  self.log, timeout_s=session_timeout_s,
+                                  send_guard=self._live_session)
+        self._lease_keeper = LeaseKeeper(
+            self._zk, self._lease, self._gate if self._pause_on_outage else None,
+            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
+            self.log)
         try:
             start_and_check_login(self._zk, config)
         except Exception as e:
@@ -386,6 +409,8 @@ class ZookeeperConsumerConnector:
         self._watcher = threading.Thread(
             target=self._watcher_loop, name=f"{self.consumer_id}-watcher", daemon=True
         )
+        self._async_commits = AsyncCommitter(self.consumer_id, self._write_async, self.log)
+        self._lease_keeper.start()
         self._autocommit: threading.Thread | None = None
         if config.auto_commit_enable:
             self._autocommit = threading.Thread(
@@ -517,8 +542,10 @@ class ZookeeperConsumerConnector:
 
         ``retry_on_failure`` retries a failed write ``offsets.commit.max.retries`` times,
         ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
-        :attr:`paused` (the member may no longer own the partitions; consumed offsets stay and
-        the next commit after the pause stores them), and when the connection or the session
+        the ZooKeeper connection is down or the session lost (the member may no longer own
+        the partitions; consumed offsets stay and the next commit after the pause stores
+        them; paused only because ZooKeeper was slow to answer, the commit is tried, fenced),
+        and when the connection or the session
         goes while it commits, or ZooKeeper leaves it unanswered for
         ``zookeeper.session.timeout.ms`` (a write after a lost session is never sent).
         Raises :class:`ConsumerShutdownError` once :meth:`shutdown` has begun.
@@ -543,8 +570,11 @@ class ZookeeperConsumerConnector:
             f"{self.consumer_id}: not committing while the ZooKeeper connection is down "
             "or the session was lost (the partitions may belong to another member now)"
         )
-        if self._gate.closed:
+        if self._cut_off():
             raise lost
+        if not self._async_commits.in_worker():
+            # After the asynchronous commits made before it, as their order says.
+            self._async_commits.flush(self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
         try:
             if explicit is None:
                 self._commit(retry, strict=True)
@@ -552,6 +582,53 @@ class ZookeeperConsumerConnector:
                 self._commit_explicit(explicit, retry)
         except _CONNECTION_ERRORS as e:
             raise lost from e  # lost meanwhile: the write was not sent, or its fate unknown
+
+    def commit_offsets_async(
+        self, offsets: Mapping[tuple[str, int], int] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> Future[dict[TopicPartition, int]]:
+        """Commit without waiting, as the modern consumer's ``commitAsync``.
+
+        ``offsets`` as in :meth:`commit_offsets` (checked now, ``ValueError``); None: each
+        owned partition's consumed offset as of this call. Returns at once; a background
+        thread writes the commits in the order they were made (a later commit of a partition
+        never lands before an earlier one), then calls ``callback(offsets, error)`` in that
+        thread: ``error`` is None when everything was written, :class:`CommitFencedError`
+        naming the partitions dropped because this member's session no longer owns them (or
+        the commit was made under an earlier session; the rest was written),
+        :class:`ZkConnectionLostError` when the member was paused, or the write's error. The
+        returned future ends the same way (its result: the offsets). :meth:`shutdown` writes
+        the queued commits while the member still owns its partitions, or fails them with
+        :class:`ConsumerShutdownError`; after it this raises that error at once.
+        """
+        explicit = None if offsets is None else _explicit_offsets(offsets)
+        self._check()
+        made_in = self._session_gen
+        if explicit is None:
+            owned = self._owned
+            explicit = {tp: info.consumed_offset
+                        for tp, info in self._topic_registry.items()
+                        if info.consumed_offset >= 0 and tp in owned}
+        with self._state_lock:
+            if self._closed:
+                raise ConsumerShutdownError(f"{self.consumer_id}: the connector is shut down; "
+                                            "nothing committed")
+        return self._async_commits.submit(explicit, made_in, callback)
+
+    def _write_async(self, offsets: dict[TopicPartition, int], made_in: int
+                     ) -> BaseException | None:
+        """One asynchronous commit, in the committer's thread (see commit_offsets_async)."""
+        if not offsets:
+            return None
+        try:
+            if self._cut_off():
+                raise ConnectionLoss()
+            with self._commit_lock:
+                return self._write_offsets(offsets, True, made_in)
+        except _CONNECTION_ERRORS as e:
+            raise ZkConnectionLostError(
+                f"{self.consumer_id}: not committed: the ZooKeeper connection is down or the "
+                "session was lost (the partitions may belong to another member now)") from e
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """Partitions this member owns now, with the owning thread id.
@@ -569,9 +646,11 @@ class ZookeeperConsumerConnector:
 
     @property
     def paused(self) -> bool:
-        """True while the streams hand out nothing: the ZooKeeper connection is down, or the
-        session was lost and the member has not rebalanced since."""
-        return self._gate.closed
+        """True while the streams hand out nothing: the ZooKeeper connection is down, or
+        ZooKeeper has not answered on the session for half its timeout (the lease, see
+        ``zookeeper.outage.delivery``), or the session was lost and the member has not
+        rebalanced since."""
+        return self._gate.closed or self._gate.lapsed()
 
     def rebalance_now(self) -> None:
         """Ask the watcher thread for a full rebalance, even if the group has not changed
@@ -599,6 +678,7 @@ class ZookeeperConsumerConnector:
         for t in (self._watcher, self._autocommit):
             if t is not None:
                 self._join_unless_disconnected(t)
+        self._lease_keeper.join(self._lease.length() + 1.0)
         locked = self._acquire_unless_disconnected(self._rebalance_lock)
         if not locked:
             self.log.warning("ZooKeeper is unreachable and a rebalance is waiting for it; "
@@ -610,6 +690,9 @@ class ZookeeperConsumerConnector:
                 q.clear()
             for s in self._streams:
                 s.clear()
+            # While the partitions are still ours; with ZooKeeper unreachable, failed at once.
+            self._async_commits.close(
+                self.config.zookeeper_session_timeout_ms / 1000.0 if locked else 0.0)
             if locked and self.config.auto_commit_enable:
                 try:
                     # strict: told when paused (the connection dropped, before or during it).
@@ -633,6 +716,7 @@ class ZookeeperConsumerConnector:
             with self._state_lock:
                 self._streams_ended = True  # the session listener leaves the gate alone now
             # Iterators waiting at the gate go on to the shutdown sentinel.
+            self._gate.drop_lease()
             self._gate.open()
             try:
                 self._fetcher.shutdown()
@@ -751,7 +835,7 @@ class ZookeeperConsumerConnector:
         are, and each answer is awaited at most ``timeout_s``. For a caller that commits
         for the partitions this member owns, such as the Spark source's driver."""
         return ZkOffsetStore(self._zk, self.config.group_id, self.metrics, self._live_session,
-                             timeout_s=timeout_s)
+                             timeout_s=timeout_s, fence=self._fence)
 
     # -- internals: set-up ---------------------------------------------------------------
     def _make_offset_store(self) -> OffsetStore:
@@ -759,7 +843,8 @@ class ZookeeperConsumerConnector:
         # outage (shutdown() commits too); a timed-out one counts as a connection loss.
         return make_offset_store(self.config, self._zk, self.broker_addresses, self.metrics,
                                  self._live_session,
-                                 zk_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+                                 zk_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0,
+                                 fence=self._fence)
 
     @contextmanager
     def _live_session(self) -> Iterator[None]:
@@ -910,6 +995,7 @@ class ZookeeperConsumerConnector:
             try:
                 self._session_gen += 1
                 self._session_lost.set()
+                self._lease.forget()
             finally:
                 if locked:
                     self._session_guard.release()
@@ -922,17 +1008,21 @@ class ZookeeperConsumerConnector:
             # LOST), so that iterators reach the end of their streams.
             if self._streams_ended:
                 return
-            if state in (KazooState.SUSPENDED, KazooState.LOST):
+            if state == KazooState.LOST or (state == KazooState.SUSPENDED
+                                            and self._pause_on_outage):
                 self._gate.close("connection")
             if state == KazooState.LOST:
                 self._gate.close("session")
             elif state == KazooState.CONNECTED:
                 self._gate.open("connection")
         if state == KazooState.SUSPENDED:
-            self.log.warning("ZooKeeper connection lost: handing out nothing until it is back")
+            self.log.warning("ZooKeeper connection lost: %s", "handing out nothing until it "
+                             "is back" if self._pause_on_outage else "handing out messages "
+                             "on (zookeeper.outage.delivery=continue)")
         elif state == KazooState.LOST:
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
+            self._lease_keeper.wake()  # the lease may have run out meanwhile: renew it now
             if self._session_lost.is_set() or self._rebalance_owed:
                 self._wakeup.set()
 
@@ -1067,6 +1157,7 @@ class ZookeeperConsumerConnector:
             with self._commit_lock:
                 self._owned = {}
                 self._uncertain.clear()
+                self._fence.forget()
             self._settled_view = None
             self.metrics.set_owned_partitions(self._owned)
             if not self._zk.connected:
@@ -1647,6 +1738,7 @@ class ZookeeperConsumerConnector:
     def _disown(self, tp: TopicPartition) -> None:
         self._owned.pop(tp, None)
         self._uncertain.discard(tp)
+        self._fence.forget([tp])
 
     def _release(self, tps: set[TopicPartition], deadline: float | None = None) -> None:
         # Answers are awaited until deadline (time.monotonic()) at most; None: for ever.
@@ -1751,7 +1843,7 @@ class ZookeeperConsumerConnector:
         for s in self._streams:
             s.clear()
         if commit and self._topic_registry:
-            if self._gate.closed:
+            if self._cut_off():
                 raise _Disconnected()
             try:
                 # strict: the gate closing after the check above must not skip it quietly.
@@ -1762,10 +1854,18 @@ class ZookeeperConsumerConnector:
                 self.log.exception("commit before release failed")
 
     # -- commits ---------------------------------------------------------------------------
+    def _cut_off(self) -> bool:
+        """The gate is closed for a reason other than the lease: the connection is down or
+        the session was lost, so no commit is sent. A lapsed lease alone does not stop
+        commits (nor a rebalance's): they are fenced themselves (see _fence), and would
+        succeed exactly when the session still lives."""
+        return self._gate.closed and bool(self._gate.reasons() - {"lease"})
+
     def _commit(self, retry_on_failure: bool, strict: bool = False) -> None:
         """Commit consumed offsets. Paused, nothing is written: quietly, or with ``strict``
         (the application asked) ConnectionLoss."""
-        if self._gate.closed:
+        made_in = self._session_gen
+        if self._cut_off():
             # The partitions may be another member's by now: a late commit could move its
             # offsets back. What was consumed stays in the registry for the next commit.
             self.log.debug("not committing while paused (%s)", ", ".join(self._gate.reasons()))
@@ -1781,9 +1881,10 @@ class ZookeeperConsumerConnector:
                 for tp, info in self._topic_registry.items()
                 if info.consumed_offset >= 0 and tp in owned
             }
-            self._write_offsets(offsets, retry_on_failure)
+            self._write_offsets(offsets, retry_on_failure, made_in)
 
     def _commit_explicit(self, offsets: dict[TopicPartition, int], retry_on_failure: bool) -> None:
+        made_in = self._session_gen
         with self._commit_lock:
             # Checked under the lock _release holds while it gives partitions away: an owned
             # partition's commit is written before its owner znode goes.
@@ -1791,34 +1892,73 @@ class ZookeeperConsumerConnector:
             missing = [tp for tp in offsets if tp not in owned]
             if missing:
                 raise PartitionsNotOwnedError(self.consumer_id, missing)
-            self._write_offsets(offsets, retry_on_failure)
+            self._write_offsets(offsets, retry_on_failure, made_in)
 
-    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool) -> None:
-        """Store ``offsets``, retrying per the configuration; call with ``_commit_lock`` held."""
-        if not offsets:
-            return
+    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool,
+                       made_in: int) -> CommitFencedError | None:
+        """Store ``offsets`` (a commit made when ``_session_gen`` was ``made_in``), retrying
+        per the configuration; call with ``_commit_lock`` held. What the fence drops (see
+        :mod:`zkconsumer._fence`) is logged, never retried, and returned."""
+        dropped: dict[TopicPartition, str] = {}
+        try:
+            self._write_admitted(dict(offsets), retry_on_failure, made_in, dropped)
+        finally:
+            if dropped:
+                self._fence.warn_dropped(dropped)
+        if not dropped:
+            return None
+        return CommitFencedError(self.consumer_id, dropped, "; ".join(sorted(
+            set(dropped.values()))))
+
+    def _write_admitted(self, offsets: dict[TopicPartition, int], retry_on_failure: bool,
+                        made_in: int, dropped: dict[TopicPartition, str]) -> None:
         retries = self.config.offsets_commit_max_retries if retry_on_failure else 0
         for attempt in range(retries + 1):
             # Checked before every attempt (a retry comes after a backoff): paused, or with
-            # the session lost, the partitions may be another member's. The ZooKeeper store
-            # checks the session again as it sends; a Kafka commit has only this check.
-            if self._gate.closed or self._session_lost.is_set():
+            # the session lost, the partitions may be another member's.
+            if offsets and (self._cut_off() or self._session_lost.is_set()):
                 raise ConnectionLoss()
+            offsets, refused = self._fence.admit(offsets, made_in, self._session_gen,
+                                                 self._owned)
+            dropped.update(refused)
+            if not offsets:
+                return
             try:
-                n = self._offsets.commit(offsets)
-                if n:
-                    self.log.debug("committed %d offsets", n)
+                self._send_offsets(offsets, dropped)
+                return
+            except CommitFencedError as e:
+                dropped.update(dict.fromkeys(map(TopicPartition._make, e.partitions), e.reason))
                 return
             except Exception as e:
-                # Not retried when it cannot help (a rebalance waits on this commit).
-                if (attempt >= retries or self._session_lost.is_set()
-                        or not getattr(e, "retriable", True)):
+                if not self._retry_commit(e, attempt, retries):
                     raise
-                if self._gate.closed or not self._zk.connected:
-                    # The retry would not be sent: said now rather than after the backoff.
-                    raise ConnectionLoss() from e
-                self.log.warning("offset commit failed (%r); retrying", e)
-                time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+
+    def _send_offsets(self, offsets: dict[TopicPartition, int],
+                      dropped: dict[TopicPartition, str]) -> None:
+        """One write to the store. Kafka has no condition on the owner znodes: the fence
+        first shows the session alive (a ZooKeeper round trip when its lease is stale)."""
+        if self.config.offsets_storage == "kafka":
+            for tp in self._fence.confirm_alive(offsets):
+                dropped[tp] = "its owner znode is not this member's session's"
+                offsets.pop(tp, None)
+            if not offsets:
+                return
+        n = self._offsets.commit(offsets)
+        if n:
+            self.log.debug("committed %d offsets", n)
+
+    def _retry_commit(self, e: Exception, attempt: int, retries: int) -> bool:
+        """Whether to retry after the failed write ``e`` (True once the backoff has passed);
+        False when it cannot help (a rebalance waits on this commit). Raises ConnectionLoss
+        when the retry could not be sent (said now rather than after the backoff)."""
+        if (attempt >= retries or self._session_lost.is_set()
+                or not getattr(e, "retriable", True)):
+            return False
+        if self._cut_off() or not self._zk.connected:
+            raise ConnectionLoss() from e
+        self.log.warning("offset commit failed (%r); retrying", e)
+        time.sleep(self.config.offsets_channel_backoff_ms / 1000.0)
+        return True
 
     def _autocommit_loop(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0

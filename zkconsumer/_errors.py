@@ -12,6 +12,7 @@ The hierarchy::
     ├── MessageDecodeError                       a decoder raised (topic, partition, offset)
     ├── OffsetCommitError                        Kafka refused some offsets of a commit
     ├── PartitionsNotOwnedError                  explicit offsets for partitions not owned
+    ├── CommitFencedError                        offsets not written: not this session's
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
@@ -119,6 +120,22 @@ class PartitionsNotOwnedError(ZkConsumerError):
             f"{consumer_id} does not own {shown}{more}: nothing committed (a rebalance "
             "moved them; commit the partitions in owned_partitions())"
         )
+
+
+class CommitFencedError(ZkConsumerError):
+    """Offsets that were not written because this member's session does not own their
+    partitions (any more): the commit was made under an earlier session, the partition moved
+    to another member, or its owner znode is not this session's. Never retried (another
+    member's offset would be overwritten); what else the commit held was written.
+    ``partitions`` lists the dropped ones."""
+
+    def __init__(self, consumer_id: str, partitions: Iterable[tuple[str, int]],
+                 reason: str) -> None:
+        self.partitions = sorted(partitions)
+        self.reason = reason
+        shown = ", ".join(f"{t}:{p}" for t, p in self.partitions[:5])
+        more = f" and {len(self.partitions) - 5} more" if len(self.partitions) > 5 else ""
+        super().__init__(f"{consumer_id}: offsets of {shown}{more} not committed: {reason}")
 
 
 #: Kafka's answers to a commit without generation and member id while the group has members

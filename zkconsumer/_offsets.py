@@ -27,10 +27,11 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, SessionExpiredError
 
 from . import _zkpaths as zp
-from ._errors import OffsetCommitError, ZkDataError
+from ._errors import CommitFencedError, OffsetCommitError, ZkDataError
+from ._fence import CommitFence, missing_offset_nodes
 from ._tls import with_tls_deadline
 from ._types import TopicPartition
 from ._zkread import transaction_cause
@@ -65,13 +66,20 @@ class OffsetStore(Protocol):
 
 class ZkOffsetStore:
     """Offsets in ZooKeeper. ``_lock`` guards ``_checkpointed`` (what ZooKeeper holds) and
-    ``_commits`` (transactions that succeeded, ever)."""
+    ``_commits`` (transactions that succeeded, ever).
+
+    With a ``fence`` (a member's :class:`~zkconsumer._fence.CommitFence`), each transaction
+    also checks every partition's owner znode at the version this member's session holds, so
+    ZooKeeper writes an offset only while that session lives and owns the partition; the
+    offsets of partitions it does not own are dropped (:class:`CommitFencedError`, raised
+    after the rest was written)."""
 
     def __init__(
         self, zk: KazooClient, group: str, metrics: Any = None,
         send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
-        *, timeout_s: float | None = None,
+        *, timeout_s: float | None = None, fence: CommitFence | None = None,
     ) -> None:
+        self._fence = fence
         self._metrics = metrics  # a ConsumerMetrics (ZooKeeperCommitsPerSec), or None
         # How long one answer is awaited (kazoo's KazooTimeoutError past it); None: for ever.
         # kazoo holds a request made while disconnected until it reconnects.
@@ -139,15 +147,27 @@ class ZkOffsetStore:
         if not changed:
             return 0
         items = sorted(changed.items())
-        for i in range(0, len(items), MAX_COMMIT_OPS):
-            self._commit_some(dict(items[i:i + MAX_COMMIT_OPS]))
-        if self._metrics is not None:
-            self._metrics.record_commit("zookeeper", len(changed))
-        return len(changed)
+        per_tx = MAX_COMMIT_OPS if self._fence is None else MAX_COMMIT_OPS // 2  # + checks
+        fenced: list[TopicPartition] = []
+        for i in range(0, len(items), per_tx):
+            fenced += self._commit_some(dict(items[i:i + per_tx]))
+        written = len(changed) - len(fenced)
+        if self._metrics is not None and written:
+            self._metrics.record_commit("zookeeper", written)
+        if fenced:
+            assert self._fence is not None
+            raise CommitFencedError(self._fence.name, fenced, "the partition's owner znode is "
+                                    "not this member's session's")
+        return written
 
-    def _commit_some(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def _commit_some(self, offsets: Mapping[TopicPartition, int]) -> list[TopicPartition]:
+        """Write ``offsets``; return the partitions the fence refused."""
         try:
-            self._send_commit(offsets)
+            if self._fence is None:
+                self._send_commit(offsets)
+                fenced: list[TopicPartition] = []
+            else:
+                fenced = self._send_fenced(offsets, self._fence)
         except BaseException:
             # Perhaps applied (sent before the connection went, or the creates of
             # _ensure_nodes wrote them): what ZooKeeper holds is unknown, so forgotten, or a
@@ -158,8 +178,78 @@ class ZkOffsetStore:
                 self._commits += 1  # and a read under way must not cache what it got
             raise
         with self._lock:
-            self._checkpointed.update(offsets)
+            self._checkpointed.update({tp: off for tp, off in offsets.items()
+                                       if tp not in fenced})
+            for tp in fenced:
+                self._checkpointed.pop(tp, None)
             self._commits += 1
+        return fenced
+
+    def _send_fenced(self, offsets: Mapping[TopicPartition, int], fence: CommitFence
+                     ) -> list[TopicPartition]:
+        """One transaction: per partition, a check of its owner znode's version and the
+        offset's write (a create the first time). A check that fails means the znode was
+        rewritten by this session (read back, tried again) or is not ours (dropped)."""
+        todo = dict(offsets)
+        fenced: list[TopicPartition] = []
+        create: set[TopicPartition] = set()
+        for _attempt in range(4):
+            owners = fence.owner_versions(todo)
+            for tp in owners.not_ours:
+                todo.pop(tp, None)
+                fenced.append(tp)
+            if not todo:
+                return fenced
+            for topic in sorted({tp.topic for tp in create}):
+                with self._send_guard():
+                    made = self._zk.ensure_path_async(zp.offsets_topic_dir(self._group, topic))
+                made.get(timeout=self._timeout)
+            tx = self._zk.transaction()
+            ops: list[tuple[TopicPartition, str]] = []
+            for tp, off in sorted(todo.items()):
+                tx.check(zp.owner_path(self._group, tp.topic, tp.partition),
+                         owners.versions[tp])
+                path = zp.offset_path(self._group, tp.topic, tp.partition)
+                if tp in create:
+                    tx.create(path, zp.encode_offset(off))
+                else:
+                    tx.set_data(path, zp.encode_offset(off))
+                ops += [(tp, "check"), (tp, "write")]
+            with self._send_guard():
+                # The versions were read on this session: under the next one they would
+                # prove nothing (another member's new owner znode has version 0 too).
+                if not fence.current(owners.session):
+                    raise SessionExpiredError()
+                sent = tx.commit_async()
+            results = sent.get(timeout=self._timeout)
+            if not any(isinstance(r, Exception) for r in results):
+                return fenced
+            changed, missing = missing_offset_nodes(results, ops)
+            fence.forget(changed)
+            if missing:
+                # The operations after the failed one were not tried: which others are missing?
+                create |= missing | self._missing(set(todo) - missing)
+            cause = transaction_cause(tx.operations, results)
+            if cause is not None and isinstance(cause[1], NodeExistsError):
+                # Created meanwhile (by a commit of ours whose answer was lost): written.
+                create.clear()
+                continue
+            if not changed and not missing:
+                first = next(r for r in results if isinstance(r, Exception))
+                raise first if cause is None else cause[1]
+        raise OffsetCommitError(self._group, dict.fromkeys(todo, "owner znode kept changing"))
+
+    def _missing(self, tps: set[TopicPartition]) -> set[TopicPartition]:
+        """The partitions among ``tps`` without an offset znode (pipelined reads)."""
+        wanted = sorted(tps)
+        missing: set[TopicPartition] = set()
+        for start in range(0, len(wanted), PIPELINE_WINDOW):
+            with self._send_guard():
+                reads = [(tp, self._zk.exists_async(zp.offset_path(self._group, tp.topic,
+                                                                    tp.partition)))
+                         for tp in wanted[start:start + PIPELINE_WINDOW]]
+            missing |= {tp for tp, read in reads if read.get(timeout=self._timeout) is None}
+        return missing
 
     def _send_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         for attempt in range(2):
@@ -352,14 +442,16 @@ def make_offset_store(
     metrics: Any = None,
     send_guard: Callable[[], AbstractContextManager[Any]] = nullcontext,
     zk_timeout_s: float | None = None,
+    fence: CommitFence | None = None,
 ) -> OffsetStore:
     """The store ``offsets.storage`` and ``dual.commit.enabled`` ask for.
 
     zookeeper: ZooKeeper only (dual commit applies to Kafka storage only, as in the original);
     kafka: Kafka, plus ZooKeeper when dual commit is on. ``send_guard`` and ``zk_timeout_s``
-    (the ZooKeeper store's ``timeout_s``): see :class:`ZkOffsetStore`.
+    (the ZooKeeper store's ``timeout_s``), ``fence``: see :class:`ZkOffsetStore`.
     """
-    zk_store = ZkOffsetStore(zk, config.group_id, metrics, send_guard, timeout_s=zk_timeout_s)
+    zk_store = ZkOffsetStore(zk, config.group_id, metrics, send_guard, timeout_s=zk_timeout_s,
+                             fence=fence)
     if config.offsets_storage != "kafka":
         return zk_store
     kafka_store = KafkaOffsetStore(config, config.group_id, brokers, metrics)

@@ -11,3 +11,12 @@ def split_messages(
 ) -> tuple[
     list[tuple[str, int, list[int], list[Any], list[Any], list[int], list[int]]], list[Any]
 ]: ...
+
+class LeaseDeadline:
+    """A deadline (_gate.lease_clock() seconds) that lease permits read at every item."""
+
+    deadline: float
+
+def lease_permit(item: str, n: int, deadline: LeaseDeadline) -> Iterator[str]:
+    """item up to n times, each while _gate.lease_clock() < deadline.deadline."""
+    ...

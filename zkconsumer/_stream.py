@@ -361,7 +361,7 @@ class _DecodingCursor:
     def __next__(self) -> MessageAndMetadata[Any, Any]:
         owner = self.owner
         while True:
-            if owner.gate is not None and owner.gate.closed:
+            if owner.gate is not None and (owner.gate.closed or owner.gate.lapsed()):
                 owner.wait_gate(None)
             index = -1
             try:
@@ -417,9 +417,10 @@ class _DecodingCursor:
                 with owner.lock:
                     if self.dropped:
                         continue  # dropped while decoding: that message is gone
-                    if owner.gate is not None and owner.gate.closed:
-                        # Closed while decoding: the partition may be another member's by
-                        # now. Out again once the gate opens (the no-decoder path's permit).
+                    if owner.gate is not None and (owner.gate.closed or owner.gate.lapsed()):
+                        # Closed (or the lease ran out) while decoding: the partition may be
+                        # another member's by now. Out again once the gate opens (the
+                        # no-decoder path's permit).
                         self._give_back(index)
                         index = -1
                         continue
@@ -608,7 +609,7 @@ class _Chunks:
                             )
                             error.__cause__ = self._failed.error
                             return _Raise(error)
-                if self.gate is not None and self.gate.closed:
+                if self.gate is not None and (self.gate.closed or self.gate.lapsed()):
                     try:
                         self.wait_gate(deadline)
                     except ConsumerTimeoutException as e:
@@ -701,7 +702,8 @@ class _Chunks:
             # before.
             first_or_none = cursor.permit
             if first_or_none is None or not length_hint(first_or_none):
-                first_or_none = cursor.permit = repeat(info.topic, length_hint(cursor.it))
+                first_or_none = cursor.permit = self.gate.permit(info.topic,
+                                                                 length_hint(cursor.it))
             first = first_or_none
             self._permit = first
             if self.gate.closed:

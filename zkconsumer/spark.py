@@ -122,7 +122,7 @@ from ._connector import (
     kazoo_security_kwargs,
     start_and_check_login,
 )
-from ._errors import ConfigError, ZkConsumerError, ZkDataError
+from ._errors import CommitFencedError, ConfigError, ZkConsumerError, ZkDataError
 from ._filters import Blacklist, TopicFilter, Whitelist
 from ._types import TopicPartition
 from ._zkread import broker_addresses, topic_partitions
@@ -1506,6 +1506,11 @@ class _GroupMember:
                 raise _ZooKeeperAway("ZooKeeper is unreachable")
             try:
                 return self.store.commit(offsets)
+            except CommitFencedError as e:
+                # Written conditionally on this session's owner znodes (see the connector's
+                # fence): a partition another member owns now keeps that member's offset.
+                log.warning("%s", e)
+                return 0
             except _ZK_AWAY as e:
                 raise _ZooKeeperAway(f"writing the group's offsets failed: {e!r}") from None
         except _ZooKeeperAway as e:

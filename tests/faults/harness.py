@@ -459,6 +459,26 @@ class OwnershipLog:
         between ``t0_ns`` and ``t_ns`` (before and after the ``next()`` call); each bound is
         used in the direction that can only understate a conflict.
         """
+        out = []
+        for (member, other, tp), ds in sorted(self._stale(deliveries).items()):
+            out.append(f"{member} delivered {len(ds)} message(s) of {tp.topic}:{tp.partition} "
+                       f"(offsets {ds[0].offset}..{ds[-1].offset}) after {other} had claimed it")
+        return out
+
+    def zombie_duplicates(self, deliveries: Iterable[Delivery]) -> int:
+        """Messages a member handed out after another member had claimed the partition
+        since its own last claim (see :meth:`stale_deliveries`: the other's claim came
+        after the member's session expired, or after it released the partition), that
+        another member handed out too."""
+        deliveries = list(deliveries)
+        by: dict[Key, set[str]] = {}
+        for d in deliveries:
+            by.setdefault((d.topic, d.partition, d.offset), set()).add(d.member)
+        return sum(1 for ds in self._stale(deliveries).values() for d in ds
+                   if len(by[(d.topic, d.partition, d.offset)]) > 1)
+
+    def _stale(self, deliveries: Iterable[Delivery]
+               ) -> dict[tuple[str, str, TopicPartition], list[Delivery]]:
         claims: dict[TopicPartition, list[tuple[int, str]]] = {}
         with self._lock:
             for member, evs in self._events.items():
@@ -483,11 +503,7 @@ class OwnershipLog:
                 if m != d.member and since < t < d.t0_ns:
                     found.setdefault((d.member, m, tp), []).append(d)
                     break
-        out = []
-        for (member, other, tp), ds in sorted(found.items()):
-            out.append(f"{member} delivered {len(ds)} message(s) of {tp.topic}:{tp.partition} "
-                       f"(offsets {ds[0].offset}..{ds[-1].offset}) after {other} had claimed it")
-        return out
+        return found
 
     def deliveries_while_down(self, deliveries: Iterable[Delivery],
                               grace_ns: int = DOWN_GRACE_NS,
@@ -1043,6 +1059,10 @@ class RunReport:
     delivered: int
     unique: int
     duplicates: int
+    #: Messages handed out by a member after its partition was claimed by another (its
+    #: session expired) that another member also handed out: see
+    #: OwnershipLog.zombie_duplicates.
+    zombie_duplicates: int = 0
     missing: list[Key] = field(default_factory=list)
     replays: list[str] = field(default_factory=list)
     overlaps: list[str] = field(default_factory=list)
@@ -1059,6 +1079,9 @@ class RunReport:
             out.append(f"{len(self.missing)} produced message(s) never consumed, e.g. "
                        f"{sorted(self.missing)[:5]}")
         out += [f"replayed committed progress: {r}" for r in self.replays[:10]]
+        if self.zombie_duplicates:
+            out.append(f"{self.zombie_duplicates} message(s) handed out by a member after "
+                       "another had claimed the partition, and by that one too")
         out += [f"two owners: {o}" for o in self.overlaps[:10]]
         out += [f"sampler: {v}" for v in self.violations[:10]]
         out += [f"consumer error: {e}" for e in self.errors[:10]]
@@ -1066,7 +1089,8 @@ class RunReport:
 
     def summary(self) -> str:
         return (f"{self.name}: {self.expected} produced, {self.delivered} deliveries, "
-                f"{self.duplicates} duplicate(s), all from uncommitted windows: "
+                f"{self.duplicates} duplicate(s) ({self.zombie_duplicates} zombie), all from "
+                f"uncommitted windows: "
                 f"{'yes' if not self.replays else 'NO'}; ownership overlaps "
                 f"{len(self.overlaps)}, sampler violations {len(self.violations)} in "
                 f"{self.sampler_rounds} rounds; longest pause {self.longest_pause_s:.2f} s "
@@ -1075,7 +1099,8 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "expected": self.expected, "deliveries": self.delivered, "unique": self.unique,
-            "duplicates": self.duplicates, "missing": len(self.missing),
+            "duplicates": self.duplicates, "zombie_duplicates": self.zombie_duplicates,
+            "missing": len(self.missing),
             "replays": self.replays[:20], "ownership_overlaps": self.overlaps[:20],
             "sampler_violations": self.violations[:20], "errors": self.errors[:20],
             "longest_pause_s": round(self.longest_pause_s, 3),
@@ -1190,6 +1215,8 @@ def verify(
         report.replays = replays(deliveries, committed, since_ns)
     if ownership is not None:
         report.overlaps = ownership.overlaps() + ownership.stale_deliveries(deliveries)
+        report.zombie_duplicates = ownership.zombie_duplicates(
+            d for d in deliveries if d.t0_ns >= since_ns)
         if while_down:
             report.overlaps += ownership.deliveries_while_down(deliveries)
     report.errors = [f"{m}: {e!r}" for m, e in collector.errors]
@@ -1251,9 +1278,10 @@ class FaultRun:
         return member_props(self.zookeeper, self.group, **extra)
 
     def add_process(self, name: str | None = None, streams: int = 1, wait: bool = True,
-                    **extra: object) -> ProcessMember:
+                    zookeeper: str | None = None, **extra: object) -> ProcessMember:
+        """A member process; ``zookeeper``: its own address of ZooKeeper (a proxy's)."""
         name = name or f"p{len(self.processes)}"
-        m = ProcessMember(name, self.zookeeper, self.group, self.topic, streams,
+        m = ProcessMember(name, zookeeper or self.zookeeper, self.group, self.topic, streams,
                           self.props(**extra), self.collector, self.ownership, self.log_dir)
         self.processes.append(m)
         m.start()

@@ -73,6 +73,8 @@ def test_soak_consumes_everything_and_keeps_committed_progress(
     assert inv["every_message_consumed"] and soak["missing"] == 0, soak["problems"]
     assert inv["duplicates_only_from_uncommitted_windows"], soak["problems"]
     assert inv["committed_offsets_never_go_back"], soak["problems"]
+    assert soak["faults"].get("pauses", 0) >= 1 and soak["faults"].get("cuts", 0) >= 1
+    assert inv["no_zombie_duplicates"] and soak["zombie_duplicates"] == 0, soak["problems"]
     assert inv["final_commit_at_log_end"], soak["problems"]
     assert inv["no_consumer_errors"], soak["problems"]
     assert inv["clean_shutdowns"], soak["problems"]
@@ -90,7 +92,7 @@ def test_soak_never_two_owners(soak: dict[str, Any]) -> None:
 
 INVARIANTS = ("every_message_consumed", "duplicates_only_from_uncommitted_windows",
               "committed_offsets_never_go_back", "final_commit_at_log_end", "at_most_one_owner",
-              "no_consumer_errors", "clean_shutdowns")
+              "no_zombie_duplicates", "no_consumer_errors", "clean_shutdowns")
 
 
 def summary(send_failures: int = 0, broken: tuple[str, ...] = (),
