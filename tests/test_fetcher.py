@@ -1115,3 +1115,27 @@ def test_no_log_end_lookup_connects_after_shutdown(held_fetcher: tuple[Any, _Log
     with pytest.raises(ConsumerShutdownError):
         m._held_offsets._client()
     assert not m._start_helper(threading.Thread(target=lambda: None))
+
+
+def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: Any) -> None:
+    """kafka-python 3.0's client asked the broker to create every topic its metadata named
+    (allow_auto_create_topics was not passed on): on a broker with auto.create.topics.enable
+    a fetcher still following a deleted topic made it again, empty."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+
+    from zkconsumer._fetcher import kafka_consumer
+
+    missing = names("missing")
+    consumer = kafka_consumer(bootstrap_servers=stack.bootstrap, group_id=None,
+                              enable_auto_commit=False)
+    try:
+        consumer.assign([KTP(missing, 0)])
+        consumer.poll(timeout_ms=1500)  # asks for the topic's metadata, and leaders
+    finally:
+        consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=stack.bootstrap)
+    try:
+        assert missing not in admin.list_topics()
+    finally:
+        admin.close()

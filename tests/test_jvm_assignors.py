@@ -113,7 +113,8 @@ def check_kafka_invariants(scenario: Scenario, result: dict[TopicPartition, str]
 
 
 @pytest.fixture(scope="module")
-def laid_out(stack: StackInfo) -> Iterator[tuple[int, dict[str, Scenario]]]:
+def laid_out(kafka_stack: StackInfo) -> Iterator[tuple[int, dict[str, Scenario]]]:
+    stack = kafka_stack  # the suite's (module scope: the function-scoped ``stack`` cannot)
     seed = int(os.environ.get("ZKCONSUMER_ASSIGN_SEED") or random.SystemRandom().randrange(2**32))
     base = f"/zkc-assign-{uuid.uuid4().hex[:10]}"
     by_chroot = {f"{base}/s{i}": s for i, s in enumerate(scenarios(random.Random(seed)))}

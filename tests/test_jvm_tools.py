@@ -190,3 +190,35 @@ def test_update_offsets_in_zk_and_delete(
     listed = [r["group"] for r in json.loads(
         zkconsumer_cli("groups", "list", "--zookeeper", g.zookeeper, "--json").stdout)]
     assert g.name not in listed
+
+
+def _rows(text: str, header: str) -> list[list[str]]:
+    """The header line and the rows after it, split on whitespace (the column widths are
+    the only thing that may differ)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == header.split()[:1])
+    return [line.split() for line in lines[start:] if line.strip()]
+
+
+def test_the_kafka_style_entry_points_print_what_kafkas_tools_print(
+    lagging_group: Group
+) -> None:
+    """`zkconsumer consumer-groups` and `zkconsumer consumer-offset-checker`, with Kafka's
+    flags, against Kafka's own tools on the same group: the same lines, header and rows, but
+    for the padding between columns."""
+    g = lagging_group
+    zk_args = ("--zookeeper", g.zookeeper)
+    cases = [
+        ("1.1.1", "kafka.admin.ConsumerGroupCommand", "consumer-groups", "TOPIC",
+         (*zk_args, "--describe", "--group", g.name)),
+        ("0.11.0.3", "kafka.tools.ConsumerOffsetChecker", "consumer-offset-checker", "Group",
+         (*zk_args, "--group", g.name)),
+    ]
+    for release, main, ours_name, header, args in cases:
+        theirs = _rows(kafka_tool(release, main, *args).stdout, header)
+        ours = _rows(zkconsumer_cli(ours_name, *args).stdout, header)
+        assert ours == theirs, (ours_name, ours, theirs)
+    listed = kafka_tool("1.1.1", "kafka.admin.ConsumerGroupCommand", *zk_args, "--list")
+    ours_listed = zkconsumer_cli("consumer-groups", *zk_args, "--list")
+    assert g.name in ours_listed.stdout.split()
+    assert set(ours_listed.stdout.split()) == set(listed.stdout.split())

@@ -1312,9 +1312,9 @@ class _BrokerOffsets:
     """Earliest offsets and offsets for times through one kafka-python consumer."""
 
     def __init__(self, bootstrap: str, kafka: Mapping[str, Any] | None = None) -> None:
-        from kafka import KafkaConsumer
+        from ._fetcher import kafka_consumer
 
-        self._consumer = KafkaConsumer(
+        self._consumer = kafka_consumer(
             bootstrap_servers=bootstrap.split(","),
             enable_auto_commit=False,
             request_timeout_ms=30000,

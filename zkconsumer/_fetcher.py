@@ -288,6 +288,28 @@ def confluent_conf(
     return conf
 
 
+# -- the one way to build a kafka-python consumer --------------------------------------------
+
+
+def kafka_consumer(**kwargs: Any) -> KafkaConsumer:
+    """A kafka-python ``KafkaConsumer`` that never makes a topic by asking for it.
+
+    kafka-python 3.0 does not pass ``allow_auto_create_topics`` on to the metadata its
+    client keeps (every metadata request asked the broker to create the topics it names):
+    on a broker with ``auto.create.topics.enable`` a consumer still fetching a deleted
+    topic made it again at once, empty. Set where kafka-python reads it.
+    """
+    from kafka import KafkaConsumer
+
+    kwargs.setdefault("allow_auto_create_topics", False)
+    consumer = KafkaConsumer(**kwargs)
+    cluster = getattr(consumer, "_cluster", None)
+    config = getattr(cluster, "config", None)
+    if isinstance(config, dict):
+        config["allow_auto_create_topics"] = kwargs["allow_auto_create_topics"]
+    return consumer
+
+
 # -- the one way to compute a log end ---------------------------------------------------------
 
 
@@ -308,7 +330,6 @@ def log_end_offsets(
     Raises ``kafka.errors.KafkaTimeoutError`` when some partition gives no answer within
     ``timeout_ms``.
     """
-    from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
     wanted = sorted({TopicPartition(t, p) for t, p in tps})
@@ -326,7 +347,7 @@ def log_end_offsets(
             "metrics_enabled": False,
         }
         kwargs.update(client_kwargs)
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, **kwargs)
+        consumer = kafka_consumer(bootstrap_servers=bootstrap_servers, **kwargs)
     try:
         ends = consumer.end_offsets([KTP(t, p) for t, p in wanted], timeout_ms=timeout_ms)
         return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
@@ -419,9 +440,7 @@ class KafkaPythonBackend:
     ``ConsumerRecord`` objects. Not thread-safe: one fetcher thread owns it."""
 
     def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str]) -> None:
-        from kafka import KafkaConsumer
-
-        self._consumer = KafkaConsumer(**kafka_python_kwargs(config, bootstrap))
+        self._consumer = kafka_consumer(**kafka_python_kwargs(config, bootstrap))
         self._assigned: set[TopicPartition] = set()
 
     def add(self, positions: Mapping[TopicPartition, int]) -> None:
@@ -943,13 +962,11 @@ class _OffsetClient(_SharedClient):
         self._consumer: KafkaConsumer | None = None
 
     def _client(self) -> KafkaConsumer:
-        from kafka import KafkaConsumer
-
         if self._closed:  # a late thread: no new connection (nor a ZooKeeper read) for it
             raise ConsumerShutdownError(f"{self._manager.consumer_id}: the fetcher is shut down")
         if self._consumer is None:
             m = self._manager
-            self._consumer = KafkaConsumer(**kafka_python_kwargs(m.config, m._bootstrap()))
+            self._consumer = kafka_consumer(**kafka_python_kwargs(m.config, m._bootstrap()))
         return self._consumer
 
     def resolve(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
@@ -1975,6 +1992,7 @@ __all__ = [
     "PollResult",
     "confluent_conf",
     "fetcher_id",
+    "kafka_consumer",
     "kafka_python_kwargs",
     "log_end_offsets",
 ]

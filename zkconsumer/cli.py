@@ -168,10 +168,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # that the cluster is unreachable, and again when it is back; the tools fail in one line
     # naming what failed. --verbose shows them all.
     quiet = not args.verbose
+    # Restored on the way out: main() called in a process that goes on (a test, an
+    # application) must not leave the libraries' logging silenced for it.
+    saved = {name: logging.getLogger(name).level for name in ("kafka", *LIBRARY_LOGGERS[1:])}
     logging.getLogger("kafka").setLevel(logging.CRITICAL if quiet else logging.WARNING)
     for name in LIBRARY_LOGGERS[1:]:
         quiet_here = quiet and args.command != "bridge"
         logging.getLogger(name).setLevel(logging.CRITICAL if quiet_here else logging.WARNING)
+    try:
+        return _run(args)
+    finally:
+        for name, saved_level in saved.items():
+            logging.getLogger(name).setLevel(saved_level)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         rc = int(args.func(args))
         sys.stdout.flush()  # here, not at exit: a closed pipe must end as below

@@ -909,11 +909,10 @@ def _close_client(client: Any) -> None:
 
 
 def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
-    from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
     from kafka.errors import CorruptRecordError, LogTruncationError, OffsetOutOfRangeError
 
-    from ._fetcher import kafka_python_kwargs
+    from ._fetcher import kafka_consumer, kafka_python_kwargs
 
     key = ("kafka-python", rng.bootstrap, rng.props)
 
@@ -921,7 +920,7 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
         # Only for a new client: with TLS, the settings load certificate files.
         kwargs = kafka_python_kwargs(config, rng.bootstrap)
         kwargs["max_poll_records"] = ARROW_BATCH_ROWS
-        return KafkaConsumer(**kwargs)
+        return kafka_consumer(**kwargs)
 
     consumer = _take_client(key, make)
     schema = _arrow_schema()
@@ -1177,15 +1176,13 @@ class _OffsetLookup:
         self._consumer: Any = None
 
     def _get(self) -> Any:
-        from kafka import KafkaConsumer
-
-        from ._fetcher import kafka_python_kwargs
+        from ._fetcher import kafka_consumer, kafka_python_kwargs
 
         if self._consumer is None:
             kwargs = kafka_python_kwargs(self._config, self._bootstrap)
             # Log ends come from a fetch's high watermark: do not let the broker hold it.
             kwargs["fetch_max_wait_ms"] = 10
-            self._consumer = KafkaConsumer(**kwargs)
+            self._consumer = kafka_consumer(**kwargs)
         return self._consumer
 
     def _timeout_ms(self) -> int:
