@@ -7,7 +7,7 @@
 and runs this file from the repository's root (a relative ``--output`` is under it); in an
 environment that has zkconsumer[spark] already, ``python tools/spark_pipeline.py`` is the same.
 
-1. without ``--zookeeper``, start the local stack (ZooKeeper, broker, bridge) in a temp dir;
+1. without ``--zookeeper``, start the local stack (ZooKeeper 3.8, Kafka 3.9) in a temp dir;
 2. create the topic and produce sample JSON orders ``{"user", "amount", "ts"}`` keyed by user,
    with event times spread over the last minute;
 3. run one streaming query, a member of the ZooKeeper group ``--group``: parse the JSON,
