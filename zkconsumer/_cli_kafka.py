@@ -34,6 +34,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from . import _admin
 from . import _zkpaths as zp
+from ._cli_tools import reset_target
 from ._config import ConsumerConfig, read_properties
 from ._errors import ZkConsumerError
 from ._types import TopicPartition
@@ -241,7 +242,8 @@ def _reset(args: argparse.Namespace, zk: KazooClient) -> int:
               "want to keep the current default behavior without prompting.", file=sys.stderr)
     group = args.group[0]
     topics = [args.topic] if args.topic else _admin.committed_topics(zk, group)
-    target = _reset_target(args)
+    target = reset_target(args, shifted="shifted by",
+                          datetime_form="a date-time (YYYY-MM-DDTHH:mm:SS.sss)")
     rows: list[_admin.ResetRow] = []
     for topic in topics:
         rows += _admin.reset_offsets(
@@ -252,25 +254,6 @@ def _reset(args: argparse.Namespace, zk: KazooClient) -> int:
     for r in rows:
         print(f"{_pad(r.topic, 30)} {_pad(r.partition, 10)} {_pad(r.offset, 15)}")
     return 0
-
-
-def _reset_target(args: argparse.Namespace) -> _admin.ResetTarget:
-    if args.to_earliest:
-        return _admin.ResetTarget("earliest", text="earliest")
-    if args.to_latest:
-        return _admin.ResetTarget("latest", text="latest")
-    if args.to_offset is not None:
-        if args.to_offset < 0:
-            raise _command_error(f"--to-offset must be >= 0, got {args.to_offset}")
-        return _admin.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
-    if args.shift_by is not None:
-        return _admin.ResetTarget("shift", offset=args.shift_by,
-                                  text=f"shifted by {args.shift_by:+d}")
-    target = _admin.parse_reset_target(args.to_datetime)
-    if target.kind != "datetime":
-        raise _command_error(f"--to-datetime {args.to_datetime!r} is not a date-time "
-                             "(YYYY-MM-DDTHH:mm:SS.sss)")
-    return target
 
 
 # --------------------------------------------------------------------------------------

@@ -567,15 +567,21 @@ def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
 def _cmd_offsets_reset(args: argparse.Namespace) -> int:
     group = _name(args.group, "group")
     topic = _name(args.topic, "topic")
-    target = _reset_target(args)
+    target = reset_target(args)
     # As Kafka's own reset tool: a preview unless --execute.
     args.dry_run = not args.execute
     return _reset(args, group, topic, target)
 
 
-def _reset_target(args: argparse.Namespace) -> _admin.ResetTarget:
-    """The one target flag given (argparse makes them exclusive and one required)."""
-    if args.to is not None:
+def reset_target(
+    args: argparse.Namespace, *,
+    shifted: str = "the committed offsets shifted by",
+    datetime_form: str = "an ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)",
+) -> _admin.ResetTarget:
+    """The one target flag given (argparse makes them exclusive and one required).
+    ``shifted`` and ``datetime_form`` word the shift's description and a bad date-time's
+    error (Kafka's entry points say them as Kafka's tool does)."""
+    if getattr(args, "to", None) is not None:
         return _admin.parse_reset_target(args.to)
     if args.to_earliest:
         return _admin.ResetTarget("earliest", text="earliest")
@@ -587,11 +593,10 @@ def _reset_target(args: argparse.Namespace) -> _admin.ResetTarget:
         return _admin.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
     if args.shift_by is not None:
         return _admin.ResetTarget("shift", offset=args.shift_by,
-                                  text=f"the committed offsets shifted by {args.shift_by:+d}")
+                                  text=f"{shifted} {args.shift_by:+d}")
     target = _admin.parse_reset_target(args.to_datetime)
     if target.kind != "datetime":
-        raise _command_error(f"--to-datetime {args.to_datetime!r} is not an ISO-8601 "
-                             "date-time (e.g. 2024-05-01T12:00:00Z)")
+        raise _command_error(f"--to-datetime {args.to_datetime!r} is not {datetime_form}")
     return target
 
 
