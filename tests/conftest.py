@@ -21,8 +21,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.support import StackInfo, create_topic, started_zk, wait_until
-from zkconsumer import _zkpaths as zp
-from zkconsumer._stack import DEFAULT_BROKER, describe, running_stack, zk_four_letter
+from zkconsumer.stack.local import DEFAULT_BROKER, describe, running_stack, zk_four_letter
+from zkconsumer.zk import paths as zp
 
 
 def _external() -> tuple[str | None, str | None]:
@@ -125,11 +125,12 @@ def speedups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """Runs a test with zkconsumer._speedups (``"c"``) and with its Python twins
     (``"python"``, as an install without a C compiler runs): the confluent grouping and the
     stream iterator's MessageAndMetadata maker. (test_speedups.py fails if it is not built.)"""
-    from zkconsumer import _fetcher, _stream
+    from zkconsumer import _message
+    from zkconsumer.broker import backends
 
     if request.param == "python":
-        monkeypatch.setattr(_fetcher, "split_messages", None)
-        monkeypatch.setattr(_stream, "_zip_messages", None)
-    elif _fetcher.split_messages is None or _stream._zip_messages is None:
+        monkeypatch.setattr(backends, "split_messages", None)
+        monkeypatch.setattr(_message, "_zip_messages", None)
+    elif backends.split_messages is None or _message._zip_messages is None:
         pytest.skip("zkconsumer._speedups not built (test_the_extension_is_built fails)")
     return str(request.param)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from zkconsumer._stack import LocalStack
+from zkconsumer.stack.local import LocalStack
 
 
 @dataclass
@@ -187,7 +187,7 @@ class NullFetcher:
 
 def offset_znodes(zk: Any, group: str, topic: str, partitions: int) -> dict[int, int]:
     """Partition -> committed offset, read back from ZooKeeper (partitions with one only)."""
-    from zkconsumer import _zkpaths as zp
+    from zkconsumer.zk import paths as zp
 
     out: dict[int, int] = {}
     for p in range(partitions):
@@ -201,7 +201,7 @@ def group_owners(zk: Any, group: str, topic: str) -> dict[int, str]:
     """Partition -> owning thread id, read back from ZooKeeper."""
     from kazoo.exceptions import NoNodeError
 
-    from zkconsumer import _zkpaths as zp
+    from zkconsumer.zk import paths as zp
 
     out: dict[int, str] = {}
     try:
@@ -219,9 +219,9 @@ def group_owners(zk: Any, group: str, topic: str) -> dict[int, str]:
 
 def expected_owners(zk: Any, group: str, topic: str, strategy: str = "range") -> dict[int, str]:
     """What the assignor computes for the group's current membership, for one topic."""
-    from zkconsumer import _zkpaths as zp
-    from zkconsumer._assignors import assign
-    from zkconsumer._connector import consumers_for_topic
+    from zkconsumer.consumer.assignors.core import assign
+    from zkconsumer.consumer.connector import consumers_for_topic
+    from zkconsumer.zk import paths as zp
 
     members = {}
     for cid in zk.get_children(zp.ids_dir(group)):

@@ -1,4 +1,4 @@
-"""Tests of zkconsumer._assignors against the Kafka 0.10.2 Scala assignors."""
+"""Tests of zkconsumer.consumer.assignors.core against the Kafka 0.10.2 Scala assignors."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pytest
 
-from zkconsumer import _assignors
-from zkconsumer._assignors import (
+from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.assignors import core as _assignors
+from zkconsumer.consumer.assignors.core import (
     ASSIGNORS,
     assign,
     consumer_id_of_thread,
@@ -21,7 +22,6 @@ from zkconsumer._assignors import (
     range_assign,
     roundrobin_assign,
 )
-from zkconsumer._types import TopicPartition
 
 TP = TopicPartition
 

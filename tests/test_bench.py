@@ -7,7 +7,7 @@ from kafka import KafkaAdminClient
 from tests.support import wait_until
 from tools import bench
 from zkconsumer import ConsumerConfig, create_consumer_connector
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 
 def _topics(bootstrap: str) -> set[str]:

@@ -29,9 +29,9 @@ from tests.support import (
     started_zk,
     wait_until,
 )
-from zkconsumer import _zkpaths as zp
-from zkconsumer._bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
-from zkconsumer._stack import LocalStack, running_stack
+from zkconsumer.stack.bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
+from zkconsumer.stack.local import LocalStack, running_stack
+from zkconsumer.zk import paths as zp
 
 READ_ONLY = [make_acl("world", "anyone", read=True)]
 
@@ -313,7 +313,7 @@ def test_a_bridge_refused_its_top_level_paths_stops_with_one_line(
 ])
 def test_a_refusal_names_the_znode_whose_acl_is_at_fault(op: str, says: str) -> None:
     # ZooKeeper checks a create's or a delete's permission on the parent.
-    from zkconsumer._bridge import ZooKeeperRefusedError
+    from zkconsumer.stack.bridge import ZooKeeperRefusedError
 
     error = ZooKeeperRefusedError("zk:2181", "/brokers/topics/t", op)
     assert str(error) == f"ZooKeeper at zk:2181 {says}"
@@ -507,7 +507,7 @@ def test_stop_ends_a_bridge_still_connecting_to_zookeeper(
     """SIGINT/SIGTERM were ignored until --connect-timeout ran out (zk.start blocked)."""
     import threading
 
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     bridge = Bridge(f"127.0.0.1:{free_port()}", "127.0.0.1:1", connect_timeout_s=60.0,
                     environ={})
@@ -536,7 +536,7 @@ def test_zookeeper_away_is_not_a_kazoo_warning_every_second(
     """kazoo logs each refused connection attempt as a WARNING; the bridge's own client
     demotes them (the bridge says once that ZooKeeper is away), other clients keep them."""
     from zkconsumer._errors import ZkConsumerError
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     bridge = Bridge(f"127.0.0.1:{free_port()}", "127.0.0.1:1", connect_timeout_s=2.5,
                     environ={})
@@ -640,7 +640,7 @@ def test_bridge_leaves_topics_it_does_not_manage_alone(
 def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
     stack: StackInfo, zk: KazooClient, names
 ) -> None:
-    from zkconsumer._bridge import Bridge
+    from zkconsumer.stack.bridge import Bridge
 
     root = f"/bridge-{names.suffix}"  # a tree of its own: the stack's bridge owns /brokers
     zk.create(root)
@@ -670,7 +670,7 @@ def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
 def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> Iterator[Any]:
     """A Bridge connected to a tree of its own (the stack's bridge owns /brokers), for
     driving :meth:`apply` with views made by hand."""
-    from zkconsumer._bridge import MANAGED_DIR, Bridge
+    from zkconsumer.stack.bridge import MANAGED_DIR, Bridge
 
     for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
         zk.ensure_path(root + path)
@@ -684,7 +684,7 @@ def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> I
 
 
 def test_read_cluster_leaves_out_fenced_brokers() -> None:
-    from zkconsumer._bridge import read_cluster
+    from zkconsumer.stack.bridge import read_cluster
 
     class Admin:
         def describe_cluster(self) -> dict[str, Any]:
@@ -706,7 +706,7 @@ def test_bridge_registers_the_listener_of_its_security_protocol(
     """As a broker with that listener alone: readers find it by their security.protocol
     (the endpoint said PLAINTEXT whatever the cluster's protocol was). A registration held by
     another session is left alone; one of its own, forgotten by a resync, is rewritten."""
-    from zkconsumer._bridge import ClusterView
+    from zkconsumer.stack.bridge import ClusterView
 
     root = f"/bridge-{names.suffix}"
     zk.create(root + zp.broker_path(2), b"{}", ephemeral=True, makepath=True)  # someone's
@@ -732,7 +732,7 @@ def test_a_round_cut_short_never_leaves_a_topic_the_bridge_takes_for_someone_els
 ) -> None:
     from kazoo.exceptions import ConnectionLoss
 
-    from zkconsumer._bridge import MANAGED_DIR, ClusterView
+    from zkconsumer.stack.bridge import MANAGED_DIR, ClusterView
 
     root = f"/bridge-{names.suffix}"
     with _bridge_on(stack, zk, root) as bridge:
@@ -787,7 +787,7 @@ def test_bridge_rides_out_zookeeper_going_away(private_stack: LocalStack) -> Non
     # in its round, and stop() (SIGTERM) could not end it.
     from kazoo.handlers.threading import KazooTimeoutError
 
-    from zkconsumer._bridge import Bridge, ClusterView
+    from zkconsumer.stack.bridge import Bridge, ClusterView
 
     private_stack.stop("bridge")  # ours is the only one
     bridge = Bridge(private_stack.zookeeper, private_stack.bootstrap, interval_s=0.2,
@@ -824,7 +824,7 @@ def test_the_bridge_answers_only_with_a_registration_naming_this_stacks_broker(
 ) -> None:
     """A registration restored from ZooKeeper's data with the session of a bridge killed in
     an earlier run (its broker on another port) made `up` report a stack that was not."""
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     assert stack.local is not None
     probe = LocalStack(tmp_path / "probe", broker="kraft")

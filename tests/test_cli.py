@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 import zkconsumer
-from zkconsumer import cli
+from zkconsumer import cli as cli
+from zkconsumer.cli.app import build_parser
+from zkconsumer.cli.common import EXIT_USAGE
 
 
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -27,7 +29,7 @@ def test_a_stack_dir_that_is_a_file_is_one_line(
     """It was "[Errno 17] File exists" (up) or a traceback-free but puzzling message."""
     not_a_dir = tmp_path / "notes.txt"
     not_a_dir.write_text("mine\n")
-    assert cli.main(["stack", action, "--dir", str(not_a_dir)]) == cli.EXIT_USAGE
+    assert cli.main(["stack", action, "--dir", str(not_a_dir)]) == EXIT_USAGE
     assert capsys.readouterr().err == (
         f"zkconsumer stack: {not_a_dir} is not a directory: give the stack a directory of its "
         "own\n")
@@ -54,6 +56,6 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.Argument
 
 
 def test_every_group_flag_has_help() -> None:
-    missing = [p.prog for p in _leaf_parsers(cli.build_parser()) for a in p._actions
+    missing = [p.prog for p in _leaf_parsers(build_parser()) for a in p._actions
                if "--group" in a.option_strings and not a.help]
     assert missing == []

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from tests.support import StackInfo
-from zkconsumer import _zkpaths as zp
-from zkconsumer import cli
-from zkconsumer._compare import (
+from zkconsumer import cli as cli
+from zkconsumer.ops.compare import (
     LABELS,
     ChangeResult,
     CompareResult,
@@ -28,7 +27,8 @@ from zkconsumer._compare import (
     render_markdown,
     zk_member_config,
 )
-from zkconsumer._migrate import modern_admin
+from zkconsumer.ops.migrate import modern_admin
+from zkconsumer.zk import paths as zp
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -224,7 +224,7 @@ def test_a_group_that_cannot_be_deleted_is_named_with_a_command_that_deletes_it(
 ) -> None:
     """A group gone already is no news; one still held (a member's session has not expired)
     is named, with a command that runs as printed."""
-    from zkconsumer._compare import CompareSettings, ProtocolResult, _forget_group
+    from zkconsumer.ops.compare import CompareSettings, ProtocolResult, _forget_group
 
     settings = CompareSettings(stack.bootstrap, stack.zookeeper, names.topic, 2,
                                session_timeout_ms=500)
@@ -263,7 +263,7 @@ def test_non_finite_or_non_positive_numbers_are_one_line(
     "connect_timeout_s", "dwell_s", "quiet_s", "settle_timeout_s", "drain_timeout_s"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
 def test_every_float_setting_must_be_finite(field_name: str, value: float) -> None:
-    from zkconsumer._compare import CompareError
+    from zkconsumer.ops.compare import CompareError
 
     settings = CompareSettings("b:9092", "zk:2181", "t", 2)
     settings.validate()
@@ -285,7 +285,7 @@ def test_an_unreachable_zookeeper_is_found_first_within_the_connect_timeout(
 ) -> None:
     import time
 
-    from zkconsumer._compare import run_compare
+    from zkconsumer.ops.compare import run_compare
 
     settings = CompareSettings.short(stack.bootstrap, "127.0.0.1:1", names.topic, 2)
     settings.connect_timeout_s = 1.0
@@ -319,7 +319,7 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 ) -> None:
     """Ctrl-C after the run's start offsets were written, before any member started: the
     group those offsets made is deleted all the same."""
-    from zkconsumer import _compare
+    from zkconsumer.ops import compare as _compare
 
     groups: list[str] = []
 
@@ -350,8 +350,8 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 def test_a_failed_second_run_keeps_the_first_runs_report(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
-    from zkconsumer import _compare
-    from zkconsumer._compare import CompareError
+    from zkconsumer.ops import compare as _compare
+    from zkconsumer.ops.compare import CompareError
 
     done = _fake_result(lost=0).results[0]
 
@@ -386,7 +386,7 @@ def test_ctrl_c_while_deleting_the_groups_keeps_the_report_and_names_them(
     """Both runs done, then Ctrl-C while the first group is deleted (waiting for the killed
     member's session): the report was lost, and the second group neither deleted nor
     named."""
-    from zkconsumer import _compare
+    from zkconsumer.ops import compare as _compare
 
     done = {p: _fake_result(lost=0).results[0] for p in ("zookeeper", "kafka")}
 
@@ -421,7 +421,7 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 ) -> None:
     """Ctrl-C in the second run, and again while the incomplete report is rendered: the
     groups were neither deleted nor named."""
-    from zkconsumer import _compare
+    from zkconsumer.ops import compare as _compare
 
     done = _fake_result(lost=0).results[0]
     forgotten: list[str] = []
@@ -450,7 +450,7 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 
 def test_a_kafka_group_left_behind_is_named_with_the_command_config() -> None:
     """On a secured cluster the printed command fails without the run's command config."""
-    from zkconsumer._compare import CompareSettings, ProtocolResult, _left_behind
+    from zkconsumer.ops.compare import CompareSettings, ProtocolResult, _left_behind
 
     settings = CompareSettings("b:9093", "z:2181", "t", 2, command_config="/etc/client.props")
     kept = ProtocolResult("kafka", "zkc-compare-kafka-1", 2, 2, [], 0, 0.0, None, 0, 0, 0, 0, 0,

@@ -1,7 +1,7 @@
 """Static checks of docker-compose.yml (no Docker engine is needed, or used).
 
 The compose stack runs the same software as the suite's local stack, started the same way:
-the checks compare it with what :class:`zkconsumer._stack.LocalStack` runs (its commands and
+the checks compare it with what :class:`zkconsumer.stack.local.LocalStack` runs (its commands and
 configuration files, captured without starting anything) and with the suite's constants.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from zkconsumer import _stack
-from zkconsumer._stack import (
+from zkconsumer.stack import local as _stack
+from zkconsumer.stack.local import (
     _LOG4J_PROPERTIES,
     BROKER_CLASSPATHS,
     BROKER_JVM_OPTIONS,

@@ -27,7 +27,7 @@ from zkconsumer import (
     TopicPartition,
     ZookeeperConsumerConnector,
 )
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 # -- a registration, or the whole group, deleted under a live session ----------------------
 
@@ -469,7 +469,7 @@ def test_the_session_lost_listener_never_waits_for_ever_on_a_stuck_sender(
     from kazoo.exceptions import SessionExpiredError
     from kazoo.protocol.states import KazooState
 
-    import zkconsumer._connector as connector_module
+    import zkconsumer.consumer.connector as connector_module
 
     topic = topic_factory(names.topic, 1)
     c = ZookeeperConsumerConnector(_config(stack, names.group), fetcher_factory=NullFetcher)

@@ -22,8 +22,8 @@ from zkconsumer import (
     ZookeeperConsumerConnector,
     create_consumer_connector,
 )
-from zkconsumer import _zkpaths as zp
-from zkconsumer._fetcher import log_end_offsets
+from zkconsumer.consumer.fetcher import log_end_offsets
+from zkconsumer.zk import paths as zp
 
 CHUNKS = int(os.environ.get("ZKC_TEST_CHUNKS", "2"))  # raise it to see the memory test fail
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

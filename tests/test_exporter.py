@@ -20,15 +20,15 @@ from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import StackInfo, produce, reaped, wait_until
-from zkconsumer import _zkpaths as zp
-from zkconsumer._exporter import (
+from zkconsumer.cli import main
+from zkconsumer.ops.exporter import (
     STATUS_CODES,
     LagMonitor,
     Observation,
     evaluate_partition,
     group_status,
 )
-from zkconsumer.cli import main
+from zkconsumer.zk import paths as zp
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -220,7 +220,7 @@ def test_groups_lag_once_json_and_watch(
 
 
 def test_the_grafana_dashboard_queries_metrics_the_exporter_serves() -> None:
-    from zkconsumer._exporter import _HELP
+    from zkconsumer.ops.exporter import _HELP
 
     path = os.path.join(REPO, "docs", "grafana", "zkconsumer-lag.json")
     with open(path, encoding="utf-8") as f:

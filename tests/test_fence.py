@@ -29,11 +29,11 @@ from zkconsumer import (
     ZookeeperConsumerConnector,
     _speedups,
 )
-from zkconsumer import _zkpaths as zp
-from zkconsumer._async_commit import AsyncCommitter
-from zkconsumer._fence import SessionLease
-from zkconsumer._gate import PyLeaseDeadline, PyLeasePermit, lease_clock
-from zkconsumer._offsets import KafkaOffsetStore
+from zkconsumer.consumer.async_commit import AsyncCommitter
+from zkconsumer.consumer.fence import SessionLease
+from zkconsumer.consumer.gate import PyLeaseDeadline, PyLeasePermit, lease_clock
+from zkconsumer.consumer.offsets import KafkaOffsetStore
+from zkconsumer.zk import paths as zp
 
 TP = TopicPartition
 

@@ -19,7 +19,6 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.support import StackInfo, produce, produce_with_bad_crc, wait_until
-from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
     BackgroundThreadError,
@@ -27,10 +26,11 @@ from zkconsumer._errors import (
     ConsumerShutdownError,
     ConsumerTimeoutException,
 )
-from zkconsumer._fetcher import FetcherManager, fetcher_id, log_end_offsets
-from zkconsumer._partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
-from zkconsumer._stream import KafkaStream, MessageAndMetadata
 from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.fetcher import FetcherManager, fetcher_id, log_end_offsets
+from zkconsumer.consumer.partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
+from zkconsumer.consumer.stream import KafkaStream, MessageAndMetadata
+from zkconsumer.zk import paths as zp
 
 BACKENDS = ["kafka-python", "confluent"]
 
@@ -421,7 +421,7 @@ def test_shutdown_is_idempotent_and_final(
 def test_fetchers_report_fetch_rate_and_lag_to_the_metrics(
     backend: str, stack: StackInfo, names: Any, topic_factory: Any,
 ) -> None:
-    from zkconsumer._metrics import ConsumerMetrics
+    from zkconsumer.consumer.metrics import ConsumerMetrics
 
     topic = topic_factory(names.topic, 1)
     produce(stack.bootstrap, topic, _values(10, 1))
@@ -458,8 +458,8 @@ def test_the_lag_of_partitions_held_back_by_a_full_queue_follows_the_log_end(
     queue), so no fetch brings their high watermark. ConsumerLag and MaxLag, what alerts on a
     stuck consumer, must still grow with the log end, and not fall back to the stale high
     watermark when a held chunk is finally put."""
-    import zkconsumer._fetcher as fetcher_module
-    from zkconsumer._metrics import ConsumerMetrics
+    import zkconsumer.consumer.fetcher as fetcher_module
+    from zkconsumer.consumer.metrics import ConsumerMetrics
 
     # 5 s would make a slow test (raising=False: the test also runs against older code).
     monkeypatch.setattr(fetcher_module, "HELD_LOG_END_REFRESH_S", 0.5, raising=False)
@@ -501,7 +501,7 @@ def test_the_short_polls_of_a_held_chunk_do_not_count_as_fetch_requests(
     """The application falls behind on one partition: its fetcher polls the others every
     few milliseconds meanwhile. Those polls are not fetch requests; MinFetchRate must not
     rise as the application falls behind."""
-    from zkconsumer._metrics import ConsumerMetrics
+    from zkconsumer.consumer.metrics import ConsumerMetrics
 
     topic = topic_factory(names.topic, 2)
     produce(stack.bootstrap, topic, [(0, None, b"x" * 100) for _ in range(200)])
@@ -534,7 +534,7 @@ def test_a_fetcher_thread_that_stops_late_leaves_its_successors_fetch_rate(
     """Fetcher threads are named as the JVM named them, so the next rebalance's thread for
     the same broker has the same name: the old one, ending after it started, must not take
     the new one out of MinFetchRate."""
-    from zkconsumer._metrics import ConsumerMetrics
+    from zkconsumer.consumer.metrics import ConsumerMetrics
 
     topic = topic_factory(names.topic, 1)
     metrics = ConsumerMetrics("client")
@@ -588,7 +588,8 @@ def _msg(topic: str, partition: int, offset: int, ts_type: int = 1, err: Any = N
 def _grouped(*polls: list[Any]) -> tuple[dict[tuple[str, int], list[tuple[Any, ...]]], Any]:
     """What ConfluentBackend._group makes of these polls: per partition, (offset, key, value,
     timestamp, timestamp type) of each message; and the poll result (errors)."""
-    from zkconsumer._fetcher import ConfluentBackend, ConfluentRecords, PollResult
+    from zkconsumer.broker.backends import ConfluentRecords, PollResult
+    from zkconsumer.consumer.fetcher import ConfluentBackend
 
     backend = ConfluentBackend.__new__(ConfluentBackend)  # no client: only the grouping
     backend._assigned = set()
@@ -677,7 +678,7 @@ def test_confluent_poll_frees_each_consumed_list_before_taking_the_next() -> Non
     that they are freed before a collection sees them; the list of one consume() must be
     gone before the next consume() makes its own (both at once were a whole threshold: in
     the throughput benchmark, a collection every 3,300 messages, 7 % of the time)."""
-    from zkconsumer._fetcher import ConfluentBackend
+    from zkconsumer.consumer.fetcher import ConfluentBackend
 
     step = max(100, gc.get_threshold()[0] // 2)
     offsets = iter(range(10**6))
@@ -716,7 +717,7 @@ def test_confluent_poll_frees_each_consumed_list_before_taking_the_next() -> Non
 def test_confluent_corrupt_batch_is_skipped_one_offset_per_round(speedups: str) -> None:
     from confluent_kafka import KafkaError
 
-    from zkconsumer._fetcher import ConfluentBackend
+    from zkconsumer.consumer.fetcher import ConfluentBackend
 
     bad = KafkaError(KafkaError._BAD_MSG)
     tp = TopicPartition("a", 0)
@@ -839,7 +840,7 @@ class _ScriptedBackend:
         pass
 
     def poll(self, timeout_ms: int) -> Any:
-        from zkconsumer._fetcher import PollResult
+        from zkconsumer.broker.backends import PollResult
 
         if not self.script:
             self.thread.begin_stop()
@@ -862,7 +863,8 @@ def test_corrupt_data_of_a_held_partition_is_reported_once(
     """A poll with more data of a partition held by its full queue (fetched again from the
     held chunk's end) and a corrupt batch after it: the corrupt batch is logged when it is
     fetched again, not twice."""
-    from zkconsumer._fetcher import PollResult, _FetcherThread
+    from zkconsumer.broker.backends import PollResult
+    from zkconsumer.consumer.fetcher import _FetcherThread
 
     config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
     manager = FetcherManager(config, "g_test", lambda: [])
@@ -901,7 +903,7 @@ def test_kafka_python_corrupt_batch_after_good_records_of_a_paused_partition(
     and keeps the error for its next poll, which drops it if the partition was paused
     meanwhile (its queue full); after the resume every poll spun for ever. The backend takes
     the error at once and skips the batch."""
-    from zkconsumer._fetcher import KafkaPythonBackend
+    from zkconsumer.consumer.fetcher import KafkaPythonBackend
 
     topic = topic_factory(names.topic, 2)
     produce_with_bad_crc(stack, topic, 1)  # partition 0: 0, corrupt 1, then 2..9
@@ -958,8 +960,8 @@ def test_an_offset_client_busy_past_shutdown_closes_itself(
 ) -> None:
     """A lookup that outlives shutdown's wait (a request timeout is 30 s or more) used to
     leave its client open for good: it closes it when it ends."""
-    import zkconsumer._fetcher as fetcher_module
-    from zkconsumer._fetcher import _OffsetClient
+    import zkconsumer.consumer.fetcher as fetcher_module
+    from zkconsumer.consumer.fetcher import _OffsetClient
 
     release = threading.Event()
     closed: list[bool] = []
@@ -1019,7 +1021,7 @@ class _NoConsumer:
 @pytest.fixture
 def held_fetcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, _LogEnds]]:
     """A fetcher thread (not started) of a manager whose offset lookups are a _LogEnds."""
-    import zkconsumer._fetcher as fetcher_module
+    import zkconsumer.consumer.fetcher as fetcher_module
 
     tp = TopicPartition("t", 0)
     ends = _LogEnds({tp: 100})
@@ -1035,7 +1037,7 @@ def held_fetcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, _LogEnd
 
 
 def _hold(tp: TopicPartition) -> Any:
-    from zkconsumer._fetcher import _Held
+    from zkconsumer.consumer.fetcher import _Held
 
     return _Held(_info(ChunkQueue(1), tp.topic, tp.partition, 0), [], 0, time.monotonic() - 60)
 
@@ -1124,7 +1126,7 @@ def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: 
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KTP
 
-    from zkconsumer._fetcher import kafka_consumer
+    from zkconsumer.consumer.fetcher import kafka_consumer
 
     missing = names("missing")
     consumer = kafka_consumer(bootstrap_servers=stack.bootstrap, group_id=None,

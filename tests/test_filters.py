@@ -176,7 +176,7 @@ def test_filters_are_read_in_the_java_dialect() -> None:
 def test_the_module_examples_hold() -> None:
     import doctest
 
-    from zkconsumer import _filters
+    from zkconsumer import _filters as _filters
 
     result = doctest.testmod(_filters)
     assert result.attempted >= 2 and result.failed == 0

@@ -10,9 +10,9 @@ import pytest
 
 from tests.support import wait_until
 from zkconsumer._errors import ConsumerTimeoutException
-from zkconsumer._gate import DeliveryGate
-from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
-from zkconsumer._stream import CREATE_TIME, KafkaStream, MessageAndMetadata
+from zkconsumer.consumer.gate import DeliveryGate
+from zkconsumer.consumer.partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
+from zkconsumer.consumer.stream import CREATE_TIME, KafkaStream, MessageAndMetadata
 
 
 def test_gate_opens_only_when_every_reason_is_gone() -> None:

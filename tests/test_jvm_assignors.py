@@ -27,11 +27,11 @@ from kazoo.client import KazooClient
 
 from tests.jvm import COMPATIBILITY, JVM_RELEASES, jvm_assign
 from tests.support import StackInfo
-from zkconsumer import _zkpaths as zp
-from zkconsumer._assignors import assign
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._connector import consumers_for_topic
 from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.assignors.core import assign
+from zkconsumer.consumer.connector import consumers_for_topic
+from zkconsumer.zk import paths as zp
 
 CASES_PER_KIND = 6  # Kafka runs 3 of each kind; each JVM start handles all of them
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from zkconsumer import ConfigError
-from zkconsumer import _zkpaths as zp
-from zkconsumer._assignors import assign, java_string_hashcode, roundrobin_assign
 from zkconsumer._config import ConsumerConfig, JvmCompatibility
 from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.assignors.core import assign, java_string_hashcode, roundrobin_assign
+from zkconsumer.zk import paths as zp
 
 BASE = {"zookeeper.connect": "127.0.0.1:2181", "group.id": "g"}
 
@@ -99,7 +99,8 @@ def test_roundrobin_orders_by_the_hash_of_the_releases_partition_name() -> None:
 def test_the_examples_in_the_docstrings() -> None:
     import doctest
 
-    from zkconsumer import _config, _jvmcompat
+    from zkconsumer import _config as _config
+    from zkconsumer.consumer.assignors import jvmcompat as _jvmcompat
 
     for module in (_jvmcompat, _config):
         assert doctest.testmod(module).failed == 0

@@ -51,11 +51,11 @@ from tests.jvm import (
     py_member,
 )
 from tests.support import StackInfo, wait_until
-from zkconsumer import _zkpaths as zp
-from zkconsumer._assignors import assign
 from zkconsumer._config import JvmCompatibility
-from zkconsumer._connector import consumers_for_topic
 from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.assignors.core import assign
+from zkconsumer.consumer.connector import consumers_for_topic
+from zkconsumer.zk import paths as zp
 
 # Short sessions and quick retries on both sides: a killed member is noticed in seconds.
 LEGACY = {"zookeeper.session.timeout.ms": "3000", "rebalance.backoff.ms": "300",

@@ -26,7 +26,7 @@ from kazoo.client import KazooClient
 from tests.conftest import Names
 from tests.jvm import LOG4J, MemberProcess, classpath, py_member
 from tests.support import StackInfo, produce, wait_until
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 LEGACY = {"zookeeper.session.timeout.ms": "3000", "auto.offset.reset": "smallest"}
 

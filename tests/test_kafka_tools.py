@@ -13,8 +13,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.support import StackInfo, produce
-from zkconsumer import _zkpaths as zp
 from zkconsumer.cli import main
+from zkconsumer.zk import paths as zp
 
 NOTE = ("Note: This will only show information about consumers that use ZooKeeper (not those "
         "using the Java consumer API).\n")

@@ -19,9 +19,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support import NullFetcher, StackInfo, wait_until
 from zkconsumer import ConsumerConfig, Whitelist, ZookeeperConsumerConnector
 from zkconsumer._errors import ConsumerTimeoutException
-from zkconsumer._metrics import FETCH_RATE_WINDOW_S, LEGACY_NAMES, ConsumerMetrics
-from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
-from zkconsumer._stream import CREATE_TIME, KafkaStream, MessageAndMetadata
+from zkconsumer.consumer.metrics import FETCH_RATE_WINDOW_S, LEGACY_NAMES, ConsumerMetrics
+from zkconsumer.consumer.partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
+from zkconsumer.consumer.stream import CREATE_TIME, KafkaStream, MessageAndMetadata
 
 
 class FakeClock:
@@ -370,7 +370,7 @@ def _started_since(before: set[threading.Thread]) -> int:
 
 def test_idle_connections_end_after_the_client_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each idle connection held a thread for ever (300 connections, 300 threads)."""
-    import zkconsumer._metrics as metrics_module
+    import zkconsumer.consumer.metrics as metrics_module
 
     monkeypatch.setattr(metrics_module, "CLIENT_TIMEOUT_S", 0.3, raising=False)
     m = ConsumerMetrics("app")
@@ -396,7 +396,7 @@ def test_a_client_sending_a_byte_now_and_then_is_cut_at_the_deadline(
 ) -> None:
     """Never silent for the client timeout, such a client held its thread for as long as it
     went on (the request line may be 64 KiB long)."""
-    import zkconsumer._metrics as metrics_module
+    import zkconsumer.consumer.metrics as metrics_module
 
     monkeypatch.setattr(metrics_module, "CLIENT_DEADLINE_S", 1.0, raising=False)
     m = ConsumerMetrics("app")
@@ -429,7 +429,7 @@ def test_connections_beyond_the_bound_are_closed_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A thread per connection, with no bound: a client opening many kept as many threads."""
-    import zkconsumer._metrics as metrics_module
+    import zkconsumer.consumer.metrics as metrics_module
 
     monkeypatch.setattr(metrics_module, "MAX_CLIENTS", 3, raising=False)
     m = ConsumerMetrics("app")

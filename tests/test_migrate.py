@@ -29,9 +29,9 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector, cli
-from zkconsumer import _zkpaths as zp
-from zkconsumer._migrate import (
-    GroupActiveError,
+from zkconsumer._errors import GroupActiveError
+from zkconsumer._types import TopicPartition as TP
+from zkconsumer.ops.migrate import (
     classify,
     copy_offsets,
     migration_status,
@@ -41,7 +41,7 @@ from zkconsumer._migrate import (
     read_zk_offsets,
     wait_until_idle,
 )
-from zkconsumer._types import TopicPartition as TP
+from zkconsumer.zk import paths as zp
 
 Taken = list[tuple[int, int, bytes]]  # (partition, offset, value)
 
@@ -757,7 +757,7 @@ def test_status_reaches_the_brokers_with_the_command_config(
 
 def delete_topic(stack: StackInfo, zk: KazooClient, topic: str) -> None:
     """Delete ``topic`` on the broker and wait until it is gone from both registries."""
-    from zkconsumer._migrate import _broker_topics
+    from zkconsumer.ops.migrate import _broker_topics
 
     admin = modern_admin(stack.bootstrap)
     try:
@@ -997,7 +997,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
     """A topic gone from the broker between the copy's plan and its write (the copy skips
     the ones the brokers already lack): the broker refuses its offsets and commits the
     rest; the error says both."""
-    from zkconsumer._migrate import MigrationError, write_kafka_offsets
+    from zkconsumer.ops.migrate import MigrationError, write_kafka_offsets
 
     group, live = names.group, topic2
     ghost = names("ghost")  # never on the broker
@@ -1020,7 +1020,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
 def test_kafka_commit_refused_because_a_modern_member_joined_is_group_active(
     stack: StackInfo, names: Any, topic2: str
 ) -> None:
-    from zkconsumer._migrate import write_kafka_offsets
+    from zkconsumer.ops.migrate import write_kafka_offsets
 
     group, topic = names.group, topic2
     modern = modern_consumer(stack, group, topic)
@@ -1091,7 +1091,7 @@ def test_failed_zookeeper_transaction_names_its_cause(
 ) -> None:
     """kazoo reports the ops before the failing one as RolledBackError: the message showed
     that instead of the cause."""
-    from zkconsumer._migrate import MigrationError
+    from zkconsumer.ops.migrate import MigrationError
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 9)
@@ -1188,7 +1188,7 @@ def test_copy_to_zookeeper_splits_big_writes_and_says_what_was_written(
 ) -> None:
     """One transaction for any number of partitions broke ZooKeeper's ~1 MB request limit
     (ConnectionLoss on every attempt for ~10,000 partitions)."""
-    import zkconsumer._migrate as migrate
+    import zkconsumer.ops.migrate as migrate
 
     group = names.group
     topic = topic_factory(names.topic, 5)
@@ -1226,7 +1226,7 @@ def test_copy_success_line_counts_checks_right(
     see one."""
     import re
 
-    import zkconsumer._migrate as migrate
+    import zkconsumer.ops.migrate as migrate
 
     group, topic = names.group, topic2
     connector = legacy_owner(stack, zk, group, topic)
@@ -1267,7 +1267,7 @@ def test_migrate_help_points_to_the_readme(capsys: Any) -> None:
     """It pointed to docs/migration.md, which does not exist."""
     from pathlib import Path
 
-    import zkconsumer._migrate as migrate
+    import zkconsumer.ops.migrate as migrate
 
     with pytest.raises(SystemExit) as done:
         cli.main(["migrate", "--help"])
@@ -1283,7 +1283,7 @@ def test_migrate_help_points_to_the_readme(capsys: Any) -> None:
 def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> None:
     """Brokers leave topics the caller may not describe out of an all-topics answer: taken
     for deleted, their offsets were skipped by the copy and only warned about by status."""
-    from zkconsumer._migrate import MigrationError, _broker_topics
+    from zkconsumer.ops.migrate import MigrationError, _broker_topics
 
     class Admin:
         def describe_topics(self, topics: list[str]) -> list[dict[str, Any]]:
@@ -1376,7 +1376,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
 ) -> None:
     """``migrate copy`` copied an offset past the log end, which ``migrate status`` calls a
     blocker (``above_log_end``), without a word."""
-    from zkconsumer._migrate import MigrationError, broker_log_range
+    from zkconsumer.ops.migrate import MigrationError, broker_log_range
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 4)  # log ends 4 and 4
@@ -1462,7 +1462,7 @@ def test_copy_refuses_when_the_log_range_cannot_be_read_unless_forced(
 ) -> None:
     """Where ``migrate status`` says "log range unknown" (a blocker), the copy does not
     write unchecked offsets either, unless forced."""
-    from zkconsumer._migrate import MigrationError
+    from zkconsumer.ops.migrate import MigrationError
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 3)
@@ -1496,7 +1496,7 @@ def test_copy_force_goes_on_when_the_brokers_cannot_describe_the_topics(
 ) -> None:
     """--force copies without the log range check; a DescribeTopics that failed outright
     (rather than answering with an error code) ended the copy with exit status 2."""
-    import zkconsumer._migrate as migrate
+    import zkconsumer.ops.migrate as migrate
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 3)
@@ -1539,14 +1539,14 @@ def test_the_migrate_errors_are_the_tools_errors_too() -> None:
     keeps the partitions it took, which ``offsets reset|import`` name."""
     from kafka.errors import NoError, UnknownMemberIdError
 
-    from zkconsumer import _admin, _migrate
-    from zkconsumer._migrate import write_kafka_offsets
+    from zkconsumer import _errors
+    from zkconsumer.ops.migrate import write_kafka_offsets
 
     for name in ("GroupActiveError", "UnknownGroupError", "UnknownTopicError"):
-        ours, tools = getattr(_migrate, name), getattr(_admin, name)
-        assert issubclass(ours, tools) and issubclass(ours, _migrate.MigrationError), name
-    with pytest.raises(_admin.GroupActiveError):
-        raise _migrate.GroupActiveError("live")
+        ours, tools = getattr(_errors, "Migration" + name), getattr(_errors, name)
+        assert issubclass(ours, tools) and issubclass(ours, _errors.MigrationError), name
+    with pytest.raises(_errors.GroupActiveError):
+        raise _errors.MigrationGroupActiveError("live")
 
     class Admin:
         def alter_group_offsets(self, group: str, offsets: dict[Any, Any]) -> dict[Any, Any]:
@@ -1632,7 +1632,7 @@ def test_a_consumer_committing_while_the_copy_writes_fails_the_copy(
     Kafka got the older offset, and the copy still said no consumer was seen (exit 0): the
     switch replayed. The source is read again and the group looked at once more after the
     write."""
-    import zkconsumer._migrate as migrate_module
+    import zkconsumer.ops.migrate as migrate_module
 
     group, topic = names.group, topic2
     produce_each(stack, topic, 5)
@@ -1658,7 +1658,7 @@ def test_ctrl_c_while_the_copy_writes_says_what_state_the_group_is_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ctrl-C during the write exited 130 with nothing said, some offsets perhaps written."""
-    import zkconsumer._migrate as migrate_module
+    import zkconsumer.ops.migrate as migrate_module
 
     group, topic = names.group, topic2
     produce_each(stack, topic, 5)

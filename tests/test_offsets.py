@@ -12,16 +12,16 @@ from kafka import TopicPartition as KTP
 from kazoo.client import KazooClient
 
 from tests.support import StackInfo
-from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import OffsetCommitError
-from zkconsumer._offsets import (
+from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.offsets import (
     DualOffsetStore,
     KafkaOffsetStore,
     ZkOffsetStore,
     make_offset_store,
 )
-from zkconsumer._types import TopicPartition
+from zkconsumer.zk import paths as zp
 
 
 def _config(stack: StackInfo, group: str, **props: object) -> ConsumerConfig:
@@ -114,7 +114,7 @@ def test_kafka_store_gives_up_on_unreachable_brokers_within_its_socket_timeout(
     registered but unreachable held a rebalance (and shutdown) for minutes."""
     from kafka.errors import KafkaError
 
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     config = _config(stack, names.group, offsets_channel_socket_timeout_ms=1000)
     store = KafkaOffsetStore(config, names.group, lambda: [f"127.0.0.1:{free_port()}"])
@@ -235,7 +235,7 @@ def test_a_deleted_offset_znode_is_not_remembered(zk: KazooClient, names: Any) -
 def test_a_big_commit_is_split_into_transactions_that_fit(
     zk: KazooClient, names: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zkconsumer._offsets as offsets_module
+    import zkconsumer.consumer.offsets as offsets_module
 
     monkeypatch.setattr(offsets_module, "MAX_COMMIT_OPS", 4)
     g, t = names.group, names.topic
@@ -353,7 +353,7 @@ def test_a_batch_while_disconnected_fails_instead_of_blocking_in_kazoo(call: str
     from kazoo.protocol.states import KeeperState
 
     from tests.support import wait_until
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     zk = KazooClient(hosts=f"127.0.0.1:{free_port()}",
                      connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 0.5})

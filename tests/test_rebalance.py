@@ -41,7 +41,7 @@ from zkconsumer import (
     ZkConnectionLostError,
     ZookeeperConsumerConnector,
 )
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 
 def _config(stack: StackInfo, group: str, **extra: object) -> ConsumerConfig:

@@ -27,11 +27,12 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
-from zkconsumer import _zkpaths as zp
-from zkconsumer._admin import ACL_ENV, AUTH_ENV
-from zkconsumer._bridge import Bridge
-from zkconsumer._connector import check_kazoo_login, kazoo_security_kwargs
-from zkconsumer._stack import LocalStack, free_port
+from zkconsumer.consumer.connector import kazoo_security_kwargs
+from zkconsumer.ops.admin import ACL_ENV, AUTH_ENV
+from zkconsumer.stack.bridge import Bridge
+from zkconsumer.stack.local import LocalStack, free_port
+from zkconsumer.zk import paths as zp
+from zkconsumer.zk.session import check_kazoo_login
 
 
 def test_digest_acl_protects_created_znodes(stack, zk, names, topic_factory) -> None:
@@ -326,7 +327,9 @@ def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
     monkeypatch: pytest.MonkeyPatch, who: str
 ) -> None:
     """As the connector does (below): not "cannot connect ... within" for a refused login."""
-    from zkconsumer import _admin, _bridge
+    from zkconsumer._errors import AdminError
+    from zkconsumer.stack import bridge as _bridge
+    from zkconsumer.zk import session
 
     address = f"127.0.0.1:{free_port()}"
     refused = rf"SASL login as 'zkc' \(zookeeper.auth\) refused by ZooKeeper at {address}"
@@ -336,7 +339,7 @@ def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
         with pytest.raises(ZkConsumerError, match=f"^{refused}"):
             bridge.run()
     else:
-        monkeypatch.setattr(_admin, "KazooClient", _RefusedDuringStart)
+        monkeypatch.setattr(session, "KazooClient", _RefusedDuringStart)
         # Something listens there: the tools' probe (a refused port is named at once) passes
         # and the refusal comes from the login, as from a real ZooKeeper.
         with socket.socket() as listening:
@@ -344,8 +347,8 @@ def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
             listening.listen()
             address = f"127.0.0.1:{listening.getsockname()[1]}"
             refused = rf"SASL login as 'zkc' \(zookeeper.auth\) refused by ZooKeeper at {address}"
-            with pytest.raises(_admin.AdminError, match=f"^{AUTH_ENV}: {refused}"):
-                _admin.connect(address, timeout_s=0.3, environ=_bridge_env())
+            with pytest.raises(AdminError, match=f"^{AUTH_ENV}: {refused}"):
+                session.connect(address, timeout_s=0.3, environ=_bridge_env())
 
 
 def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> None:
@@ -355,7 +358,7 @@ def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> Non
     from kazoo.handlers.threading import KazooTimeoutError
     from kazoo.protocol.states import KazooState, KeeperState
 
-    from zkconsumer._connector import start_and_check_login
+    from zkconsumer.consumer.connector import start_and_check_login
 
     class Client:  # kazoo's KazooClient, refused during start()
         class handler:

@@ -36,10 +36,9 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerTimeoutException, ZkConsumerError, create_consumer_connector
-from zkconsumer import _zkpaths as zp
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._offsets import ZkOffsetStore
 from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.offsets import ZkOffsetStore
 from zkconsumer.spark import (
     INITIAL_OFFSET,
     OffsetRange,
@@ -50,6 +49,7 @@ from zkconsumer.spark import (
     read_range,
     register,
 )
+from zkconsumer.zk import paths as zp
 
 Row4 = tuple[int, int, bytes, bytes]  # partition, offset, key, value
 

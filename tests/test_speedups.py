@@ -17,13 +17,14 @@ from typing import Any, NamedTuple
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from zkconsumer import _fetcher
-from zkconsumer._fetcher import _CONFLUENT_TS_TYPE, ConfluentBackend, ConfluentRecords, PollResult
-from zkconsumer._stream import MessageAndMetadata
 from zkconsumer._types import TopicPartition
+from zkconsumer.broker import backends
+from zkconsumer.broker.backends import _CONFLUENT_TS_TYPE, ConfluentRecords, PollResult
+from zkconsumer.consumer.fetcher import ConfluentBackend
+from zkconsumer.consumer.stream import MessageAndMetadata
 
 try:
-    from zkconsumer import _speedups
+    from zkconsumer import _speedups as _speedups
 except ImportError:  # reported by test_the_extension_is_built; the rest cannot run
     _speedups = None  # type: ignore[assignment]
 
@@ -180,7 +181,7 @@ def test_split_messages_groups_as_the_python_twin(
     rng = random.Random(seed)
     offsets = {(t, p): rng.randint(-1, 10**12) for t in "ab" for p in range(3)}
     polls = [_random_poll(rng, offsets) for _ in range(rng.randint(1, 4))]
-    assert _fetcher.split_messages is _speedups.split_messages
+    assert backends.split_messages is _speedups.split_messages
     got = _group_with(ConfluentBackend._group, polls)
     want = _group_with(ConfluentBackend._group_py, polls)
     assert got == want
@@ -387,10 +388,12 @@ def test_without_the_extension_zkconsumer_imports_and_uses_the_python_twins() ->
 
     code = (
         "import sys; sys.modules['zkconsumer._speedups'] = None\n"
-        "from zkconsumer import _fetcher, _stream\n"
-        "assert _fetcher.split_messages is None and _stream._zip_messages is None\n"
-        "m, = _stream.make_messages(*([x] for x in ('t', 1, 2, None, b'v', 3, 0)))\n"
-        "assert type(m) is _stream.MessageAndMetadata and m.offset == 2, m\n"
+        "from zkconsumer import _message\n"
+        "from zkconsumer.broker import backends\n"
+        "from zkconsumer.consumer import stream\n"
+        "assert backends.split_messages is None and _message._zip_messages is None\n"
+        "m, = _message.make_messages(*([x] for x in ('t', 1, 2, None, b'v', 3, 0)))\n"
+        "assert type(m) is _message.MessageAndMetadata and m.offset == 2, m\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)

@@ -18,8 +18,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.support import StackInfo, create_topic, reaped, wait_until
-from zkconsumer import _zkpaths as zp
-from zkconsumer._stack import LocalStack, port_open, running_stack, zk_four_letter
+from zkconsumer.stack.local import LocalStack, port_open, running_stack, zk_four_letter
+from zkconsumer.zk import paths as zp
 
 
 def _broker_ids(zk: KazooClient) -> list[str]:
@@ -57,8 +57,8 @@ def _znodes(info: StackInfo, topic: str) -> dict[str, Any]:
     """The registration of the stack's one broker, ``topic``'s znode and its partition 0's
     state and znode data, as written; with what zkconsumer's readers make of them."""
     from tests.support import started_zk
-    from zkconsumer._admin import find_bootstrap
-    from zkconsumer._zkread import broker_addresses, topic_partitions
+    from zkconsumer.ops.brokers import find_bootstrap
+    from zkconsumer.zk.read import broker_addresses, topic_partitions
 
     with started_zk(info.zookeeper) as zk:
         broker = int(wait_until(lambda: _broker_ids(zk), 30, "a broker")[0])
@@ -146,7 +146,7 @@ def test_a_process_is_taken_for_a_component_only_when_it_names_this_stack(
     """The stack knows its components by pid and a marker in their command line. Generic
     markers ("broker") made a reused pid, another stack's component say, look like ours:
     `down` would have signalled it."""
-    from zkconsumer._stack import _Proc
+    from zkconsumer.stack.local import _Proc
 
     other = tmp_path / "other-stack"
     stranger = subprocess.Popen([  # what another stack's three components run
@@ -168,7 +168,7 @@ def test_up_is_not_fooled_by_another_process_listening_on_a_port(tmp_path: Path)
     import socket
 
     from zkconsumer._errors import StackError
-    from zkconsumer._stack import listens
+    from zkconsumer.stack.local import listens
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -242,7 +242,7 @@ def test_stack_cli_up_status_down(
 _HOLD_A_STACK = """
 import json, sys, time
 from pathlib import Path
-from zkconsumer._stack import running_stack
+from zkconsumer.stack.local import running_stack
 with running_stack(sys.argv[1]) as s:
     Path(sys.argv[2]).write_text(json.dumps([s.zookeeper, s.bootstrap]))
     time.sleep(600)
@@ -295,7 +295,7 @@ def test_sigkill_of_the_holder_leaves_no_component_running(tmp_path: Path) -> No
 
 _SPAWN_A_SLEEPER = """
 import sys, time
-from zkconsumer._stack import LocalStack
+from zkconsumer.stack.local import LocalStack
 stack = LocalStack(sys.argv[1], tied=sys.argv[2] == "tied")
 print(stack._popen("sleeper", [sys.executable, "-c", "import time; time.sleep(120)"]), flush=True)
 time.sleep(600)
@@ -386,7 +386,7 @@ def test_a_zookeeper_that_cannot_start_says_why(tmp_path: Path) -> None:
     adds one, so the error shows ZooKeeper's reason."""
     import socket
 
-    from zkconsumer._stack import StackError
+    from zkconsumer.stack.local import StackError
 
     with socket.create_server(("127.0.0.1", 0)) as taken:
         stack = LocalStack(tmp_path / "stack")
@@ -402,7 +402,7 @@ def test_a_failed_stack_up_leaves_what_was_running_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from zkconsumer._errors import StackError
-    from zkconsumer._stack import free_port
+    from zkconsumer.stack.local import free_port
 
     directory = tmp_path / "stack"
     first = LocalStack(directory)
@@ -438,7 +438,7 @@ def _sleeper(ignore_sigterm: bool = False, **popen: Any) -> Iterator[subprocess.
 
 
 def test_stop_kills_a_component_that_left_its_process_group(tmp_path: Path) -> None:
-    from zkconsumer._stack import _Proc
+    from zkconsumer.stack.local import _Proc
 
     stack = LocalStack(tmp_path / "stack")
     stack.dir.mkdir()
@@ -452,9 +452,9 @@ def test_stop_kills_a_component_that_left_its_process_group(tmp_path: Path) -> N
 def test_down_goes_on_past_a_component_that_will_not_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from zkconsumer import _stack
     from zkconsumer._errors import StackError
-    from zkconsumer._stack import _Proc
+    from zkconsumer.stack import local as _stack
+    from zkconsumer.stack.local import _Proc
 
     monkeypatch.setattr(_stack, "KILL_WAIT_S", 0.2)
     stack = LocalStack(tmp_path / "stack")

@@ -11,11 +11,12 @@ from collections import Counter
 import pytest
 
 from tests.test_assignors import random_group, shuffled_copy
-from zkconsumer import _sticky, _strategy
-from zkconsumer._assignors import assign, range_assign
-from zkconsumer._sticky import sticky_assign, sticky_topic
-from zkconsumer._strategy import strategy_refusals
 from zkconsumer._types import TopicPartition as TP
+from zkconsumer.consumer.assignors import sticky as _sticky
+from zkconsumer.consumer.assignors import strategy as _strategy
+from zkconsumer.consumer.assignors.core import assign, range_assign
+from zkconsumer.consumer.assignors.sticky import sticky_assign, sticky_topic
+from zkconsumer.consumer.assignors.strategy import strategy_refusals
 
 
 def test_docstring_examples() -> None:

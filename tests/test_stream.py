@@ -22,10 +22,10 @@ from kafka.consumer.fetcher import ConsumerRecord
 
 from tests.support import wait_until
 from zkconsumer._errors import ConsumerTimeoutException, ZkConsumerError
-from zkconsumer._fetcher import ConfluentRecords
-from zkconsumer._gate import DeliveryGate
-from zkconsumer._partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
-from zkconsumer._stream import (
+from zkconsumer.broker.backends import ConfluentRecords
+from zkconsumer.consumer.gate import DeliveryGate
+from zkconsumer.consumer.partition import ChunkQueue, FetchedDataChunk, PartitionTopicInfo
+from zkconsumer.consumer.stream import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     NO_TIMESTAMP_TYPE,
@@ -460,7 +460,7 @@ def test_message_metrics_leave_out_records_skipped_as_consumed(kind: str) -> Non
 
 def test_bytes_are_counted_for_an_application_that_reads_the_snapshot() -> None:
     """No Prometheus: an application reading ``snapshot()`` gets BytesPerSec too."""
-    from zkconsumer._metrics import ConsumerMetrics
+    from zkconsumer.consumer.metrics import ConsumerMetrics
 
     metrics = ConsumerMetrics("cid")
     assert metrics.snapshot()["BytesPerSec"] == {}
@@ -496,7 +496,7 @@ def test_an_offset_reset_while_a_chunk_starts_drops_that_chunk(
     early epoch check, as it reads the consumed offset or makes the chunk's cursor. The old
     chunk must be dropped; handed out, it moved the consumed offset back up past the refetched
     messages, which were then skipped as consumed (lost: 95 to 109 of the new log)."""
-    import zkconsumer._stream as stream_module
+    import zkconsumer.consumer.stream as stream_module
 
     armed = [False]
 
@@ -811,7 +811,7 @@ def test_an_interrupt_while_a_chunk_starts_loses_no_message(
 ) -> None:
     """Ctrl-C after a chunk was taken off the queue but before its first message: the next
     call hands out that chunk (it used to be lost, and the consumed offset jumped past it)."""
-    import zkconsumer._stream as stream_module
+    import zkconsumer.consumer.stream as stream_module
 
     real = stream_module._columns
     calls: list[int] = []

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from zkconsumer._tables import Table, terminal_width
+from zkconsumer.cli.tables import Table, terminal_width
 
 LONG_ID = "billing-service-group_worker-host-17.eu-west-1.compute.internal-1732780000000-9f3a2b1c-3"
 

@@ -37,10 +37,11 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZookeeperConsumerConnector
-from zkconsumer import _zkpaths as zp
-from zkconsumer._connector import kazoo_security_kwargs
-from zkconsumer._metrics import ConsumerMetrics
 from zkconsumer.cli import main
+from zkconsumer.consumer.connector import kazoo_security_kwargs
+from zkconsumer.consumer.metrics import ConsumerMetrics
+from zkconsumer.ops.brokers import find_bootstrap
+from zkconsumer.zk import paths as zp
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -619,18 +620,18 @@ def test_a_command_whose_zookeeper_goes_away_fails_in_one_line(
     # ever: a tool whose ZooKeeper went away mid-command hung instead of failing.
     import threading
 
-    from zkconsumer import _admin
-    from zkconsumer._stack import running_stack
+    from zkconsumer.stack.local import running_stack
+    from zkconsumer.zk import session
 
     with running_stack(tmp_path / "stack") as stack:
-        real_connect = _admin.connect
+        real_connect = session.connect
 
         def connect_then_lose_zookeeper(*args: Any, **kwargs: Any) -> KazooClient:
             client = real_connect(*args, **kwargs)
             stack.stop("zookeeper")
             return client
 
-        monkeypatch.setattr(_admin, "connect", connect_then_lose_zookeeper)
+        monkeypatch.setattr(session, "connect", connect_then_lose_zookeeper)
         result: list[tuple[int, str, str]] = []
         command = threading.Thread(target=lambda: result.append(run(
             capsys, "groups", "list", "--zookeeper", stack.zookeeper, "--connect-timeout", "2")),
@@ -748,7 +749,7 @@ def test_console_consumer_sigterm_deletes_its_group(
 def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: Any) -> None:
     """The tool's own client stops reconnecting after --connect-timeout; the consumer runs
     on through a longer outage, and its throwaway group is still deleted at exit."""
-    from zkconsumer._stack import running_stack
+    from zkconsumer.stack.local import running_stack
 
     with running_stack(tmp_path / "stack") as private:
         with started_zk(private.zookeeper) as zk:
@@ -780,8 +781,8 @@ def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: A
 def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
     zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from zkconsumer import _admin
     from zkconsumer._types import TopicPartition
+    from zkconsumer.ops import admin as _admin
 
     g, t = names("junk"), names("tj")
     seed(zk, g, {(t, 0): 5})
@@ -804,7 +805,8 @@ SASL_PLAIN = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
 
 
 def test_command_config_holds_broker_security_settings_only(tmp_path: Any) -> None:
-    from zkconsumer._admin import AdminError, command_config
+    from zkconsumer.ops.admin import AdminError
+    from zkconsumer.zk.session import command_config
 
     ca, _ = self_signed_cert(tmp_path)  # the CA file must load (a TLS client is built)
     good = tmp_path / "client.properties"
@@ -875,7 +877,7 @@ def test_a_member_registering_during_a_whole_group_delete_is_not_deleted(
 ) -> None:
     """The member check and the walk of the tree are two reads: a member registering in
     between was deleted with the group. It is refused now."""
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     group = names.group
     seed(zk, group, {("t", 0): 1})
@@ -900,7 +902,7 @@ def test_the_member_guard_keeps_the_ids_znode_acl(zk: KazooClient, names: Any) -
     (consumers that protect their group would find it open, or be locked out of it)."""
     from kazoo.security import ACL, Id, Permissions
 
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     group = names.group
     seed(zk, group, {("a", 0): 1, ("b", 0): 2})
@@ -919,7 +921,7 @@ def test_the_member_guard_refuses_to_remake_an_ids_znode_whose_acl_it_sees_redac
     with that ACL, ``ids`` locked its owner out (and with none, kazoo's, it was open)."""
     from kazoo.security import ACL, Id
 
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     group = names.group
     seed(zk, group, {("a", 0): 1, ("b", 0): 2})
@@ -957,7 +959,7 @@ def test_the_console_consumers_throwaway_group_is_deleted_after_a_long_outage(
     """After a ZooKeeper outage longer than --connect-timeout the tool's own client is closed
     and the consumer's registration outlives its shutdown (its session has not expired):
     the group is still deleted, with a new client, own registration first."""
-    from zkconsumer._cli_tools import _delete_quietly
+    from zkconsumer.cli.tools import _delete_quietly
 
     group = f"console-consumer-{names.suffix}"
     member = f"{group}_host-1-abcd"
@@ -987,8 +989,9 @@ def test_an_import_too_big_for_one_transaction_says_what_it_wrote(
     of it was written (it used to say "nothing written"), and that much is there."""
     from kazoo.security import ACL, Id, Permissions
 
-    from zkconsumer import _admin
-    from zkconsumer._admin import AclRefusedError, OffsetEntry
+    from zkconsumer._errors import AclRefusedError
+    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.admin import OffsetEntry
 
     monkeypatch.setattr(_admin, "MAX_TRANSACTION_OPS", 3)
     g1, g2 = names("open"), names("locked")
@@ -1026,7 +1029,7 @@ def test_console_consumer_checks_its_config_before_deleting_offsets(
 def test_console_consumer_separators_take_java_properties_escapes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from zkconsumer._cli_tools import _unescape
+    from zkconsumer.cli.tools import _unescape
 
     assert _unescape("é\\t", "key.separator") == "é\t"  # was garbled to "Ã©\t"
     assert _unescape("\\r\\n", "line.separator") == "\r\n"
@@ -1181,7 +1184,7 @@ def test_describe_shows_the_larger_of_both_stores_as_a_dual_commit_member_reads_
     stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from zkconsumer._offsets import DualOffsetStore, make_offset_store
+    from zkconsumer.consumer.offsets import DualOffsetStore, make_offset_store
 
     topic = topic_factory(names.topic, 4)
     g = names.group
@@ -1227,8 +1230,8 @@ def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
     and export use, as the tools' client id.)"""
     from kafka.errors import GroupAuthorizationFailedError
 
-    from zkconsumer import _admin
-    from zkconsumer._admin import describe_group
+    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.admin import describe_group
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1404,7 +1407,7 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
 ) -> None:
     """Every failed transaction was taken for a race and retried, then reported as
     "ZooKeeper kept changing": a chroot typo or a refusal no retry can help is named now."""
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     commits: list[str] = []
     real_commit = _admin._commit
@@ -1420,7 +1423,9 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     chroot = f"/no-such-chroot-{names.suffix}"
     # (The command checks the chroot before anything: test_a_mistyped_chroot_...; the write
     # path names it too, for a caller that did not check.)
-    chrooted = _admin.connect(stack.zookeeper + chroot)
+    from zkconsumer.zk import session as _session
+
+    chrooted = _session.connect(stack.zookeeper + chroot)
     try:
         with pytest.raises(_admin.AdminError) as exc:
             _admin.import_offsets(chrooted, [_admin.OffsetEntry(g, t, 0, 5)],
@@ -1450,8 +1455,8 @@ def test_partition_znodes_with_odd_names_are_left_out_with_a_warning(
     zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """"²" passed isdigit() and crashed int(); "007" was read as partition 7."""
-    from zkconsumer import _admin
     from zkconsumer._types import TopicPartition
+    from zkconsumer.ops import admin as _admin
 
     g, t = names("odd"), names("to")
     seed(zk, g, {(t, 0): 5, (t, 10): 6})
@@ -1563,7 +1568,7 @@ def test_a_broken_pipe_to_a_server_is_still_an_error(
 ) -> None:
     """Only a closed stdout ends a command quietly: a socket's EPIPE (a broker, ZooKeeper)
     is a failure, reported in one line."""
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     def broken(zk: Any) -> Any:
         raise BrokenPipeError(32, "Broken pipe")
@@ -1595,7 +1600,7 @@ def test_reset_and_import_write_kafka_too_for_a_group_with_offsets_there(
 ) -> None:
     """They wrote ZooKeeper alone: a group with offsets.storage=kafka resumes from Kafka (a
     dual commit member from the larger of the two), so a reset back to earliest did nothing."""
-    from zkconsumer._offsets import DualOffsetStore, make_offset_store
+    from zkconsumer.consumer.offsets import DualOffsetStore, make_offset_store
 
     topic = topic_factory(names.topic, 2)
     g = names.group
@@ -1700,7 +1705,7 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
     """Kafka takes a group's offsets from outside only while it has no member: refused
     before anything is written (--force is about ZooKeeper's members), and said clearly
     when a member joins between the check and the commit."""
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1750,7 +1755,7 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
     """Whether the group has offsets in Kafka unknown: refused, unless --zookeeper-only."""
     from kafka.errors import GroupAuthorizationFailedError
 
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1819,7 +1824,7 @@ def test_a_kafka_refusal_after_zookeeper_was_written_says_what_kafka_took(
     all", not which were written. Running the command again finishes it."""
     from kafka.errors import UnknownMemberIdError
 
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     topic = topic_factory(names.topic, 3)
     g = names.group
@@ -1872,7 +1877,7 @@ def test_a_member_registering_during_a_reset_is_refused_in_a_resets_words(
 ) -> None:
     """Checked again just before the write, a member that registered meanwhile was refused
     in an import's words: "refusing to import offsets ...; pass --force to write anyway"."""
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1984,7 +1989,7 @@ def test_offsets_import_warns_about_offsets_no_member_can_resume_from_and_lists_
     """Offsets of missing topics or partitions, or past the log end, were imported without a
     word (they still are: a backup restored may predate a topic's deletion); --dry-run
     printed counts only, for a command documented to show what it would create and update."""
-    from zkconsumer import _cli_tools
+    from zkconsumer.cli import tools as _cli_tools
 
     topic = topic_factory(names.topic, 2)
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
@@ -2184,7 +2189,6 @@ def test_groups_delete_warns_when_kafka_still_holds_the_groups_offsets(
     """It said "deleted group g: N znodes" while Kafka still held the group's offsets: a
     member with offsets.storage=kafka (or dual commit) restarted resumed from those, not
     from auto.offset.reset. They are not deleted (a migrated group lives there), but said."""
-    from zkconsumer import _admin
 
     t1, t2 = topic_factory(names("t1"), 2), topic_factory(names("t2"), 1)
     produce(stack.bootstrap, t1, [(p, None, b"x") for p in (0, 1) for _ in range(3)])
@@ -2207,7 +2211,7 @@ def test_groups_delete_warns_when_kafka_still_holds_the_groups_offsets(
     assert (rc, out) == (0, f"deleted group {g}: 4 znodes\n")
     assert err == (
         f"{warn} Kafka still holds committed offsets of group {g} for 3 partitions: "
-        + also.replace(stack.bootstrap, _admin.find_bootstrap(zk)) + f" --delete --group {g}\n")
+        + also.replace(stack.bootstrap, find_bootstrap(zk)) + f" --delete --group {g}\n")
     assert zk.exists(zp.group_dir(g)) is None
     assert kafka_read(stack.bootstrap, g) == {(t1, 0): 3, (t1, 1): 3, (t2, 0): 0}
 
@@ -2239,7 +2243,6 @@ def test_console_consumer_delete_consumer_offsets_warns_about_kafkas_offsets(
 ) -> None:
     """--delete-consumer-offsets goes through the same delete: the same warning; a throwaway
     group, with nothing in Kafka, stays quiet."""
-    from zkconsumer import _admin
 
     topic = topic_factory(names.topic, 1)
     produce(stack.bootstrap, topic, [(0, None, b"m0"), (0, None, b"m1")])
@@ -2254,7 +2257,7 @@ def test_console_consumer_delete_consumer_offsets_warns_about_kafkas_offsets(
         f"zkconsumer console-consumer: warning: Kafka still holds committed offsets of group "
         f"{g} for 1 partition: a member with offsets.storage=kafka or dual commit resumes from "
         "them, not from auto.offset.reset; to delete them, once no modern consumer uses the "
-        f"group: kafka-consumer-groups.sh --bootstrap-server {_admin.find_bootstrap(zk)} "
+        f"group: kafka-consumer-groups.sh --bootstrap-server {find_bootstrap(zk)} "
         f"--delete --group {g}\n"
         "Processed a total of 2 messages\n")
     # The throwaway group: nothing but the count.
@@ -2272,7 +2275,7 @@ def test_console_consumer_delete_consumer_offsets_warns_about_kafkas_offsets(
     assert first.endswith(" for 1 partition: a member with offsets.storage=kafka or dual "
                           "commit resumes from them, not from auto.offset.reset; to delete "
                           "them, once no modern consumer uses the group: kafka-consumer-groups"
-                          f".sh --bootstrap-server {_admin.find_bootstrap(zk)} --delete --group "
+                          f".sh --bootstrap-server {find_bootstrap(zk)} --delete --group "
                           f"{first.split(' group ')[1].split()[0]}"), err
     assert count == "Processed a total of 1 message"
 
@@ -2522,7 +2525,7 @@ def test_describe_warns_about_offsets_below_the_log_start(
     retention) was never warned about. The log starts are moved by DeleteRecords, as
     retention or `kafka-delete-records` moves them."""
     from tests.support import delete_records
-    from zkconsumer._admin import describe_group
+    from zkconsumer.ops.admin import describe_group
 
     topic = topic_factory(names.topic, 3)
     produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(3) for _ in range(10)])
@@ -2556,7 +2559,7 @@ def test_describe_warns_about_offsets_below_the_log_start(
          "offset_source", "zookeeper_offset", "kafka_offset"])
 
     # The log starts not read: said, once the log ends were.
-    from zkconsumer import _admin
+    from zkconsumer.ops import admin as _admin
 
     def refused(self: Any, servers: str, tps: Any) -> dict[TopicPartition, int]:
         raise RuntimeError("ListOffsets failed")
@@ -2684,14 +2687,15 @@ def test_describe_on_an_80_column_terminal_cuts_nothing(
 #: the directory sys.argv[1]) is stopped as soon as the command has connected.
 _LOSE_ZOOKEEPER = """
 import sys
-from zkconsumer import _admin, cli
-from zkconsumer._stack import LocalStack
-real = _admin.connect
+from zkconsumer import cli
+from zkconsumer.stack.local import LocalStack
+from zkconsumer.zk import session
+real = session.connect
 def connect_then_lose_zookeeper(*args, **kwargs):
     client = real(*args, **kwargs)
     LocalStack(sys.argv[1]).stop("zookeeper")
     return client
-_admin.connect = connect_then_lose_zookeeper
+session.connect = connect_then_lose_zookeeper
 sys.exit(cli.main(sys.argv[2:]))
 """
 
@@ -2699,7 +2703,7 @@ sys.exit(cli.main(sys.argv[2:]))
 def test_zookeeper_lost_mid_command_is_one_line_without_kazoos_warnings(tmp_path: Any) -> None:
     """kazoo's timestamped WARNING lines came first (three of them, then 'ConnectionLoss');
     -v still shows them."""
-    from zkconsumer._stack import LocalStack
+    from zkconsumer.stack.local import LocalStack
 
     stack = LocalStack(tmp_path / "zk")
     stack.zk_port = free_port()

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer._zkpaths: paths, ids and the znode payloads.
+"""Tests for zkconsumer.zk.paths: paths, ids and the znode payloads.
 
 The golden strings are copied verbatim from /work/shared/REFERENCE.md section 2.
 """
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from zkconsumer import _zkpaths
 from zkconsumer._errors import ZkDataError
-from zkconsumer._zkpaths import (
+from zkconsumer.zk import paths as _zkpaths
+from zkconsumer.zk.paths import (
     BROKER_IDS,
     BROKER_TOPICS,
     CONSUMERS,

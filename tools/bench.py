@@ -35,8 +35,8 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
-from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer._stack import running_stack  # noqa: E402
+from zkconsumer.stack.local import running_stack  # noqa: E402
+from zkconsumer.zk import paths as zp  # noqa: E402
 
 RESULTS = ROOT / "bench-results"
 
@@ -72,7 +72,8 @@ def clean_up(zk_addr: str, bootstrap: str, made: Made) -> None:
     """Delete what the benchmark made, best-effort: what stays is said, with the reason."""
     from kafka.admin import KafkaAdminClient
 
-    from zkconsumer._admin import UnknownGroupError, connect, delete_group
+    from zkconsumer.ops.admin import UnknownGroupError, delete_group
+    from zkconsumer.zk.session import connect
 
     left: list[str] = []
     if made.groups:

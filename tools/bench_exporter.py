@@ -20,9 +20,9 @@ from kazoo.client import KazooClient
 
 from tests.support import create_topic, produce, wait_until
 from tools.bench import Made, progress, stack, write_result
-from zkconsumer import _zkpaths as zp
-from zkconsumer._admin import connect
-from zkconsumer._exporter import PIPELINE, ExporterServer, LagMonitor
+from zkconsumer.ops.exporter import PIPELINE, ExporterServer, LagMonitor
+from zkconsumer.zk import paths as zp
+from zkconsumer.zk.session import connect
 
 #: The goal of one scrape, in seconds.
 SCRAPE_GOAL_S = 2.0

@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, backends: list[str], zk_addr: str, bootstrap:
     from kazoo.client import KazooClient
 
     from tests.support import create_topic, wait_until
-    from zkconsumer import _zkpaths as zp
+    from zkconsumer.zk import paths as zp
 
     n, parts = args.messages, args.partitions
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.bench import progress, write_result
-from zkconsumer._stack import BROKERS, LocalStack, describe
+from zkconsumer.stack.local import BROKERS, LocalStack, describe
 
 
 def _rss_mib(pid: int) -> float:

@@ -174,8 +174,8 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
 
 def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: str) -> float:
     from zkconsumer import ConsumerConfig
-    from zkconsumer._fetcher import ConfluentBackend, FetchBackend, KafkaPythonBackend
     from zkconsumer._types import TopicPartition
+    from zkconsumer.consumer.fetcher import ConfluentBackend, FetchBackend, KafkaPythonBackend
 
     config = ConsumerConfig({"zookeeper.connect": zk, "group.id": "bench-poll-only",
                              "fetch.backend": backend})
@@ -215,7 +215,7 @@ def bench_throughput(args: argparse.Namespace) -> None:
         from kazoo.client import KazooClient
 
         from tests.support import wait_until
-        from zkconsumer import _zkpaths as zp
+        from zkconsumer.zk import paths as zp
 
         client = KazooClient(hosts=zk)
         client.start()
@@ -256,12 +256,12 @@ def bench_throughput(args: argparse.Namespace) -> None:
             ratios[f"{backend}{suffix}"] = [round(z / r, 3) for z, r in zip(zkc, raw, strict=True)]
     median_ratio = {k: round(statistics.median(v), 3) for k, v in ratios.items()}
     goals = {"kafka_python": 0.9, "confluent": 0.8}
-    from zkconsumer import _fetcher
+    from zkconsumer.broker import backends
 
     write_result("throughput" if n == GOAL_MESSAGES else f"throughput_{n}", {
         "messages": n, "message_bytes": args.size, "partitions": 4, "rounds": args.rounds,
         # Whether zkconsumer._speedups (C) made the confluent backend's columns and messages.
-        "speedups": _fetcher.split_messages is not None,
+        "speedups": backends.split_messages is not None,
         "configurations": {
             "raw_*": "the client alone: assign + poll in one thread",
             "zkconsumer_*": "4 streams drained by 4 threads (the goals' configuration)",

@@ -34,8 +34,8 @@ from zkconsumer import (  # noqa: E402
     ConsumerTimeoutException,
     create_consumer_connector,  # noqa: E402
 )
-from zkconsumer import _zkpaths as zp  # noqa: E402
-from zkconsumer._stack import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts  # noqa: E402
+from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts  # noqa: E402
+from zkconsumer.zk import paths as zp  # noqa: E402
 
 PARTITIONS = 6
 

@@ -39,9 +39,9 @@ if str(ROOT) not in sys.path:
 
 from kazoo.client import KazooClient  # noqa: E402
 
-from zkconsumer import _zkpaths as zp  # noqa: E402
 from zkconsumer._errors import ZkConsumerError  # noqa: E402
-from zkconsumer._stack import LocalStack, sigterm_interrupts  # noqa: E402
+from zkconsumer.stack.local import LocalStack, sigterm_interrupts  # noqa: E402
+from zkconsumer.zk import paths as zp  # noqa: E402
 
 #: A key whose single event sits far ahead in event time: it moves the watermark past every
 #: sample window, so all of them close (and are written) before the run ends. Its own window

@@ -10,13 +10,8 @@
 The public names are re-exported here from small private modules.
 """
 
-from ._config import ConsumerConfig
-from ._connector import (
-    ConsumerRebalanceListener,
-    ZookeeperConsumerConnector,
-    create_consumer_connector,
-)
-from ._errors import (
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._errors import (
     AssignmentStrategyMismatchError,
     BackgroundThreadError,
     CommitFencedError,
@@ -33,9 +28,15 @@ from ._errors import (
     ZkConsumerError,
     ZkDataError,
 )
-from ._filters import Blacklist, TopicFilter, Whitelist
-from ._stream import KafkaStream, MessageAndMetadata
-from ._types import TopicPartition
+from zkconsumer._filters import Blacklist, TopicFilter, Whitelist
+from zkconsumer._message import MessageAndMetadata
+from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.connector import (
+    ConsumerRebalanceListener,
+    ZookeeperConsumerConnector,
+    create_consumer_connector,
+)
+from zkconsumer.consumer.stream import KafkaStream
 
 __version__ = "0.1.0"
 

@@ -1,5 +1,5 @@
 """``python -m zkconsumer`` is the ``zkconsumer`` console script."""
 
-from .cli import main
+from zkconsumer.cli import main
 
 raise SystemExit(main())

@@ -24,8 +24,10 @@ same; the rest follow Python conventions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from zkconsumer._types import TopicPartition
 
 
 class ZkConsumerError(Exception):
@@ -166,3 +168,88 @@ class OffsetCommitError(ZkConsumerError):
         self.group = group
         self.errors = dict(errors)
         self.retriable = retriable
+
+
+# The tools' errors (zkconsumer.ops): each printed as one line by the CLI.
+
+class AdminError(ZkConsumerError):
+    """A failure the user can fix: printed as one line by the CLI (exit status 2)."""
+
+
+class ZooKeeperUnreachableError(AdminError):
+    """No ZooKeeper session within the connect timeout."""
+
+
+class UnknownGroupError(AdminError):
+    """The group has no ``/consumers/<group>`` znode."""
+
+
+class UnknownTopicError(AdminError):
+    """The topic has no ``/brokers/topics/<topic>`` znode."""
+
+
+class GroupActiveError(AdminError):
+    """The operation needs a group without registered members."""
+
+
+class AclRefusedError(AdminError):
+    """ZooKeeper refused an operation on a znode by its ACL (NoAuth)."""
+
+
+class OffsetFileError(AdminError):
+    """An offsets file has malformed lines; ``problems`` lists (line number, reason).
+
+    Its message is one line per problem, ``SOURCE:LINE: reason`` (as compilers say it), the
+    first :data:`SHOWN_PROBLEMS` of them, after a first line with the count."""
+
+    def __init__(self, source: str, problems: Sequence[tuple[int, str]],
+                 where: str = "line") -> None:
+        self.source = source
+        self.problems = list(problems)
+        n = len(self.problems)
+        plural = "entries" if where == "entry" else f"{where}s"
+        noun = plural if n != 1 else where
+        lines = [f"{source}: {n} malformed {noun}, nothing written"
+                 + (f" (the first {SHOWN_PROBLEMS} follow)" if n > SHOWN_PROBLEMS else "")]
+        lines += [f"{source}:{k}: {why}" for k, why in self.problems[:SHOWN_PROBLEMS]]
+        if n > SHOWN_PROBLEMS:
+            lines.append(f"{source}: and {n - SHOWN_PROBLEMS} more malformed {plural}")
+        super().__init__("\n".join(lines))
+
+
+#: The most problems of an offsets file that an error lists.
+SHOWN_PROBLEMS = 20
+
+
+# The migration's errors (zkconsumer.ops.migrate); the three named after the tools'
+# errors derive from them too, so that whoever catches those catches these.
+
+class MigrationError(ZkConsumerError):
+    """A migration step cannot be done; the message says why and what to do."""
+
+
+# The three below are also the tools' errors of the same name (zkconsumer.ops.admin), so that
+# whoever catches those catches these.
+
+
+class MigrationGroupActiveError(MigrationError, GroupActiveError):
+    """The group still has live consumers of either protocol.
+
+    ``written``: raised by :func:`write_kafka_offsets`, the partitions Kafka committed
+    before it refused the rest (it answers per partition); else empty."""
+
+    def __init__(self, message: str, written: Sequence[TopicPartition] = ()) -> None:
+        super().__init__(message)
+        self.written = list(written)
+
+
+class MigrationUnknownGroupError(MigrationError, UnknownGroupError):
+    """The group exists nowhere: no ``/consumers/G`` and no offsets or members in Kafka."""
+
+
+class MigrationUnknownTopicError(MigrationError, UnknownTopicError):
+    """A topic asked for that the group has no offsets for and that does not exist."""
+
+
+class OutOfRangeError(MigrationError):
+    """The copy would write offsets outside their partitions' logs (or unverified ones)."""

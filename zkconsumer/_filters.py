@@ -37,7 +37,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from ._errors import ConfigError, ZkDataError
+from zkconsumer._errors import ConfigError, ZkDataError
 
 __all__ = [
     "INTERNAL_TOPICS",

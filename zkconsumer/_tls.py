@@ -30,7 +30,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ._errors import ConfigError
+from zkconsumer._errors import ConfigError
 
 log = logging.getLogger("zkconsumer.tls")
 

@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 
 from tests.faults.harness import FaultRun, RunReport, zk_client
 from tests.support import StackInfo
-from zkconsumer._stack import DEFAULT_BROKER, LocalStack
+from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack
 
 
 @pytest.fixture(scope="module")

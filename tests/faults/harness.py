@@ -52,8 +52,8 @@ from zkconsumer import (
     TopicPartition,
     ZookeeperConsumerConnector,
 )
-from zkconsumer import _zkpaths as zp
 from zkconsumer._errors import ZkDataError
+from zkconsumer.zk import paths as zp
 
 ROOT = Path(__file__).resolve().parents[2]
 TP = TopicPartition
@@ -160,8 +160,8 @@ def committed_offsets(zk: KazooClient, group: str, topic: str) -> dict[int, int]
 
 
 def log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    """Partition -> true log end (see ``zkconsumer._fetcher.log_end_offsets``)."""
-    from zkconsumer._fetcher import log_end_offsets
+    """Partition -> true log end (see ``zkconsumer.consumer.fetcher.log_end_offsets``)."""
+    from zkconsumer.consumer.fetcher import log_end_offsets
 
     ends = log_end_offsets([(topic, p) for p in range(partitions)], bootstrap_servers=bootstrap)
     return {tp.partition: off for tp, off in ends.items()}

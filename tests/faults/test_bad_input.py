@@ -15,8 +15,8 @@ from zkconsumer import (
     MessageDecodeError,
     ZookeeperConsumerConnector,
 )
-from zkconsumer import _zkpaths as zp
-from zkconsumer._assignors import assign
+from zkconsumer.consumer.assignors.core import assign
+from zkconsumer.zk import paths as zp
 
 
 def _errors(caplog: pytest.LogCaptureFixture, *needles: str,

@@ -17,7 +17,7 @@ from tests.faults.harness import (
     replays,
     uncommitted_window,
 )
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 
 def _fake_member(name: str, consumer_id: str, session: int, owned: dict[TP, str]) -> Any:

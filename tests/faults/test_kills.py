@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 
 from tests.faults.harness import TP, uncommitted_window, wait_until
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 
 def test_sigkill_two_members_at_once_during_a_rebalance(

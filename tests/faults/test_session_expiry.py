@@ -7,7 +7,7 @@ import threading
 
 from tests.faults.harness import FaultRun, InProcessMember, wait_until
 from tests.support import drop_connection, group_owners, owners_settled
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 
 def _start(run: FaultRun, members: int) -> list[InProcessMember]:

@@ -23,7 +23,7 @@ from tests.faults.harness import (
 )
 from tests.support import owners_settled
 from zkconsumer import ConsumerConfig, ConsumerRebalanceListener, ZookeeperConsumerConnector
-from zkconsumer import _zkpaths as zp
+from zkconsumer.zk import paths as zp
 
 SESSION_S = int(FAULT_PROPS["zookeeper.session.timeout.ms"]) / 1000  # type: ignore[call-overload]
 

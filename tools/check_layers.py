@@ -1,0 +1,202 @@
+"""The layer check: zkconsumer's imports flow one way, with no cycle and none hidden.
+
+The layers, lowest first (a module may import its own package and any lower layer)::
+
+    leaves     _errors _types _config _filters _tls _message _version _speedups
+    zk/ broker/          ZooKeeper paths, reads, sessions, transactions | Kafka clients, backends
+    consumer/            the connector, assignors, fetcher, streams, offsets, metrics
+    ops/ spark/ stack/   operator and migration functions | the Spark source | stack, bridge
+      (and the package's own __init__, the public facade)
+    cli/                 argparse and rich over all of it; nothing imports it
+
+Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``stack``) do not import
+each other. An import of a zkconsumer module inside a function is refused too: it is how a
+cycle hides. Imports under ``if TYPE_CHECKING:`` count for the layers but not for cycles.
+
+Run: ``python tools/check_layers.py [PACKAGE_DIR]``; prints one line per violation and exits
+1, or exits 0 silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "zkconsumer"
+#: The leaves, each importing only leaves before it here.
+LEAVES = ("_version", "_speedups", "_types", "_errors", "_config", "_filters", "_tls",
+          "_message")
+#: Sub-package -> layer; the leaves are layer 0 and the package's __init__ (the facade) 3.
+LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "stack": 3, "cli": 4}
+FACADE_LAYER = 3
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a zkconsumer module by another (``line`` in ``path``)."""
+
+    importer: str
+    imported: str
+    path: Path
+    line: int
+    in_function: bool
+    type_checking: bool
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def group_of(module: str) -> str:
+    """The unit a layer is given to: a leaf module, a sub-package, or the facade ("")."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_of(module: str) -> float | None:
+    """The module's layer; a leaf's is a fraction below 1, in the order of LEAVES."""
+    group = group_of(module)
+    if group == "":
+        return FACADE_LAYER
+    if group in LAYERS:
+        return LAYERS[group]
+    if group == "__main__":
+        return LAYERS["cli"] + 1  # python -m zkconsumer: above the CLI it runs
+    return LEAVES.index(group) / len(LEAVES) if group in LEAVES else None
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """The modules an ImportFrom names (``from zkconsumer.zk import paths`` names
+    ``zkconsumer.zk.paths``); relative imports are resolved against ``module``."""
+    if node.level:
+        base = module.split(".")
+        base = base[: len(base) - node.level + (1 if is_package else 0)]
+        target = ".".join([*base, node.module] if node.module else base)
+    else:
+        target = node.module or ""
+    if target != PACKAGE and not target.startswith(PACKAGE + "."):
+        return []
+    return [target, *(f"{target}.{alias.name}" for alias in node.names)]
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def _function_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines.update(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
+def imports(root: Path) -> Iterator[Import]:
+    """Every import of a zkconsumer module in the package at ``root``."""
+    known = {module_name(root, p) for p in root.rglob("*.py")}
+    known |= {f"{root.name}.{leaf}" for leaf in LEAVES}
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(root, path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        checking, in_function = _type_checking_lines(tree), _function_lines(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                names = _resolve(module, path.name == "__init__.py", node)
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.split(".")[0] == PACKAGE]
+            else:
+                continue
+            # ``from P import m`` names the module P.m when there is one, else P.
+            modules = {n for n in names if n in known}
+            if len(names) > 1 and modules - {names[0]}:
+                modules.discard(names[0])
+            for target in modules - {module}:
+                yield Import(module, target, path, node.lineno, node.lineno in in_function,
+                             node.lineno in checking)
+
+
+def layer_violations(found: list[Import]) -> Iterator[str]:
+    for imp in found:
+        where = f"{imp.path}:{imp.line}"
+        mine, theirs = layer_of(imp.importer), layer_of(imp.imported)
+        if group_of(imp.importer) == group_of(imp.imported) and group_of(imp.importer):
+            pass  # within one sub-package
+        elif mine is None or theirs is None:
+            unknown = imp.importer if mine is None else imp.imported
+            yield f"{where}: {unknown} is in no layer (add it to tools/check_layers.py)"
+        elif theirs >= mine:
+            why = "the same layer" if theirs == mine else "a higher layer"
+            yield f"{where}: {imp.importer} imports {imp.imported}, on {why}"
+        if imp.in_function and not imp.imported.endswith("._speedups"):
+            yield f"{where}: {imp.importer} imports {imp.imported} inside a function"
+
+
+def cycles(found: list[Import]) -> list[list[str]]:
+    """The import cycles among modules (strongly connected components of more than one
+    module), ignoring imports made only for type checking."""
+    graph: dict[str, set[str]] = {}
+    for imp in found:
+        if not imp.type_checking:
+            graph.setdefault(imp.importer, set()).add(imp.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm; the graph is small
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def problems(root: Path) -> list[str]:
+    """Every violation in the package at ``root``, one line each."""
+    found = list(imports(root))
+    lines = list(layer_violations(found))
+    # A sub-package's __init__ that re-exports its modules makes a harmless cycle with them
+    # when they import each other through it; none does today, so any cycle is reported.
+    lines += [f"import cycle: {' -> '.join(c)}" for c in cycles(found)]
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / PACKAGE
+    lines = problems(root)
+    for line in lines:
+        print(line)
+    return 1 if lines else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

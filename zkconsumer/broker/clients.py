@@ -1,0 +1,249 @@
+"""The one place zkconsumer builds Kafka clients.
+
+kafka-python's KafkaConsumer and KafkaAdminClient, and confluent-kafka's Consumer, are made
+here from a :class:`~zkconsumer.ConsumerConfig` (security, timeouts, client ids), so a
+setting is honoured alike by the fetchers, the tools, Spark and the bridge. Also the shared
+clients the fetchers use for offset and metadata lookups.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kafka import KafkaConsumer
+
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._errors import ConfigError
+from zkconsumer._tls import with_tls_deadline
+from zkconsumer._types import TopicPartition
+
+log = logging.getLogger("zkconsumer.fetcher")
+
+#: At most this many records come back from one kafka-python poll (one fetch response per
+#: partition is already bounded by fetch.message.max.bytes).
+MAX_POLL_RECORDS = 1_000_000
+
+
+class _DeliberateCloseFilter(logging.Filter):
+    """Records kafka-python (3.0.12) logs at ERROR when a client closes cleanly, which every
+    clean shutdown can do; not failures:
+
+    - ``Metadata refresh: failed Cancelled`` (``kafka.cluster``): the client closed with a
+      metadata request in flight (``Cancelled`` is what a connection closed without an error
+      fails its requests with);
+    - ``Error receiving network data closing socket`` with an ``AttributeError`` and a
+      traceback (``kafka.net.transport``): a read woke up just after the close had set the
+      transport's socket to None.
+
+    Such records are demoted to DEBUG, and dropped unless the logger is enabled for DEBUG (its
+    level was checked for ERROR before filters run, and handlers usually have no level of their
+    own); every other record passes as it is.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not (self._cancelled_refresh(record) or self._read_after_close(record)):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+    @staticmethod
+    def _cancelled_refresh(record: logging.LogRecord) -> bool:
+        return record.msg == "Metadata refresh: failed %s" and isinstance(record.args, tuple) \
+            and bool(record.args) and type(record.args[0]).__name__ == "Cancelled"
+
+    @staticmethod
+    def _read_after_close(record: logging.LogRecord) -> bool:
+        return record.msg == "%s: Error receiving network data closing socket" \
+            and isinstance(record.args, tuple) and bool(record.args) \
+            and getattr(record.args[0], "_closed", False) is True \
+            and record.exc_info is not None and isinstance(record.exc_info[1], AttributeError)
+
+
+_DELIBERATE_CLOSE = _DeliberateCloseFilter()
+logging.getLogger("kafka.cluster").addFilter(_DELIBERATE_CLOSE)
+logging.getLogger("kafka.net.transport").addFilter(_DELIBERATE_CLOSE)
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def _request_timeout_ms(config: ConsumerConfig) -> int:
+    # kafka-python needs fetch_max_wait_ms < request_timeout_ms.
+    return max(config.socket_timeout_ms, config.fetch_wait_max_ms + 1000)
+
+
+def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dict[str, Any]:
+    """Keyword arguments of a fetching ``kafka.KafkaConsumer`` (assign mode, no group)."""
+    request_timeout = _request_timeout_ms(config)
+    kwargs: dict[str, Any] = {
+        "bootstrap_servers": list(bootstrap),
+        "group_id": None,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "none",
+        "client_id": config.client_id,
+        "fetch_max_wait_ms": config.fetch_wait_max_ms,
+        "fetch_min_bytes": config.fetch_min_bytes,
+        "max_partition_fetch_bytes": config.fetch_message_max_bytes,
+        # One fetch response (the client's own buffer) holds at most this much record data:
+        # one partition's worth, because some brokers ignore the per-partition limit
+        # and a larger response is what the chunk queue's memory bound would not cover.
+        "fetch_max_bytes": config.fetch_message_max_bytes,
+        # <= 0: the OS default, as the original's BlockingChannel (kafka-python says None).
+        "receive_buffer_bytes": config.socket_receive_buffer_bytes
+        if config.socket_receive_buffer_bytes > 0 else None,
+        "request_timeout_ms": request_timeout,
+        "connections_max_idle_ms": max(540_000, request_timeout + 1000),
+        "bootstrap_timeout_ms": request_timeout,
+        "max_poll_records": MAX_POLL_RECORDS,
+        "allow_auto_create_topics": False,
+        "metrics_enabled": False,
+        # The legacy consumer read every message up to the high watermark, transactional or
+        # not (it had no isolation level); kafka-python's default, stated so that both
+        # backends plainly agree (see confluent_conf).
+        "isolation_level": "read_uncommitted",
+    }
+    kwargs.update(config.kafka_client_kwargs())
+    return with_tls_deadline(kwargs)
+
+
+# kafka-python keyword -> librdkafka property.
+_CONFLUENT_SECURITY = {
+    "client_id": "client.id",
+    "security_protocol": "security.protocol",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
+}
+
+
+def confluent_conf(
+    config: ConsumerConfig, bootstrap: Sequence[str], consumer_id: str
+) -> dict[str, Any]:
+    """Configuration of a fetching ``confluent_kafka.Consumer`` (assign mode, never commits)."""
+    fetch_max = max(4 * config.fetch_message_max_bytes, 1024)
+    conf: dict[str, Any] = {
+        "bootstrap.servers": ",".join(bootstrap),
+        # Required by librdkafka's consumer; only ever used in assign mode, never committed to.
+        "group.id": f"zkconsumer-fetch.{consumer_id}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "error",
+        "enable.partition.eof": False,
+        "fetch.wait.max.ms": config.fetch_wait_max_ms,
+        "fetch.min.bytes": max(1, config.fetch_min_bytes),
+        "max.partition.fetch.bytes": config.fetch_message_max_bytes,
+        "fetch.max.bytes": fetch_max,
+        # librdkafka refuses fetch.max.bytes below message.max.bytes (default 1000000); a
+        # consumer sends no messages, so only its (small) requests are bounded by it.
+        "message.max.bytes": min(1_000_000, fetch_max),
+        # Some brokers answer more than fetch.max.bytes: accept what kafka-python does.
+        "receive.message.max.bytes": max(fetch_max + 512, 100_000_000),
+        "socket.receive.buffer.bytes": max(0, config.socket_receive_buffer_bytes),  # 0: OS
+        "socket.timeout.ms": max(10, config.socket_timeout_ms),
+        # librdkafka's prefetch queue, per fetcher thread: two fetch responses' worth, and at
+        # least 16 MiB (less starves librdkafka on brokers that answer more than asked).
+        "queued.max.messages.kbytes": max(16384, 2 * fetch_max // 1024),
+        # When that queue is full, look again soon (librdkafka's default waits a second).
+        "fetch.queue.backoff.ms": 10,
+        # A batch failing its CRC is then an error (skipped, see ConfluentBackend), not
+        # handed out as it is: both backends treat corrupt data alike.
+        "check.crcs": True,
+        # librdkafka's default is read_committed: it would stop at the last stable offset
+        # (an open transaction's first message), delivering nothing after it until the
+        # transaction ends, and never a message of an aborted one, where kafka-python (and
+        # the legacy consumer, which had no isolation level) deliver every message up to the
+        # high watermark. A hanging transaction would stall the partition for as long. Both
+        # backends must deliver the same messages.
+        "isolation.level": "read_uncommitted",
+        "logger": logging.getLogger("zkconsumer.fetcher.librdkafka"),
+    }
+    for key, value in config.kafka_client_kwargs().items():
+        if value is None:
+            continue
+        if key == "ssl_check_hostname":
+            conf["ssl.endpoint.identification.algorithm"] = "https" if value else "none"
+            continue
+        prop = _CONFLUENT_SECURITY.get(key)
+        if prop is None:
+            raise ConfigError(f"{key} is not supported with fetch.backend=confluent")
+        conf[prop] = value
+    return conf
+
+
+# -- the one way to build a kafka-python consumer --------------------------------------------
+
+
+def kafka_consumer(**kwargs: Any) -> KafkaConsumer:
+    """A kafka-python ``KafkaConsumer`` that never makes a topic by asking for it.
+
+    kafka-python 3.0 does not pass ``allow_auto_create_topics`` on to the metadata its
+    client keeps (every metadata request asked the broker to create the topics it names):
+    on a broker with ``auto.create.topics.enable`` a consumer still fetching a deleted
+    topic made it again at once, empty. Set where kafka-python reads it.
+    """
+    from kafka import KafkaConsumer
+
+    kwargs.setdefault("allow_auto_create_topics", False)
+    consumer = KafkaConsumer(**kwargs)
+    cluster = getattr(consumer, "_cluster", None)
+    config = getattr(cluster, "config", None)
+    if isinstance(config, dict):
+        config["allow_auto_create_topics"] = kwargs["allow_auto_create_topics"]
+    return consumer
+
+
+# -- the one way to compute a log end ---------------------------------------------------------
+
+
+def log_end_offsets(
+    tps: Iterable[tuple[str, int]],
+    *,
+    consumer: KafkaConsumer | None = None,
+    bootstrap_servers: str | Sequence[str] | None = None,
+    timeout_ms: int = 30_000,
+    **client_kwargs: Any,
+) -> dict[TopicPartition, int]:
+    """The log end offset (the next offset to be written) of each partition:
+    ListOffsets(latest), which a Kafka broker answers with the high watermark.
+
+    ``consumer`` is a kafka-python ``KafkaConsumer`` with ``group_id=None``, whose
+    assignment this leaves empty (as it always has, for the callers that pool one); without
+    one, a temporary consumer is made from ``bootstrap_servers`` and ``client_kwargs``.
+    Raises ``kafka.errors.KafkaTimeoutError`` when some partition gives no answer within
+    ``timeout_ms``.
+    """
+    from kafka import TopicPartition as KTP
+
+    wanted = sorted({TopicPartition(t, p) for t, p in tps})
+    if not wanted:
+        return {}
+    own = consumer is None
+    if consumer is None:
+        if bootstrap_servers is None:
+            raise ValueError("log_end_offsets needs a consumer or bootstrap_servers")
+        kwargs: dict[str, Any] = {
+            "group_id": None,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "none",
+            "allow_auto_create_topics": False,
+            "metrics_enabled": False,
+        }
+        kwargs.update(client_kwargs)
+        consumer = kafka_consumer(bootstrap_servers=bootstrap_servers, **kwargs)
+    try:
+        ends = consumer.end_offsets([KTP(t, p) for t, p in wanted], timeout_ms=timeout_ms)
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
+    finally:
+        if own:
+            consumer.close()
+        else:
+            consumer.unsubscribe()
+
+

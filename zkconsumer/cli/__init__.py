@@ -1,0 +1,11 @@
+"""The ``zkconsumer`` command line: argparse and rich over the library. Nothing imports it.
+
+:mod:`~zkconsumer.cli.app` builds the parser and runs a subcommand; each of the other
+modules registers a family of subcommands (``tools``: groups, offsets, consume; ``kafka``:
+Kafka's own tool names; ``lag``: groups lag and the exporter; ``migrate``: migrate and
+compare); ``common`` holds what they share.
+"""
+
+from zkconsumer.cli.app import main
+
+__all__ = ["main"]

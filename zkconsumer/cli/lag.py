@@ -1,0 +1,264 @@
+"""``zkconsumer exporter`` and ``zkconsumer groups lag``: lag monitoring of every group.
+
+The polling, the Burrow-style status and the Prometheus text are
+:mod:`zkconsumer.ops.exporter`'s; this module parses flags, runs the loop and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from datetime import datetime
+from types import FrameType
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkconsumer._errors import ZkConsumerError
+from zkconsumer.cli.common import CommandError, positive_seconds
+from zkconsumer.cli.tables import Table, terminal_width
+from zkconsumer.ops.brokers import log_ends, parse_broker_list
+from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
+from zkconsumer.zk import session
+from zkconsumer.zk.session import (
+    COMMAND_CONFIG_HELP,
+    SECURITY_HELP,
+    check_chroot,
+    command_config,
+    zookeeper_failure,
+)
+
+__all__ = ["add_groups_lag", "register"]
+
+#: The exporter's port unless told (a free one in Prometheus' list of exporter ports).
+DEFAULT_PORT = 9308
+
+
+def _command_error(message: str) -> ZkConsumerError:
+    return CommandError(message)
+
+
+def _monitor(args: argparse.Namespace) -> LagMonitor:
+    kafka = command_config(args.command_config)
+    if args.bootstrap_server is not None:
+        parse_broker_list(args.bootstrap_server)
+    if args.window < 2:
+        raise _command_error(f"--window must be >= 2, got {args.window}")
+    return LagMonitor(window=args.window, log_ends=lambda zk, tps: log_ends(
+        zk, tps, args.bootstrap_server, kafka))
+
+
+def _connect(args: argparse.Namespace) -> KazooClient:
+    zk = session.connect(args.zookeeper, args.connect_timeout)
+    try:
+        check_chroot(zk)
+    except BaseException:
+        _close(zk)
+        raise
+    return zk
+
+
+def _close(zk: KazooClient | None) -> None:
+    if zk is not None:
+        zk.stop()
+        zk.close()
+
+
+def _failure(args: argparse.Namespace, e: BaseException) -> str:
+    if isinstance(e, KazooException | KazooTimeoutError):
+        return zookeeper_failure(args.zookeeper, args.connect_timeout, e)
+    return str(e)
+
+
+# --------------------------------------------------------------------------------------
+# exporter
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_exporter(args: argparse.Namespace) -> int:
+    monitor = _monitor(args)
+    zk = _connect(args)  # a typo in --zookeeper fails at once; later losses are retried
+    try:
+        if args.once:
+            monitor.poll(zk, args.group or None)
+            sys.stdout.buffer.write(monitor.render())
+            return 0
+        server = ExporterServer(monitor, args.port, args.address)
+    except BaseException:
+        _close(zk)
+        raise
+    print(f"zkconsumer exporter: serving http://{args.address}:{server.port}/metrics, "
+          f"polling every {args.interval:g} s", file=sys.stderr, flush=True)
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        _poll_until(args, monitor, zk, stop)
+    finally:
+        server.close()
+    return 0
+
+
+def _poll_until(args: argparse.Namespace, monitor: LagMonitor, zk: KazooClient | None,
+                stop: threading.Event) -> None:
+    """Poll every --interval until ``stop``; a lost ZooKeeper is said once a loss and
+    connected again at the next poll (the last values stay served meanwhile)."""
+    failing = False
+    try:
+        while not stop.is_set():
+            try:
+                if zk is None:
+                    zk = _connect(args)
+                monitor.poll(zk, args.group or None)
+                if failing:
+                    print("zkconsumer exporter: polling again", file=sys.stderr, flush=True)
+                failing = False
+            except (KazooException, KazooTimeoutError, ZkConsumerError) as e:
+                monitor.failed(e)
+                if not failing:
+                    print(f"zkconsumer exporter: poll failed, retrying every "
+                          f"{args.interval:g} s: {_failure(args, e)}", file=sys.stderr,
+                          flush=True)
+                failing = True
+                _close(zk)
+                zk = None
+            stop.wait(args.interval)
+    finally:
+        _close(zk)
+
+
+# --------------------------------------------------------------------------------------
+# groups lag
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_groups_lag(args: argparse.Namespace) -> int:
+    monitor = _monitor(args)
+    zk = _connect(args)
+    try:
+        while True:
+            groups = monitor.poll(zk, args.group or None)
+            if monitor.log_end_error is not None:
+                print(f"zkconsumer groups lag: warning: log end offsets unknown: "
+                      f"{monitor.log_end_error}", file=sys.stderr)
+            _print_lag(args, groups, monitor)
+            if not args.watch:
+                return 0
+            time.sleep(args.interval)
+    except (KazooException, KazooTimeoutError) as e:
+        raise _command_error(_failure(args, e)) from e
+    finally:
+        _close(zk)
+
+
+def _print_lag(args: argparse.Namespace, groups: list[GroupLag], monitor: LagMonitor) -> None:
+    if args.json:
+        text = json.dumps([g.to_json() for g in groups], indent=None if args.watch else 2)
+        print(text, flush=True)
+        return
+    width = terminal_width()
+    if args.watch:
+        stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+        head = (f"every {args.interval:g} s, window {monitor.window}: {stamp} "
+                f"(poll {monitor.polls})")
+        # A terminal shows the latest table in place; a pipe gets one after another.
+        print(("\x1b[H\x1b[2J" if width is not None else "\n") + head)
+    table = _partition_table(groups) if args.group else _group_table(groups)
+    if not table.rows:
+        print("no consumer groups in ZooKeeper" if not args.group else "no partitions")
+    else:
+        table.print()
+    sys.stdout.flush()
+
+
+def _group_table(groups: list[GroupLag]) -> Table:
+    t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "STATUS"],
+              right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG"])
+    for g in groups:
+        t.add_row(g.group, g.members, len(g.partitions), g.unowned, g.total_lag, g.max_lag,
+                  g.status)
+    return t
+
+
+def _partition_table(groups: list[GroupLag]) -> Table:
+    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "OWNER",
+               "STATUS"], right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG"])
+    for g in groups:
+        for p in g.partitions:
+            t.add_row(g.group, p.topic, p.partition, p.offset, p.log_end_offset, p.lag,
+                      p.owner, p.status)
+    return t
+
+
+# --------------------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser, interval: float) -> None:
+    p.add_argument("--zookeeper", required=True, metavar="ZK",
+                   help="ZooKeeper connect string, host:port[,host:port...][/chroot]")
+    p.add_argument("--connect-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
+                   help="longest wait for the ZooKeeper session (default: %(default)s)")
+    p.add_argument("--bootstrap-server", metavar="B",
+                   help="broker(s) host:port[,...] for the log ends; default: the brokers "
+                   "registered in ZooKeeper")
+    p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
+    p.add_argument("--group", action="append", metavar="G",
+                   help="a group to watch (repeatable; default: every group)")
+    p.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="N",
+                   help="observations in each partition's status window (default: "
+                   "%(default)s)")
+    p.add_argument("--interval", type=positive_seconds, default=interval, metavar="SECONDS",
+                   help="seconds between polls (default: %(default)s)")
+    p.epilog = SECURITY_HELP
+
+
+STATUS_HELP = ("Status per partition, as Burrow evaluates it over a sliding window of "
+               "observations: OK, WARN (the offset moves but the lag never falls), STOP (no "
+               "commit for longer than the window's commits span), STALL (commits, but the "
+               "offset does not move), REWIND (the offset went back), NOTFOUND (no offset); "
+               "a group's is its worst partition's (REWIND: ERR).")
+
+
+def register(sub: Any) -> None:
+    """Add ``exporter``."""
+    p = sub.add_parser(
+        "exporter", help="serve Prometheus metrics of every group's lag",
+        description="Poll every consumer group in ZooKeeper (committed offsets, owners, "
+        "members) and the log ends every --interval, and serve per partition the committed "
+        "offset, log end, lag, owner and status, and per group the total and largest lag, "
+        "members, unowned partitions and status, on http://ADDRESS:PORT/metrics. "
+        + STATUS_HELP)
+    _common(p, 30.0)
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="port to serve on (default: %(default)s; 0: any free one)")
+    p.add_argument("--address", default="127.0.0.1",
+                   help="address to serve on (default: %(default)s; 0.0.0.0: all)")
+    p.add_argument("--once", action="store_true",
+                   help="poll once, print the metrics on stdout and exit")
+    p.set_defaults(func=_cmd_exporter)
+
+
+def add_groups_lag(gsub: Any) -> None:
+    """Add ``groups lag`` (called by the ``groups`` command's registration)."""
+    p = gsub.add_parser(
+        "lag", help="every group's lag and status, once or live (--watch)",
+        description="Per group: members, partitions, unowned partitions, total and largest "
+        "lag and status (with --group: per partition). --watch polls again every "
+        "--interval, the status window filling up. " + STATUS_HELP)
+    _common(p, 5.0)
+    p.add_argument("--watch", action="store_true", help="poll again every --interval")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON (with --watch: one line per poll)")
+    p.set_defaults(func=_cmd_groups_lag, command="groups lag")

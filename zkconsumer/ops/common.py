@@ -1,0 +1,20 @@
+"""What the operator and migration functions share: counts, wording, progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: Progress callback: (items done, items in total).
+Progress = Callable[[int, int], None]
+
+#: What becomes of a committed offset outside its partition's log, as every warning and
+#: refusal about one says it (``groups describe``, ``offsets import``, ``migrate status``
+#: and ``copy``): the consumer's fetch there is out of range.
+OUT_OF_LOG_RESET = "a member fetching there resets the offset by auto.offset.reset"
+
+
+def counted(n: int, noun: str) -> str:
+    """"1 offset", "2 offsets": a count and its noun, for messages."""
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
