@@ -160,6 +160,12 @@ def test_the_other_release_setting_disagrees_with_the_jvm_on_roundrobin(
     mine = {c: s for c, s in by_chroot.items()
             if s.strategy == "roundrobin" and s.topics}
     theirs = jvm_assign("1.1.1", stack.zookeeper, "roundrobin", mine)
+    compared = 0
     for chroot, scenario in mine.items():
-        if len({t for t in ours(scenario, "0.10.2").values()}) > 1:
-            assert ours(scenario, "0.10.2") != theirs[chroot], f"seed {seed}: {chroot}"
+        older = ours(scenario, "0.10.2")
+        # Where the two orders happen to deal every partition alike (seen: two members of
+        # one thread each over 25 topics), no setting can be told from the other.
+        if older != ours(scenario, "1.1.1"):
+            compared += 1
+            assert older != theirs[chroot], f"seed {seed}: {chroot}"
+    assert compared, f"seed {seed}: no roundrobin scenario where the settings differ"
