@@ -2,6 +2,10 @@
 
 from setuptools import Extension, find_packages, setup
 
+#: The documentation site (mkdocs.yml, docs/): MkDocs, its Material theme, and the API
+#: reference generated from the docstrings.
+DOCS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26"]
+
 setup(
     name="zkconsumer",
     version="0.1.0",
@@ -26,6 +30,7 @@ setup(
         "prometheus-client>=0.20",
     ],
     extras_require={
+        # The dev extra installs the docs' too: tools/test builds the site (mkdocs --strict).
         "dev": [
             "pytest>=8",
             "pytest-timeout>=2.3",
@@ -34,7 +39,9 @@ setup(
             "pyyaml>=6",
             "types-PyYAML",
             "matplotlib>=3.7",
+            *DOCS,
         ],
+        "docs": DOCS,
         "compare": ["matplotlib>=3.7"],
         "spark": ["pyspark>=4.2,<5", "pyarrow>=15"],
         "fast": ["confluent-kafka>=2.3,<3"],

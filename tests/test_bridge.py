@@ -422,7 +422,7 @@ def test_a_missing_chroot_is_created_as_a_broker_did(
 def test_a_managed_topic_edited_by_hand_is_written_again(
     stack: StackInfo, zk: KazooClient, names: Any
 ) -> None:
-    """The README says an assignment written by hand to a managed topic does not last: the
+    """docs/bridge.md says an assignment written by hand to a managed topic does not last: the
     bridge compared with what it remembered writing, not with ZooKeeper. What ZooKeeper
     holds is watched: an unchanged tree is not read again every round."""
     root = f"/bridge-{names.suffix}"

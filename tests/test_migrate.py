@@ -1263,8 +1263,9 @@ def test_copy_success_line_counts_checks_right(
     assert f"for the group's consumers to stop: owner {topic}:" in waits[0], err
 
 
-def test_migrate_help_points_to_the_readme(capsys: Any) -> None:
-    """It pointed to docs/migration.md, which does not exist."""
+def test_migrate_help_points_to_the_docs(capsys: Any) -> None:
+    """It once pointed to docs/migration.md when that page did not exist; it does now, and
+    the help and the module's docstring point there."""
     from pathlib import Path
 
     import zkconsumer.ops.migrate as migrate
@@ -1272,12 +1273,12 @@ def test_migrate_help_points_to_the_readme(capsys: Any) -> None:
     with pytest.raises(SystemExit) as done:
         cli.main(["migrate", "--help"])
     assert done.value.code == 0
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert "\n## Migrating to the modern group protocol\n" in readme
+    page = (Path(__file__).parent.parent / "docs" / "migration.md").read_text()
+    assert page.startswith("# Migrating to the modern group protocol\n")
     for text in (capsys.readouterr().out, migrate.__doc__ or ""):
         text = " ".join(text.split())
-        assert "docs/migration.md" not in text
-        assert 'README' in text and '"Migrating to the modern group protocol"' in text
+        assert "README" not in text
+        assert 'docs/migration.md, "Migrating to the modern group protocol"' in text
 
 
 def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> None:
@@ -1305,7 +1306,7 @@ def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> Non
 
 
 # --------------------------------------------------------------------------------------
-# a user's walk through the README: typos, offsets past the log end, the dry run, --json
+# a user's walk through the docs: typos, offsets past the log end, the dry run, --json
 # --------------------------------------------------------------------------------------
 
 
@@ -1564,7 +1565,7 @@ def test_the_migrate_errors_are_the_tools_errors_too() -> None:
 def test_dry_run_says_when_nobody_is_alive(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
 ) -> None:
-    """The README says the dry run shows who is alive; with nobody alive it listed nothing,
+    """docs/migration.md says the dry run shows who is alive; with nobody alive it listed nothing,
     which reads the same as a dry run that did not look."""
     group, topic = names.group, topic2
     fill(stack, topic, 2, 2)
@@ -1578,12 +1579,12 @@ def test_dry_run_says_when_nobody_is_alive(
         "member in Kafka)"), out
 
 
-def test_migrate_json_is_one_object_as_the_readme_says(
+def test_migrate_json_is_one_object_as_the_docs_say(
     stack: StackInfo, zk: KazooClient, names: Any, topic2: str, capsys: Any
 ) -> None:
-    """The README said every read command's --json is "a list of objects"; status and copy
-    print one object (a verdict or a result besides the rows). The README now says so and
-    names every field; this keeps the shape and the README together."""
+    """The docs said every read command's --json is "a list of objects"; status and copy
+    print one object (a verdict or a result besides the rows). docs/operations.md now says so
+    and docs/migration.md names every field; this keeps the shape and the docs together."""
     import re
     from pathlib import Path
 
@@ -1608,12 +1609,14 @@ def test_migrate_json_is_one_object_as_the_readme_says(
                                            "dest_offset", "action", "log_start", "log_end",
                                            "out_of_range"]
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    tools = " ".join(readme.split("\n## Operator tools\n")[1].split("\n## ")[0].split())
+    docs = Path(__file__).parent.parent / "docs"
+    operations = (docs / "operations.md").read_text()
+    tools = " ".join(operations.split("\n## Operator tools\n")[1].split("\n## ")[0].split())
     assert "`migrate status` and `migrate copy`" in tools and "print one object" in tools
-    section = readme.split("\n## Migrating to the modern group protocol\n")[1].split("\n## ")[0]
+    section = (docs / "migration.md").read_text()
+    assert section.startswith("# Migrating to the modern group protocol\n")
     status_doc, copy_doc = (" ".join(part.split()) for part in
-                            section.split("\n### Path 2, stop and copy\n"))
+                            section.split("\n## Path 2, stop and copy\n"))
     documented = set(re.findall(r"`([a-z_]+)`", status_doc))
     assert "--json` prints one object" in status_doc
     assert set(status) | set(status["zookeeper"]) | set(status["kafka"]) <= documented

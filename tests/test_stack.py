@@ -43,7 +43,7 @@ def test_zookeeper_is_real_and_the_broker_registers_itself(
 
 
 #: Where what the bridge writes for a KRaft cluster differs from what a Kafka 3.9 broker in
-#: ZooKeeper mode writes about itself (the README's bridge section explains each): znode ->
+#: ZooKeeper mode writes about itself (docs/bridge.md explains each): znode ->
 #: (keys only Kafka 3.9 writes, keys only the bridge writes, {key: (Kafka 3.9's, bridge's)}).
 KNOWN_DIFFERENCES: dict[str, tuple[set[str], set[str], dict[str, tuple[Any, Any]]]] = {
     "broker": ({"features"}, {"rack"}, {"version": (5, 4)}),

@@ -2164,8 +2164,8 @@ def test_a_mistyped_chroot_is_named_by_every_command(
 def test_zookeeper_only_says_what_it_leaves_out(capsys: pytest.CaptureFixture[str]) -> None:
     """--zookeeper-only's help said "without asking Kafka" for a reset, which needs the
     brokers for the log ends all the same; import's said "the groups' offsets"."""
-    readme = " ".join((open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
-                       .split("\n## Operator tools\n")[1].split("\n## ")[0]).split())
+    readme = " ".join((open(os.path.join(REPO, "docs", "operations.md"), encoding="utf-8")
+                       .read().split("\n## Operator tools\n")[1].split("\n## ")[0]).split())
     for action, whose in (("reset", "group's"), ("import", "groups'")):
         with pytest.raises(SystemExit):
             main(["offsets", action, "--help"])

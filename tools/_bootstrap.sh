@@ -77,7 +77,7 @@ raise SystemExit(not os.path.exists(os.path.join(p, "Python.h")))' 2>/dev/null; 
   want="$(cat "$ROOT/setup.py" "$ROOT/zkconsumer/_speedups.c" | sha256sum | cut -d' ' -f1) $VENV"
   # Installed again when either changed, or a package went missing (uninstalled by hand).
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
-      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow' 2>/dev/null; then
+      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow, mkdocs, mkdocstrings' 2>/dev/null; then
     echo "setup: installing zkconsumer[dev,spark,fast] into $VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
     "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,fast]" >&2

@@ -1,4 +1,4 @@
-"""Benchmarks; results go to bench-results/<name>.json (and are quoted in the README).
+"""Benchmarks; results go to bench-results/<name>.json (and are quoted in docs/benchmarks.md).
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
     tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6 --gap-window 3]

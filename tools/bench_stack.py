@@ -1,4 +1,4 @@
-"""The local stack's start-up time and memory, for each broker (quoted in the README).
+"""The local stack's start-up time and memory, for each broker (quoted in docs/local-stack.md).
 
     tools/bench stack [--rounds 3]
 

@@ -5,7 +5,7 @@ the beginning and reports messages per second from its first message to its last
 clients poll in one thread. zkconsumer runs, on each backend:
 
 - ``zkconsumer_<backend>``: 4 streams (one per partition) drained by 4 threads, as a legacy
-  application does. This is the configuration the goals (and the README) are about.
+  application does. This is the configuration the goals (and docs/benchmarks.md) are about.
 - ``zkconsumer_<backend>_1stream``: one stream over the 4 partitions, drained by one thread
   (no GIL contention between draining threads), reported beside it.
 - ``zkconsumer_<backend>_poll_only``: a diagnostic, not a way to consume: the fetch backend

@@ -1,4 +1,5 @@
-"""Regenerate the README's generated sections (the configuration table) in place."""
+"""Regenerate the docs' generated sections in place: the configuration table of
+docs/configuration.md, between its config-table markers."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ def synced(text: str) -> str:
     return f"{head}{START}{marker_line}\n{config_table_markdown().rstrip()}\n{END}{tail}"
 
 
+#: The page that holds the generated configuration table.
+CONFIG_PAGE = ROOT / "docs" / "configuration.md"
+
+
 def main() -> None:
-    path = ROOT / "README.md"
-    path.write_text(synced(path.read_text()))
+    CONFIG_PAGE.write_text(synced(CONFIG_PAGE.read_text()))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ Everything is driven by one table, :data:`CONFIG_KEYS`: a tuple of :class:`Confi
 entries giving each key's name, kind, default (or the key its default is derived from),
 allowed values or range and a one-line description. Validation, the typed attributes of
 :class:`ConsumerConfig`, redaction of secrets, the kafka-python keyword mapping and the
-README table (:func:`config_table_markdown`) all read that table.
+table of docs/configuration.md (:func:`config_table_markdown`) all read that table.
 
 Values may be Python values (``6000``, ``True``) or strings as read from a properties
 file (``"6000"``, ``"true"``):
@@ -1303,7 +1303,7 @@ def _valid_doc(key: ConfigKey) -> str:
 
 
 def config_table_markdown() -> str:
-    """The Markdown table of every key (for the README), generated from CONFIG_KEYS."""
+    """The Markdown table of every key (for docs/configuration.md), generated from CONFIG_KEYS."""
     lines = [
         "| key | type | default | valid values | description |",
         "|---|---|---|---|---|",

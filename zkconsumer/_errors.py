@@ -160,7 +160,7 @@ class OffsetCommitError(ZkConsumerError):
         if _MODERN_GROUP_ERRORS & set(errors.values()):
             hint = (" (the group has members of the broker-coordinated protocol: a ZooKeeper-"
                     "based member cannot commit to Kafka while they are there; see the "
-                    "README's migration paths)")
+                    "migration paths in docs/migration.md)")
         super().__init__(
             f"Kafka refused {len(errors)} offset{'' if len(errors) == 1 else 's'} of group "
             f"{group!r}: {shown}{more}{hint}"

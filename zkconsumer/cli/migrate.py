@@ -329,7 +329,7 @@ def register(subparsers: Any) -> None:
         "migrate", help="move a group from ZooKeeper offsets to the modern group protocol",
         description="Move a group from the legacy ZooKeeper consumer to the broker-"
         "coordinated group protocol (and back) without losing or replaying messages. "
-        "See the README, section \"Migrating to the modern group protocol\".",
+        "See docs/migration.md, \"Migrating to the modern group protocol\".",
     )
     msub = mig.add_subparsers(dest="migrate_command", required=True, metavar="ACTION")
 

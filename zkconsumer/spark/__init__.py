@@ -11,7 +11,7 @@ the ZooKeeper group::
           .option("topics", "orders,payments")      # or .option("whitelist", "orders.*")
           .load())      # columns: key, value, topic, partition, offset, timestamp
 
-How it works (the README's Spark section has the user's view and the options table):
+How it works (docs/spark.md has the user's view and the options table):
 
 - **Driver** (the Python process Spark runs the stream reader in, for the query's lifetime):
   a :class:`~zkconsumer.ZookeeperConsumerConnector` joins the group with a fetch side that does
