@@ -15,7 +15,7 @@ The work is done by :mod:`zkconsumer.ops.admin` (plain functions, no printing); 
 parses flags, prints tables that never cut a value (:mod:`zkconsumer.cli.tables`) or ``--json``
 (a JSON list of objects with snake_case fields), and shows a progress display (rich) on a
 terminal for long operations. Kafka's own command lines are :mod:`zkconsumer.cli.kafka`.
-Every failure the user can fix raises :class:`zkconsumer.cli.CommandError` (or another
+Every failure the user can fix raises :class:`zkconsumer._errors.CommandError` (or another
 ``ZkConsumerError``), which ``cli.main`` prints as one line with exit status 2. Input is
 validated before anything is written. ZooKeeper credentials and the ACL of created znodes come
 from the environment (``ZKCONSUMER_ZOOKEEPER_AUTH`` / ``ZKCONSUMER_ZOOKEEPER_ACL``, read by
@@ -48,13 +48,14 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer._config import ConsumerConfig, read_properties
 from zkconsumer._errors import (
+    CommandError,
     ConfigError,
     ConsumerTimeoutException,
     MessageDecodeError,
     ZkConsumerError,
 )
 from zkconsumer._filters import Blacklist, TopicFilter, Whitelist
-from zkconsumer.cli.common import CommandError, positive_seconds, silence_stdout
+from zkconsumer.cli.common import positive_seconds, silence_stdout
 from zkconsumer.cli.lag import add_groups_lag
 from zkconsumer.cli.tables import Table
 from zkconsumer.consumer.connector import create_consumer_connector

@@ -116,7 +116,13 @@ from pyspark.sql.types import (
 )
 
 from zkconsumer._config import CONFIG_KEYS, ConsumerConfig
-from zkconsumer._errors import CommitFencedError, ConfigError, ZkConsumerError, ZkDataError
+from zkconsumer._errors import (
+    CommitFencedError,
+    ConfigError,
+    ZkConsumerError,
+    ZkConsumerSourceError,
+    ZkDataError,
+)
 from zkconsumer._filters import Blacklist, TopicFilter, Whitelist
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import (
@@ -252,10 +258,6 @@ EARLIEST, LATEST = -2, -1
 INITIAL_OFFSET: dict[str, dict[str, int]] = {"(query start)": {}}
 
 OffsetSpec = Literal["earliest", "latest", "committed"] | dict[str, dict[int, int]]
-
-
-class ZkConsumerSourceError(ConfigError):
-    """A source option is wrong; raised when the DataFrame is defined or the query starts."""
 
 
 def _fail(message: str) -> ZkConsumerSourceError:
