@@ -32,8 +32,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer._config import ConsumerConfig, read_properties
+from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import CommandError, KafkaToolError, ZkConsumerError
+from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tools import reset_target

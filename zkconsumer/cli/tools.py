@@ -46,7 +46,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer._config import ConsumerConfig, read_properties
+from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
     CommandError,
     ConfigError,
@@ -55,6 +55,7 @@ from zkconsumer._errors import (
     ZkConsumerError,
 )
 from zkconsumer._filters import Blacklist, TopicFilter, Whitelist
+from zkconsumer._properties import read_properties
 from zkconsumer.cli.common import positive_seconds, silence_stdout
 from zkconsumer.cli.lag import add_groups_lag
 from zkconsumer.cli.tables import Table

@@ -115,7 +115,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from zkconsumer._config import CONFIG_KEYS, ConsumerConfig
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._config_keys import CONFIG_KEYS
 from zkconsumer._errors import (
     CommitFencedError,
     ConfigError,

@@ -80,7 +80,7 @@ from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from zkconsumer._config import legal_id_problem
+from zkconsumer._config_keys import legal_id_problem
 from zkconsumer._errors import ZkConsumerError, ZooKeeperRefusedError
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import (
