@@ -37,7 +37,7 @@ from zkconsumer._errors import CommandError, KafkaToolError, ZkConsumerError
 from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
 from zkconsumer.cli.common import positive_seconds
-from zkconsumer.cli.tools import reset_target
+from zkconsumer.cli.offsets import reset_target
 from zkconsumer.ops import admin as _admin
 from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders
 from zkconsumer.zk import paths as zp
