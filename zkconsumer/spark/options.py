@@ -233,53 +233,11 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if misspelt:  # first: a misspelt topics would be reported as no subscription
         raise _fail("; ".join(misspelt))
 
-    given = [SOURCE_KEYS[k] for k in ("topics", "whitelist", "blacklist") if k in source]
-    if len(given) != 1:
-        what = " and ".join(given) if given else "none"
-        raise _fail(f"give exactly one of topics, whitelist or blacklist (got {what})")
-    topics: tuple[str, ...] = ()
-    topic_filter: tuple[str, str] | None = None
-    if "topics" in source:
-        names = [t.strip() for t in source["topics"].split(",")]
-        if not all(names):
-            raise _fail(f"topics must be a comma-separated list of names, got "
-                        f"{source['topics']!r}")
-        for t in names:
-            try:
-                zp.topic_path(t)
-            except ValueError as e:
-                raise _fail(f"topics: {e}") from None
-        topics = tuple(dict.fromkeys(names))
-    else:
-        kind = "whitelist" if "whitelist" in source else "blacklist"
-        topic_filter = (kind, source[kind])
-        try:
-            (Whitelist if kind == "whitelist" else Blacklist)(source[kind])
-        except ConfigError as e:
-            raise _fail(f"{kind}: {e}") from None
-
-    if "zookeeper.connect" not in opts:
-        raise _fail("the zookeeper.connect option is required (host:port[,host:port][/chroot])")
+    topics, topic_filter = _subscription(source)
+    props, config = _legacy_config(opts)
     group_given = "group.id" in opts
-    props = dict(opts)
-    props.setdefault("group.id", _BATCH_GROUP)
-    storage = props.get("offsets.storage", "zookeeper").strip().lower()
-    if storage != "zookeeper":
-        raise _fail("offsets.storage must be zookeeper: the source commits the group's offsets "
-                    "to ZooKeeper, where the legacy tools read them")
-    # Offsets are committed once per micro-batch, never on a timer.
-    props["auto.commit.enable"] = "false"
-    try:
-        config = ConsumerConfig(props)
-    except ConfigError as e:
-        raise _fail(str(e).replace("\n", " ")) from None
-
-    bootstrap: tuple[str, ...] | None = None
-    raw_bs = source.get("kafka.bootstrap.servers") or config.bootstrap_servers
-    if raw_bs:
-        bootstrap = tuple(h.strip() for h in raw_bs.split(",") if h.strip())
-        if not bootstrap or not all(":" in h for h in bootstrap):
-            raise _fail(f"kafka.bootstrap.servers must be host:port[,host:port], got {raw_bs!r}")
+    bootstrap = _bootstrap_servers(source.get("kafka.bootstrap.servers")
+                                   or config.bootstrap_servers)
 
     starting = (_parse_offsets("startingOffsets", source["startingoffsets"])
                 if "startingoffsets" in source else None)
@@ -302,6 +260,62 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_offsets_per_trigger=max_per_trigger, bootstrap=bootstrap,
         fail_on_data_loss=fail_on_data_loss, streams=streams, given=frozenset(named),
     )
+
+
+def _subscription(source: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+    """(topics, topic filter) of the source options: exactly one of topics, whitelist or
+    blacklist."""
+    given = [SOURCE_KEYS[k] for k in ("topics", "whitelist", "blacklist") if k in source]
+    if len(given) != 1:
+        what = " and ".join(given) if given else "none"
+        raise _fail(f"give exactly one of topics, whitelist or blacklist (got {what})")
+    if "topics" in source:
+        names = [t.strip() for t in source["topics"].split(",")]
+        if not all(names):
+            raise _fail(f"topics must be a comma-separated list of names, got "
+                        f"{source['topics']!r}")
+        for t in names:
+            try:
+                zp.topic_path(t)
+            except ValueError as e:
+                raise _fail(f"topics: {e}") from None
+        return tuple(dict.fromkeys(names)), None
+    kind = "whitelist" if "whitelist" in source else "blacklist"
+    try:
+        (Whitelist if kind == "whitelist" else Blacklist)(source[kind])
+    except ConfigError as e:
+        raise _fail(f"{kind}: {e}") from None
+    return (), (kind, source[kind])
+
+
+def _legacy_config(opts: Mapping[str, str]) -> tuple[dict[str, str], ConsumerConfig]:
+    """The legacy consumer keys (the options that are not the source's) as the source uses
+    them, validated: (props, their ConsumerConfig)."""
+    if "zookeeper.connect" not in opts:
+        raise _fail("the zookeeper.connect option is required (host:port[,host:port][/chroot])")
+    props = dict(opts)
+    props.setdefault("group.id", _BATCH_GROUP)
+    storage = props.get("offsets.storage", "zookeeper").strip().lower()
+    if storage != "zookeeper":
+        raise _fail("offsets.storage must be zookeeper: the source commits the group's offsets "
+                    "to ZooKeeper, where the legacy tools read them")
+    # Offsets are committed once per micro-batch, never on a timer.
+    props["auto.commit.enable"] = "false"
+    try:
+        config = ConsumerConfig(props)
+    except ConfigError as e:
+        raise _fail(str(e).replace("\n", " ")) from None
+    return props, config
+
+
+def _bootstrap_servers(raw_bs: str | None) -> tuple[str, ...] | None:
+    """``kafka.bootstrap.servers`` (or ``bootstrap.servers``) as host:port entries."""
+    if not raw_bs:
+        return None
+    bootstrap = tuple(h.strip() for h in raw_bs.split(",") if h.strip())
+    if not bootstrap or not all(":" in h for h in bootstrap):
+        raise _fail(f"kafka.bootstrap.servers must be host:port[,host:port], got {raw_bs!r}")
+    return bootstrap
 
 
 def _misspelt_source_options(opts: Iterable[str]) -> list[str]:

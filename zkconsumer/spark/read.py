@@ -319,8 +319,6 @@ def _close_client(client: Any) -> None:
 
 def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
     from kafka import TopicPartition as KTP
-    from kafka.errors import CorruptRecordError, LogTruncationError, OffsetOutOfRangeError
-
 
     key = ("kafka-python", rng.bootstrap, rng.props)
 
@@ -336,79 +334,7 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
     ends = _LogEndCheck(rng, config)
     ok = False
     try:
-        consumer.assign([ktp])
-        consumer.seek(ktp, rng.start)
-        position = rng.start
-        last_progress = time.monotonic()
-        keys: list[Any] = []
-        values: list[Any] = []
-        offsets: list[int] = []
-        stamps: list[int | None] = []
-        while position < rng.end:
-            try:
-                # No more than the range needs: kafka-python parses a response's batches as
-                # it hands records out, so a corrupt batch past the range is never reached.
-                fetched = consumer.poll(
-                    timeout_ms=500, max_records=min(ARROW_BATCH_ROWS, rng.end - position)
-                )
-            except OffsetOutOfRangeError:
-                earliest = int(consumer.beginning_offsets([ktp])[ktp])
-                if earliest <= position:
-                    # Out of range, not below the log start: beyond the log end.
-                    error = _past_log_end(rng, position, int(consumer.end_offsets([ktp])[ktp]),
-                                          out_of_range=True)
-                    if error is not None:
-                        raise error from None
-                    break
-                if rng.fail_on_data_loss:
-                    raise _data_loss(rng, position, earliest) from None
-                log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
-                            rng.topic, rng.partition, position, earliest, earliest)
-                position = earliest
-                consumer.seek(ktp, position)
-                continue
-            except LogTruncationError as e:
-                if ktp not in e.divergent_offsets:
-                    continue  # a pooled client's, of an earlier task's partition: not ours
-                # KIP-320: the new leader's log ends below records read (an unclean leader
-                # election), where it diverges, or (None) somewhere unknown.
-                diverged = e.divergent_offsets[ktp]
-                end = (int(diverged.offset) if diverged is not None
-                       else int(consumer.end_offsets([ktp])[ktp]))
-                error = _past_log_end(rng, position, end, out_of_range=True,
-                                      how="the new leader's log was truncated below it")
-                if error is not None:
-                    raise error from None
-                break
-            except CorruptRecordError as e:
-                at = re.search(r"at offset (\d+)", str(e))
-                raise _corrupt(rng, int(at.group(1)) if at else position, e) from e
-            records = fetched.get(ktp, ())
-            for r in records:
-                if r.offset >= rng.end:
-                    position = rng.end
-                    break
-                if r.offset < position:
-                    continue
-                keys.append(r.key)
-                values.append(r.value)
-                offsets.append(r.offset)
-                ts = r.timestamp
-                stamps.append(ts * 1000 if ts is not None and ts >= 0 else None)
-                position = r.offset + 1
-            else:
-                # Past control records and compacted gaps too.
-                position = max(position, min(rng.end, consumer.position(ktp)))
-            if records:
-                last_progress = time.monotonic()
-            elif position < rng.end:
-                if ends.range_ends(position, consumer.highwater(ktp), last_progress):
-                    break
-            if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
-                yield _to_batch(schema, rng, keys, values, offsets, stamps)
-                keys, values, offsets, stamps = [], [], [], []
-        if offsets:  # read before lost data ended the range, or a skip took it beyond
-            yield _to_batch(schema, rng, keys, values, offsets, stamps)
+        yield from _kafka_python_batches(consumer, ktp, rng, schema, ends)
         consumer.unsubscribe()
         ok = True
     finally:
@@ -419,10 +345,101 @@ def _read_kafka_python(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.
             _close_client(consumer)
 
 
+def _kafka_python_batches(consumer: Any, ktp: Any, rng: OffsetRange, schema: pa.Schema,
+                          ends: _LogEndCheck) -> Iterator[pa.RecordBatch]:
+    """The records of ``rng`` read with a kafka-python ``consumer``, as record batches."""
+    consumer.assign([ktp])
+    consumer.seek(ktp, rng.start)
+    position = rng.start
+    last_progress = time.monotonic()
+    keys: list[Any] = []
+    values: list[Any] = []
+    offsets: list[int] = []
+    stamps: list[int | None] = []
+    while position < rng.end:
+        fetched, position, stop = _poll_kafka_python(consumer, ktp, rng, position)
+        if stop:
+            break
+        if fetched is None:
+            continue
+        records = fetched.get(ktp, ())
+        for r in records:
+            if r.offset >= rng.end:
+                position = rng.end
+                break
+            if r.offset < position:
+                continue
+            keys.append(r.key)
+            values.append(r.value)
+            offsets.append(r.offset)
+            ts = r.timestamp
+            stamps.append(ts * 1000 if ts is not None and ts >= 0 else None)
+            position = r.offset + 1
+        else:
+            # Past control records and compacted gaps too.
+            position = max(position, min(rng.end, consumer.position(ktp)))
+        if records:
+            last_progress = time.monotonic()
+        elif position < rng.end:
+            if ends.range_ends(position, consumer.highwater(ktp), last_progress):
+                break
+        if len(offsets) >= ARROW_BATCH_ROWS or (offsets and position >= rng.end):
+            yield _to_batch(schema, rng, keys, values, offsets, stamps)
+            keys, values, offsets, stamps = [], [], [], []
+    if offsets:  # read before lost data ended the range, or a skip took it beyond
+        yield _to_batch(schema, rng, keys, values, offsets, stamps)
+
+
+def _poll_kafka_python(consumer: Any, ktp: Any, rng: OffsetRange,
+                       position: int) -> tuple[dict[Any, Any] | None, int, bool]:
+    """One poll at ``position``: (what it fetched, None when nothing is to be taken from it
+    this time; the position to go on from; whether the range ends here). Lost data and
+    corrupt records raise, or (failOnDataLoss=false) end the range or skip past them."""
+    from kafka.errors import CorruptRecordError, LogTruncationError, OffsetOutOfRangeError
+
+    try:
+        # No more than the range needs: kafka-python parses a response's batches as
+        # it hands records out, so a corrupt batch past the range is never reached.
+        fetched = consumer.poll(
+            timeout_ms=500, max_records=min(ARROW_BATCH_ROWS, rng.end - position)
+        )
+    except OffsetOutOfRangeError:
+        earliest = int(consumer.beginning_offsets([ktp])[ktp])
+        if earliest <= position:
+            # Out of range, not below the log start: beyond the log end.
+            error = _past_log_end(rng, position, int(consumer.end_offsets([ktp])[ktp]),
+                                  out_of_range=True)
+            if error is not None:
+                raise error from None
+            return None, position, True
+        if rng.fail_on_data_loss:
+            raise _data_loss(rng, position, earliest) from None
+        log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
+                    rng.topic, rng.partition, position, earliest, earliest)
+        consumer.seek(ktp, earliest)
+        return None, earliest, False
+    except LogTruncationError as e:
+        if ktp not in e.divergent_offsets:
+            return None, position, False  # a pooled client's, of an earlier task's partition
+        # KIP-320: the new leader's log ends below records read (an unclean leader
+        # election), where it diverges, or (None) somewhere unknown.
+        diverged = e.divergent_offsets[ktp]
+        end = (int(diverged.offset) if diverged is not None
+               else int(consumer.end_offsets([ktp])[ktp]))
+        error = _past_log_end(rng, position, end, out_of_range=True,
+                              how="the new leader's log was truncated below it")
+        if error is not None:
+            raise error from None
+        return None, position, True
+    except CorruptRecordError as e:
+        at = re.search(r"at offset (\d+)", str(e))
+        raise _corrupt(rng, int(at.group(1)) if at else position, e) from e
+    return fetched, position, False
+
+
 def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CTP
-
 
     key = ("confluent", rng.bootstrap, rng.props)
     conf = confluent_conf(config, rng.bootstrap, f"spark-{os.getpid()}")
@@ -433,59 +450,7 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
     ok = False
     try:
         consumer.assign([CTP(rng.topic, rng.partition, rng.start)])
-        # librdkafka keeps a partition's cached watermarks across unassign/assign: a reused
-        # client's are the last task's until this task's first fetch answer, and no hint of
-        # this task's log end. The answer is in once a message or event is consumed, or the
-        # watermarks change, or (the same watermarks again) once it is due.
-        inherited = _cached_watermarks(consumer, ctp)
-        answer_due = time.monotonic() + config.fetch_wait_max_ms / 1000 + LOG_END_RETRY_S
-        answered = False
-        position = rng.start
-        last_progress = time.monotonic()
-        while position < rng.end:
-            messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
-            answered = answered or bool(messages)
-            ended = False
-            skip_to: int | None = None
-            if [m for m in messages if m.error() is not None]:
-                messages, position, ended, skip_to = _confluent_errors(
-                    consumer, rng, messages, position,
-                    timeout_s=max(config.socket_timeout_ms, 10_000) / 1000)
-            if messages:
-                last_progress = time.monotonic()
-                # One partition, in offset order: keep what lies in [position, end).
-                offsets = [m.offset() for m in messages]
-                lo = bisect.bisect_left(offsets, position)
-                hi = bisect.bisect_left(offsets, rng.end)
-                reached_end = hi < len(offsets)
-                if lo or reached_end:
-                    messages, offsets = messages[lo:hi], offsets[lo:hi]
-                if messages:
-                    position = offsets[-1] + 1
-                    stamps = [ts * 1000 if kind and ts >= 0 else None
-                              for kind, ts in (m.timestamp() for m in messages)]
-                    yield _to_batch(schema, rng, [m.key() for m in messages],
-                                    [m.value() for m in messages], offsets, stamps)
-                if reached_end:
-                    position = rng.end
-                if skip_to is not None:
-                    position = max(position, skip_to)  # past what retention deleted
-            elif skip_to is not None:
-                position = skip_to
-            elif not ended:
-                pos = consumer.position([ctp])[0].offset
-                if pos is not None and pos > position:
-                    position = min(rng.end, pos)  # past control records and gaps
-                    continue
-                cached = _cached_watermarks(consumer, ctp)
-                answered = (answered or cached != inherited
-                            or time.monotonic() >= answer_due)
-                # The high watermark of this task's last fetch answer (-1001 before the first).
-                high = cached[1] if answered and cached is not None else None
-                if ends.range_ends(position, high, last_progress):
-                    break
-            if ended:
-                break
+        yield from _confluent_batches(consumer, ctp, rng, schema, ends, config)
         consumer.unassign()
         ok = True
     finally:
@@ -494,6 +459,76 @@ def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.Rec
             _return_client(key, consumer)
         else:
             _close_client(consumer)
+
+
+def _confluent_batches(consumer: Any, ctp: Any, rng: OffsetRange, schema: pa.Schema,
+                       ends: _LogEndCheck, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
+    """The records of ``rng`` read with a confluent-kafka ``consumer`` (assigned at the
+    range's start), as record batches."""
+    # librdkafka keeps a partition's cached watermarks across unassign/assign: a reused
+    # client's are the last task's until this task's first fetch answer, and no hint of
+    # this task's log end. The answer is in once a message or event is consumed, or the
+    # watermarks change, or (the same watermarks again) once it is due.
+    inherited = _cached_watermarks(consumer, ctp)
+    answer_due = time.monotonic() + config.fetch_wait_max_ms / 1000 + LOG_END_RETRY_S
+    answered = False
+    position = rng.start
+    last_progress = time.monotonic()
+    while position < rng.end:
+        messages = consumer.consume(min(ARROW_BATCH_ROWS, rng.end - position), 0.5)
+        answered = answered or bool(messages)
+        ended = False
+        skip_to: int | None = None
+        if [m for m in messages if m.error() is not None]:
+            messages, position, ended, skip_to = _confluent_errors(
+                consumer, rng, messages, position,
+                timeout_s=max(config.socket_timeout_ms, 10_000) / 1000)
+        if messages:
+            last_progress = time.monotonic()
+            batch, position = _confluent_batch(schema, rng, messages, position)
+            if batch is not None:
+                yield batch
+            if skip_to is not None:
+                position = max(position, skip_to)  # past what retention deleted
+        elif skip_to is not None:
+            position = skip_to
+        elif not ended:
+            pos = consumer.position([ctp])[0].offset
+            if pos is not None and pos > position:
+                position = min(rng.end, pos)  # past control records and gaps
+                continue
+            cached = _cached_watermarks(consumer, ctp)
+            answered = (answered or cached != inherited
+                        or time.monotonic() >= answer_due)
+            # The high watermark of this task's last fetch answer (-1001 before the first).
+            high = cached[1] if answered and cached is not None else None
+            if ends.range_ends(position, high, last_progress):
+                break
+        if ended:
+            break
+
+
+def _confluent_batch(schema: pa.Schema, rng: OffsetRange, messages: list[Any],
+                     position: int) -> tuple[pa.RecordBatch | None, int]:
+    """The messages in ``[position, end)`` of the range as a record batch (None: there are
+    none), and the position after them (the range's end once a message reaches it)."""
+    # One partition, in offset order: keep what lies in [position, end).
+    offsets = [m.offset() for m in messages]
+    lo = bisect.bisect_left(offsets, position)
+    hi = bisect.bisect_left(offsets, rng.end)
+    reached_end = hi < len(offsets)
+    if lo or reached_end:
+        messages, offsets = messages[lo:hi], offsets[lo:hi]
+    batch = None
+    if messages:
+        position = offsets[-1] + 1
+        stamps = [ts * 1000 if kind and ts >= 0 else None
+                  for kind, ts in (m.timestamp() for m in messages)]
+        batch = _to_batch(schema, rng, [m.key() for m in messages],
+                          [m.value() for m in messages], offsets, stamps)
+    if reached_end:
+        position = rng.end
+    return batch, position
 
 
 def _cached_watermarks(consumer: Any, ctp: Any) -> tuple[int, int] | None:
@@ -518,7 +553,6 @@ def _confluent_errors(
     failed is past it, the range was read whole: it ends, whatever happened after it.
     """
     from confluent_kafka import KafkaError
-    from confluent_kafka import TopicPartition as CTP
 
     good = []
     for m in messages:
@@ -536,33 +570,44 @@ def _confluent_errors(
             if (any(g.offset() >= rng.end for g in good)
                     or (failed_at is not None and failed_at >= rng.end)):
                 return good, position, True, None  # the range was read to its end first
-            found = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition),
-                                                   timeout=timeout_s)
-            if found is None:  # no answer within the timeout (the default waits for ever)
-                raise ZkConsumerError(
-                    f"zkconsumer source: reading {rng.topic}:{rng.partition}: the broker "
-                    f"answered out of range ({err.str()}), then gave no watermarks within "
-                    f"{timeout_s:g} s")
-            low, high = found
-            # What failed comes after this answer's messages of the range: they are read.
-            at = position
-            for g in good:
-                if at <= g.offset() < rng.end:
-                    at = g.offset() + 1
-            if low <= at:
-                # Out of range, not below the log start: beyond the log end. The range
-                # ends after this answer's messages.
-                error = _past_log_end(rng, at, int(high), out_of_range=True)
-                if error is not None:
-                    raise error
-                return good, position, True, None
-            if rng.fail_on_data_loss:
-                raise _data_loss(rng, at, int(low))
-            log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
-                        rng.topic, rng.partition, at, low, low)
-            consumer.assign([CTP(rng.topic, rng.partition, int(low))])
-            return good, position, False, int(low)
+            return _confluent_out_of_range(consumer, rng, good, position, err.str(), timeout_s)
         else:
             raise ZkConsumerError(f"zkconsumer source: reading {rng.topic}:{rng.partition}: "
                                   f"{err}")
     return good, position, False, None
+
+
+def _confluent_out_of_range(
+    consumer: Any, rng: OffsetRange, good: list[Any], position: int, error_text: str,
+    timeout_s: float,
+) -> tuple[list[Any], int, bool, int | None]:
+    """The broker answered the offset after ``good`` out of range: beyond the log end (the
+    range ends after them) or below the log start (lost data: an error, or reading goes on
+    at the log start). What :func:`_confluent_errors` returns."""
+    from confluent_kafka import TopicPartition as CTP
+
+    found = consumer.get_watermark_offsets(CTP(rng.topic, rng.partition), timeout=timeout_s)
+    if found is None:  # no answer within the timeout (the default waits for ever)
+        raise ZkConsumerError(
+            f"zkconsumer source: reading {rng.topic}:{rng.partition}: the broker "
+            f"answered out of range ({error_text}), then gave no watermarks within "
+            f"{timeout_s:g} s")
+    low, high = found
+    # What failed comes after this answer's messages of the range: they are read.
+    at = position
+    for g in good:
+        if at <= g.offset() < rng.end:
+            at = g.offset() + 1
+    if low <= at:
+        # Out of range, not below the log start: beyond the log end. The range
+        # ends after this answer's messages.
+        error = _past_log_end(rng, at, int(high), out_of_range=True)
+        if error is not None:
+            raise error
+        return good, position, True, None
+    if rng.fail_on_data_loss:
+        raise _data_loss(rng, at, int(low))
+    log.warning("%s:%s: offsets [%d, %d) were lost; going on from %d",
+                rng.topic, rng.partition, at, low, low)
+    consumer.assign([CTP(rng.topic, rng.partition, int(low))])
+    return good, position, False, int(low)

@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,35 @@ log = logging.getLogger("zkconsumer.spark")
 #: outage) to end before it fails: an empty batch would end it as if it had read everything.
 AVAILABLE_NOW_WAITS = 3
 # -- readers -----------------------------------------------------------------------------------
+
+
+def _check_group_offsets(
+    lookup: _OffsetLookup, begin: Positions, unsure: list[TopicPartition],
+    committed: Mapping[TopicPartition, int | None],
+) -> tuple[set[TopicPartition], list[TopicPartition]]:
+    """(partitions to reseat at the group's offset, partitions whose position is confirmed
+    ours) of the ``unsure`` ones: another member committed beyond our position meanwhile, or
+    not."""
+    ahead = {tp: z for tp in unsure
+             if (z := committed.get(tp)) is not None and z > begin[tp]}
+    # Not an offset beyond the log end, which no member consumed up to: one committed
+    # before the log was truncated. Taking it would skip what was written since.
+    ends = lookup.latest(list(ahead)) if ahead else {}
+    reseat = set()
+    confirmed: list[TopicPartition] = []
+    for tp in unsure:
+        z = ahead.get(tp)
+        if z is not None and z <= ends[tp]:
+            log.info("%s:%d: the group committed %d beyond our position %d; taking the "
+                     "group's offset", tp.topic, tp.partition, z, begin[tp])
+            reseat.add(tp)
+        else:
+            if z is not None:
+                log.warning("%s:%d: the group's offset %d is beyond the log end %d (the "
+                            "log was truncated, or the topic recreated): keeping our "
+                            "position %d", tp.topic, tp.partition, z, ends[tp], begin[tp])
+            confirmed.append(tp)
+    return reseat, confirmed
 
 
 class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -215,54 +244,71 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         # confirms goes to `verified` at the end, under the lock, and only if no rebalance
         # completed meanwhile.
         m = member.membership
-        confirmed: list[TopicPartition] = []
         lookup = member.offsets()
         # Partitions owned since an earlier rebalance or before a restart: is our position
         # still the group's? Another member may have consumed and committed beyond it.
         unsure = [tp for tp in begin if tp in owned and m.verified.get(tp) != generation]
         newcomers = sorted(tp for tp in owned if tp not in begin)
         committed = member.committed(unsure + newcomers) if unsure or newcomers else {}
-        ahead = {tp: z for tp in unsure
-                 if (z := committed.get(tp)) is not None and z > begin[tp]}
-        # Not an offset beyond the log end, which no member consumed up to: one committed
-        # before the log was truncated. Taking it would skip what was written since.
-        ends = lookup.latest(list(ahead)) if ahead else {}
-        reseat = set()
-        for tp in unsure:
-            z = ahead.get(tp)
-            if z is not None and z <= ends[tp]:
-                log.info("%s:%d: the group committed %d beyond our position %d; taking the "
-                         "group's offset", tp.topic, tp.partition, z, begin[tp])
-                reseat.add(tp)
-            else:
-                if z is not None:
-                    log.warning("%s:%d: the group's offset %d is beyond the log end %d (the "
-                                "log was truncated, or the topic recreated): keeping our "
-                                "position %d", tp.topic, tp.partition, z, ends[tp], begin[tp])
-                confirmed.append(tp)
+        reseat, confirmed = _check_group_offsets(lookup, begin, unsure, committed)
+        end = self._position_newcomers(member, newcomers, committed, first)
+        confirmed += newcomers
+        # Positions to record in the group where they differ from its offsets (startingOffsets,
+        # or auto.offset.reset), so that the next owner starts there too.
+        placed = {tp: off for tp, off in end.items() if committed.get(tp) != off}
 
-        # Newly owned partitions are positioned (no rows for them in this batch); in the
-        # query's first batch, per startingOffsets. After it, one without a committed offset
-        # is read from its start, as Spark's Kafka source reads partitions found after the
-        # start: it is a partition added since (every one this query placed was written to
-        # the group), and auto.offset.reset=largest would skip what was written to it.
+        reading = sorted(tp for tp in begin if tp in owned and tp not in reseat)
+        available, behind = self._log_ends(lookup, begin, reading, placed, end)
+        # Written to the group before the batch, as new positions are: else a rebalance or
+        # a restart would take the group's offset (beyond the log end) again.
+        moved = {tp: available[tp] for tp in behind if tp not in placed}
+
+        # The batch that ended at `start` is complete: record it in the group, for the
+        # partitions that are still ours, with the new positions. After the checks above: a
+        # position beyond the log end (a mistyped startingOffsets, say) is never written to
+        # the group.
+        # The new positions must be written (else a rebalance or a restart takes the group's
+        # offsets instead, undoing a rewind): no batch when they cannot be. The rest can
+        # wait for the next batch.
+        with m.cond:
+            if m.generation != generation:
+                raise _NoBatch("a rebalance completed while the batch was planned")
+            m.verified.update(dict.fromkeys(confirmed, generation))
+            done = {tp: off for tp, off in begin.items()
+                    if tp in owned and m.verified.get(tp) == generation and tp not in behind}
+            # Spark commits the batch before (ending at `begin`) after this plan: not these.
+            m.moved_back.update(moved)
+        member.commit({**done, **placed, **moved}, best_effort=not (placed or moved))
+        end.update(self._batch_ends(begin, reading, behind, available, limit))
+        return end
+
+    def _position_newcomers(self, member: _GroupMember, newcomers: list[TopicPartition],
+                            committed: Mapping[TopicPartition, int | None],
+                            first: bool) -> Positions:
+        """The positions of the newly owned partitions (no rows for them in this batch)."""
+        # In the query's first batch, per startingOffsets. After it, one without a committed
+        # offset is read from its start, as Spark's Kafka source reads partitions found after
+        # the start: it is a partition added since (every one this query placed was written
+        # to the group), and auto.offset.reset=largest would skip what was written to it.
         spec: OffsetSpec = (self.opts.starting or "committed") if first else "committed"
         reset = member.config.auto_offset_reset if first else "smallest"
-        end: Positions = _resolve_spec(spec, newcomers, "committed", committed, lookup, reset)
+        end: Positions = _resolve_spec(spec, newcomers, "committed", committed,
+                                       member.offsets(), reset)
         if not first:
             for tp in newcomers:
                 if committed.get(tp) is None:
                     log.info("%s:%d has no committed offset: read from its earliest offset "
                              "(a partition added after the query started)", tp.topic,
                              tp.partition)
-        confirmed += newcomers
         if first:
             log.info("%s starts at %s", member.consumer_id, encode_offsets(end))
-        # Positions to record in the group where they differ from its offsets (startingOffsets,
-        # or auto.offset.reset), so that the next owner starts there too.
-        placed = {tp: off for tp, off in end.items() if committed.get(tp) != off}
+        return end
 
-        reading = sorted(tp for tp in begin if tp in owned and tp not in reseat)
+    def _log_ends(self, lookup: _OffsetLookup, begin: Positions, reading: list[TopicPartition],
+                  placed: Positions, end: Positions) -> tuple[Positions, list[TopicPartition]]:
+        """(log ends, partitions whose position is beyond theirs) of the partitions read and
+        placed. One beyond is lost data: an error (failOnDataLoss), or a warning and a new
+        position placed at the log end (in ``placed`` and ``end``)."""
         positions = {**{tp: begin[tp] for tp in reading}, **placed}
         available = lookup.latest(positions)
         behind = [tp for tp in positions if available[tp] < positions[tp]]
@@ -288,26 +334,13 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             log.warning("%s; going on from the log end", message)
             if tp in placed:
                 end[tp] = placed[tp] = available[tp]
-        # Written to the group before the batch, as new positions are: else a rebalance or
-        # a restart would take the group's offset (beyond the log end) again.
-        moved = {tp: available[tp] for tp in behind if tp not in placed}
+        return available, behind
 
-        # The batch that ended at `start` is complete: record it in the group, for the
-        # partitions that are still ours, with the new positions. After the checks above: a
-        # position beyond the log end (a mistyped startingOffsets, say) is never written to
-        # the group.
-        # The new positions must be written (else a rebalance or a restart takes the group's
-        # offsets instead, undoing a rewind): no batch when they cannot be. The rest can
-        # wait for the next batch.
-        with m.cond:
-            if m.generation != generation:
-                raise _NoBatch("a rebalance completed while the batch was planned")
-            m.verified.update(dict.fromkeys(confirmed, generation))
-            done = {tp: off for tp, off in begin.items()
-                    if tp in owned and m.verified.get(tp) == generation and tp not in behind}
-            # Spark commits the batch before (ending at `begin`) after this plan: not these.
-            m.moved_back.update(moved)
-        member.commit({**done, **placed, **moved}, best_effort=not (placed or moved))
+    def _batch_ends(self, begin: Positions, reading: list[TopicPartition],
+                    behind: list[TopicPartition], available: Positions,
+                    limit: ReadLimit) -> Positions:
+        """Where the batch ends in the partitions read: their log ends (Trigger.AvailableNow:
+        no further than when the run began), or less per ``limit``."""
         for tp in reading:
             if tp in behind:
                 continue
@@ -317,10 +350,8 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             available[tp] = max(available[tp], begin[tp])
         base = {tp: min(begin[tp], available[tp]) for tp in reading}
         if isinstance(limit, ReadMaxRows):
-            end.update(rate_limit(base, available, limit.max_rows))
-        else:
-            end.update({tp: available[tp] for tp in reading})
-        return end
+            return rate_limit(base, available, limit.max_rows)
+        return {tp: available[tp] for tp in reading}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin, finish = decode_offsets(start), decode_offsets(end)
