@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, Literal, NoReturn, TypeVar, cast, overload
 
 from zkconsumer._config_keys import (
@@ -159,6 +159,17 @@ def _resolve(
         where = origins.get(key) if key is not None else None
         problems.append(f"{where}: {message}" if where else message)
 
+    given = _given_values(props, report)
+    values, failed = _effective_values(given, report)
+    _check_cross_key_rules(values, given, failed, report)
+    return values, given
+
+
+_Report = Callable[[str | None, str], None]
+
+
+def _given_values(props: Mapping[str, object], report: _Report) -> dict[str, object]:
+    """The values given (not None) by key name; unknown keys are reported."""
     given: dict[str, object] = {}
     for raw_key, raw in props.items():
         if not isinstance(raw_key, str):
@@ -170,7 +181,13 @@ def _resolve(
             continue
         if raw is not None:
             given[name] = raw
+    return given
 
+
+def _effective_values(given: Mapping[str, object],
+                      report: _Report) -> tuple[dict[str, object], set[str]]:
+    """(the effective value of every key that has one, the keys that failed): the given
+    value, else the default or the derived one."""
     values: dict[str, object] = {}
     failed: set[str] = set()
     for key in CONFIG_KEYS:
@@ -196,6 +213,12 @@ def _resolve(
             else:
                 value = key.default
         values[key.name] = value
+    return values, failed
+
+
+def _check_cross_key_rules(values: Mapping[str, object], given: Mapping[str, object],
+                           failed: set[str], report: _Report) -> None:
+    """Rules between keys, checked where none of their keys failed on its own."""
 
     def ok(*names: str) -> bool:
         return not failed.intersection(names)
@@ -233,9 +256,6 @@ def _resolve(
         for alone in ("ssl.keyfile", "ssl.password"):
             if values[alone] is not None:
                 report(alone, f"{alone} needs ssl.certfile (the client certificate it is for)")
-    return values, given
-
-
 
 
 # --------------------------------------------------------------------------------------

@@ -307,18 +307,10 @@ def _failure_text(e: BaseException) -> str:
     return f"{type(e).__name__} {e}".rstrip()
 
 
-@_handler
-def _console_consumer(args: argparse.Namespace, zk: KazooClient,
-                      consumer_props: dict[str, str], output: _Output,
-                      topic_filter: TopicFilter | None) -> int:
-
-    if topic_filter is None and not _wait_for_topic(zk, args.topic, args.timeout_ms):
-        print("Processed a total of 0 messages", file=sys.stderr)
-        return 0
-
-    throwaway = args.group is None
-    group = _throwaway_group(zk) if throwaway else args.group
-
+def _console_config(args: argparse.Namespace, consumer_props: dict[str, str], group: str,
+                    throwaway: bool) -> ConsumerConfig:
+    """The console consumer's connector configuration: the --consumer-property keys, and
+    what the flags and the tool's own ZooKeeper login set."""
     # The whole configuration is checked before anything is deleted: a typo in a
     # --consumer-property must not cost the group its offsets.
     # A --consumer-property a flag sets agrees with the flag (_flag_properties), or is not
@@ -335,16 +327,45 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         # Its offsets are deleted on exit anyway: do not write them.
         settings.setdefault("auto.commit.enable", "false")
     config = ConsumerConfig(settings)
+    return config
 
-    delete = False
-    if not throwaway:
-        has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
-            zk.get_children(zp.offsets_dir(group)))
-        if args.from_beginning and has_offsets and not args.delete_consumer_offsets:
-            raise _command_error(
-                f"found previous offset information for group {group}; pass "
-                "--delete-consumer-offsets to delete it, or leave out --from-beginning")
-        delete = args.delete_consumer_offsets and _admin.group_exists(zk, group)
+
+def _offsets_to_delete(args: argparse.Namespace, zk: KazooClient, group: str) -> bool:
+    """Whether --delete-consumer-offsets has a group to delete; refused when
+    --from-beginning would be ignored for the group's offsets."""
+    has_offsets = bool(zk.exists(zp.offsets_dir(group))) and bool(
+        zk.get_children(zp.offsets_dir(group)))
+    if args.from_beginning and has_offsets and not args.delete_consumer_offsets:
+        raise _command_error(
+            f"found previous offset information for group {group}; pass "
+            "--delete-consumer-offsets to delete it, or leave out --from-beginning")
+    return bool(args.delete_consumer_offsets and _admin.group_exists(zk, group))
+
+
+def _stream(connector: ZookeeperConsumerConnector, topic: str,
+            topic_filter: TopicFilter | None) -> Any:
+    """The console consumer's one stream: of ``topic``, or of the topics ``topic_filter``
+    allows."""
+    if topic_filter is None:
+        return connector.create_message_streams({topic: 1})[topic][0]
+    return connector.create_message_streams_by_filter(topic_filter, 1)[0]
+
+
+@_handler
+def _console_consumer(args: argparse.Namespace, zk: KazooClient,
+                      consumer_props: dict[str, str], output: _Output,
+                      topic_filter: TopicFilter | None) -> int:
+
+    if topic_filter is None and not _wait_for_topic(zk, args.topic, args.timeout_ms):
+        print("Processed a total of 0 messages", file=sys.stderr)
+        return 0
+
+    throwaway = args.group is None
+    group = _throwaway_group(zk) if throwaway else args.group
+
+    config = _console_config(args, consumer_props, group, throwaway)
+
+    delete = False if throwaway else _offsets_to_delete(args, zk, group)
 
     count = 0
     connector = None
@@ -358,10 +379,7 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                 deleted = True
                 _warn_kafka_offsets_left(zk, group, config)
             try:
-                if topic_filter is None:
-                    stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
-                else:
-                    stream = connector.create_message_streams_by_filter(topic_filter, 1)[0]
+                stream = _stream(connector, args.topic, topic_filter)
                 for message in _messages(stream, args.skip_message_on_error):
                     # Counted before it is written: a Ctrl-C (or SIGTERM) is taken when the
                     # write's system call returns, and the message printed must be counted.
