@@ -69,6 +69,13 @@ timeout, so an outage never blocks them for its length (joining the group, at th
 does wait for ZooKeeper). Across restarts of one query nothing is lost or read twice
 (Spark's checkpoint); a batch replayed after a crash is replayed as planned, whoever owns its
 partitions by then.
+
+The modules: :mod:`~zkconsumer.spark.options` (the options, parsed without I/O),
+:mod:`~zkconsumer.spark.cluster` (what ZooKeeper says), :mod:`~zkconsumer.spark.offsets`
+(checkpoint offsets, lookups from the brokers), :mod:`~zkconsumer.spark.read` (the
+executors' reads), :mod:`~zkconsumer.spark.membership` (the driver's group member) and
+:mod:`~zkconsumer.spark.readers` (Spark's readers and the data source); this package
+re-exports the public names (the private ones named above live in those modules).
 """
 
 from __future__ import annotations
