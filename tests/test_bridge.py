@@ -313,10 +313,18 @@ def test_a_bridge_refused_its_top_level_paths_stops_with_one_line(
 ])
 def test_a_refusal_names_the_znode_whose_acl_is_at_fault(op: str, says: str) -> None:
     # ZooKeeper checks a create's or a delete's permission on the parent.
-    from zkconsumer.stack.bridge import ZooKeeperRefusedError
+    from zkconsumer._errors import ZooKeeperRefusedError
 
     error = ZooKeeperRefusedError("zk:2181", "/brokers/topics/t", op)
     assert str(error) == f"ZooKeeper at zk:2181 {says}"
+
+
+def test_the_refusals_name_the_login_variable_the_tools_read() -> None:
+    # _errors is a leaf: it spells the variable out rather than import it from zk.session.
+    from zkconsumer import _errors
+    from zkconsumer.zk.session import AUTH_ENV
+
+    assert _errors._AUTH_ENV == AUTH_ENV
 
 
 def test_an_unreachable_cluster_is_one_warning_not_a_flood(

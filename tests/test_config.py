@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer._config import (
-    CONFIG_KEYS,
-    ConsumerConfig,
-    ZkAcl,
-    ZkSaslLogin,
-    config_table_markdown,
-    read_properties,
-)
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._config_keys import CONFIG_KEYS, ZkAcl, ZkSaslLogin, config_table_markdown
 from zkconsumer._errors import ConfigError, ZkConsumerError
+from zkconsumer._properties import read_properties
 
 MIN: dict[str, object] = {"zookeeper.connect": "zk1:2181", "group.id": "grp"}
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from zkconsumer import ConfigError
-from zkconsumer._config import ConsumerConfig, JvmCompatibility
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._config_keys import JvmCompatibility
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.assignors.core import assign, java_string_hashcode, roundrobin_assign
 from zkconsumer.zk import paths as zp
@@ -100,7 +101,8 @@ def test_the_examples_in_the_docstrings() -> None:
     import doctest
 
     from zkconsumer import _config as _config
+    from zkconsumer import _config_keys as _config_keys
     from zkconsumer.consumer.assignors import jvmcompat as _jvmcompat
 
-    for module in (_jvmcompat, _config):
+    for module in (_jvmcompat, _config, _config_keys):
         assert doctest.testmod(module).failed == 0

@@ -51,7 +51,7 @@ from tests.jvm import (
     py_member,
 )
 from tests.support import StackInfo, wait_until
-from zkconsumer._config import JvmCompatibility
+from zkconsumer._config_keys import JvmCompatibility
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.assignors.core import assign
 from zkconsumer.consumer.connector import consumers_for_topic

@@ -190,7 +190,7 @@ def test_sasl_login_refused_by_a_server_without_sasl(stack, names) -> None:
 
     (kazoo keeps offering the login until the server expires the session: a short one.)
     """
-    from zkconsumer.spark import _zk_client
+    from zkconsumer.spark.cluster import _zk_client
 
     config = _sasl_config(stack.zookeeper, names.group).copy_with(
         {"zookeeper.session.timeout.ms": 2000})

@@ -39,16 +39,10 @@ from zkconsumer import ConsumerTimeoutException, ZkConsumerError, create_consume
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.offsets import ZkOffsetStore
-from zkconsumer.spark import (
-    INITIAL_OFFSET,
-    OffsetRange,
-    ZkConsumerSourceError,
-    _subscribed_partitions,
-    parse_options,
-    rate_limit,
-    read_range,
-    register,
-)
+from zkconsumer.spark import OffsetRange, ZkConsumerSourceError, parse_options, register
+from zkconsumer.spark.cluster import _subscribed_partitions
+from zkconsumer.spark.offsets import INITIAL_OFFSET, rate_limit
+from zkconsumer.spark.read import read_range
 from zkconsumer.zk import paths as zp
 
 Row4 = tuple[int, int, bytes, bytes]  # partition, offset, key, value
@@ -440,7 +434,7 @@ def test_rows_read_before_a_skip_past_lost_data_are_kept(
 ) -> None:
     """failOnDataLoss=false, kafka-python reader: offsets 0-9 read, then retention moved the
     log start to 500, past the range's end. The rows read were dropped with the skip."""
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     Consumer = _kafka_python_out_of_range_after(10, log_start=500, log_end=10)
 
@@ -550,7 +544,7 @@ def test_a_position_beyond_the_log_end_is_lost_data(
     never a silent wait that skips what is written up to the old position."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    import zkconsumer.spark as source
+    import zkconsumer.spark.readers as source
 
     monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
     topic = topic_factory(names.topic, 1)
@@ -610,7 +604,7 @@ def test_a_partition_moved_back_to_its_log_end_is_read_on_from_there(
     truncation would be skipped."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    import zkconsumer.spark as source
+    import zkconsumer.spark.readers as source
 
     monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
     topic = topic_factory(names.topic, 1)
@@ -705,7 +699,7 @@ def test_the_first_positions_wait_for_a_rebalance_under_way(
     which an empty batch would end, waits for it instead, and fails clearly if it lasts."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-    import zkconsumer.spark as source
+    import zkconsumer.spark.readers as source
 
     topic = topic_factory(names.topic, 2)
     _produce(stack, topic, 2, 5)
@@ -878,7 +872,7 @@ def test_a_partition_the_group_consumed_beyond_our_position_is_taken_at_the_grou
 def test_the_hand_over_waits_for_a_batch_with_rows_and_commits_where_it_ended() -> None:
     """A rebalance releasing partitions waits until Spark plans the next batch (the last one
     is then done) and commits where it ended; a batch of positions only is not waited for."""
-    from zkconsumer.spark import _Membership
+    from zkconsumer.spark.membership import _Membership
 
     tp = TopicPartition("t", 0)
     m = _Membership(release_wait_s=30)
@@ -918,7 +912,7 @@ def test_a_range_beyond_the_log_end_is_lost_data_not_a_stall(
     has stayed there for LOG_END_CONFIRM_S; never the no-progress guard's wait."""
     import time
 
-    import zkconsumer.spark as source
+    import zkconsumer.spark.read as source
 
     monkeypatch.setattr(source, "READ_STALL_S", 10.0)  # the no-progress guard, kept
     monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
@@ -954,7 +948,7 @@ def test_out_of_range_beyond_the_log_end_is_not_reported_as_retention(
     with failOnDataLoss=false the range ends at the log end, with either client."""
     from confluent_kafka import KafkaError
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     Consumer = _kafka_python_out_of_range_after(3, log_start=0, log_end=3)
 
@@ -997,7 +991,7 @@ def test_a_batch_ending_beyond_the_log_end_fails_when_planned_or_ends_at_the_log
     """endingOffsets past the log end: a clear error when the read is planned (not a task
     stalled on offsets that are not there), or with failOnDataLoss=false a read up to the
     log end, as Spark's Kafka source skips what is not there."""
-    import zkconsumer.spark as source
+    import zkconsumer.spark.readers as source
     from zkconsumer.spark import ZkConsumerBatchReader
 
     monkeypatch.setattr(source, "LOG_END_RETRY_S", 0.05)
@@ -1026,7 +1020,7 @@ def test_options_of_the_other_kind_of_read_fail_and_keys_without_effect_warn_onc
     stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import zkconsumer.spark as source
+    import zkconsumer.spark.options as source
     from zkconsumer.spark import SCHEMA, ZkConsumerDataSource
 
     monkeypatch.setattr(source, "_WARNED", set(), raising=False)
@@ -1125,7 +1119,7 @@ def test_executor_clients_are_bounded_and_one_in_use_is_never_closed(
 
     import kafka
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     record = namedtuple("record", "offset key value timestamp")
     made: list[Any] = []
@@ -1228,7 +1222,7 @@ class _LaggingLog:
     def lookup_class(self) -> Any:
         log = self
 
-        class Lookup:  # zkconsumer.spark._OffsetLookup
+        class Lookup:  # zkconsumer.spark.offsets._OffsetLookup
             def __init__(self, config: Any, bootstrap: Any) -> None:
                 log.clients += 1
 
@@ -1324,13 +1318,13 @@ def test_a_log_truncated_below_a_log_end_seen_earlier_is_found_within_the_window
     new log end has stayed for the window, not at the no-progress guard's error."""
     import time
 
-    import zkconsumer.spark as spark
-    from zkconsumer.spark import _LogEndCheck
+    import zkconsumer.spark.read as spark
+    from zkconsumer.spark.read import _LogEndCheck
 
     monkeypatch.setattr(spark, "LOG_END_RETRY_S", 0.01)
     monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", 0.3)
 
-    class Lookup:  # zkconsumer.spark._OffsetLookup: the leader's log ends at 7 now
+    class Lookup:  # zkconsumer.spark.offsets._OffsetLookup: the leader's log ends at 7 now
         def __init__(self, config: Any, bootstrap: Any) -> None: ...
 
         def latest(self, tps: Any) -> dict[Any, int]:
@@ -1367,7 +1361,7 @@ def test_a_lagging_high_watermark_ends_a_range_only_once_it_stays_low_for_the_wi
     import time
     from collections import OrderedDict
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     window = 1.0
     monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", window, raising=False)
@@ -1415,7 +1409,7 @@ def test_a_reused_confluent_clients_cached_watermarks_are_no_hint_of_the_log_end
     import time
     from collections import OrderedDict
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     monkeypatch.setattr(spark, "LOG_END_CONFIRM_S", 0.5, raising=False)
     monkeypatch.setattr(spark, "LOG_END_RETRY_S", 0.5)
@@ -1465,7 +1459,7 @@ def test_out_of_range_after_records_in_the_same_answer_names_the_offsets_after_t
     error names the offsets after those records, and no confirmation window."""
     from confluent_kafka import KafkaError
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     Message = _ConfluentMessage
 
@@ -1496,7 +1490,7 @@ def test_an_offset_reset_after_the_ranges_end_does_not_fail_a_range_read_whole()
     clear error, where the lookup used to wait for ever."""
     from confluent_kafka import KafkaError
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     Message = _ConfluentMessage
 
@@ -1542,7 +1536,7 @@ def test_retention_loss_after_records_in_the_same_answer_keeps_those_records(
 
     from confluent_kafka import KafkaError
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     Message = _ConfluentMessage
 
@@ -1602,7 +1596,7 @@ def test_a_log_truncation_found_by_kafka_python_is_lost_data_past_the_log_end(
     from kafka.errors import LogTruncationError
     from kafka.structs import OffsetAndMetadata
 
-    import zkconsumer.spark as spark
+    import zkconsumer.spark.read as spark
 
     record = namedtuple("record", "offset key value timestamp")
 

@@ -959,7 +959,7 @@ def test_the_console_consumers_throwaway_group_is_deleted_after_a_long_outage(
     """After a ZooKeeper outage longer than --connect-timeout the tool's own client is closed
     and the consumer's registration outlives its shutdown (its session has not expired):
     the group is still deleted, with a new client, own registration first."""
-    from zkconsumer.cli.tools import _delete_quietly
+    from zkconsumer.cli.consume import _delete_quietly
 
     group = f"console-consumer-{names.suffix}"
     member = f"{group}_host-1-abcd"
@@ -1029,7 +1029,7 @@ def test_console_consumer_checks_its_config_before_deleting_offsets(
 def test_console_consumer_separators_take_java_properties_escapes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from zkconsumer.cli.tools import _unescape
+    from zkconsumer.cli.consume import _unescape
 
     assert _unescape("é\\t", "key.separator") == "é\t"  # was garbled to "Ã©\t"
     assert _unescape("\\r\\n", "line.separator") == "\r\n"
@@ -1989,7 +1989,7 @@ def test_offsets_import_warns_about_offsets_no_member_can_resume_from_and_lists_
     """Offsets of missing topics or partitions, or past the log end, were imported without a
     word (they still are: a backup restored may predate a topic's deletion); --dry-run
     printed counts only, for a command documented to show what it would create and update."""
-    from zkconsumer.cli import tools as _cli_tools
+    from zkconsumer.cli import offsets as _cli_offsets
 
     topic = topic_factory(names.topic, 2)
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
@@ -2027,7 +2027,7 @@ def test_offsets_import_warns_about_offsets_no_member_can_resume_from_and_lists_
         *([h, gone, str(p), "-", "5"] for p in range(4)),
     ]
     # A long list is cut short, saying how much is left out.
-    monkeypatch.setattr(_cli_tools, "DRY_RUN_LIST_LIMIT", 2)
+    monkeypatch.setattr(_cli_offsets, "DRY_RUN_LIST_LIMIT", 2)
     rc, out, _ = run(capsys, *imp, "--dry-run")
     assert rc == 0 and len(_table_rows(out.split("\n", 1)[1])) == 1 + 2 + 1
     assert out.splitlines()[-1] == "... and 5 more (--json lists them all)"

@@ -2,7 +2,8 @@
 
 The layers, lowest first (a module may import its own package and any lower layer)::
 
-    leaves     _errors _types _config _filters _tls _message _version _speedups
+    leaves     _errors _types _config_keys _properties _config _filters _tls _message
+               _version _speedups
     zk/ broker/          ZooKeeper paths, reads, sessions, transactions | Kafka clients, backends
     consumer/            the connector, assignors, fetcher, streams, offsets, metrics
     ops/ spark/ stack/   operator and migration functions | the Spark source | stack, bridge
@@ -27,8 +28,8 @@ from pathlib import Path
 
 PACKAGE = "zkconsumer"
 #: The leaves, each importing only leaves before it here.
-LEAVES = ("_version", "_speedups", "_types", "_errors", "_config", "_filters", "_tls",
-          "_message")
+LEAVES = ("_version", "_speedups", "_types", "_errors", "_config_keys", "_properties",
+          "_config", "_filters", "_tls", "_message")
 #: Sub-package -> layer; the leaves are layer 0 and the package's __init__ (the facade) 3.
 LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "stack": 3, "cli": 4}
 FACADE_LAYER = 3

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from zkconsumer._config import config_table_markdown  # noqa: E402
+from zkconsumer._config_keys import config_table_markdown  # noqa: E402
 
 START = "<!-- config-table:start"
 END = "<!-- config-table:end -->"

@@ -16,7 +16,12 @@ The hierarchy::
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
-    └── BackgroundThreadError                    a background thread died; carries its cause
+    ├── BackgroundThreadError                    a background thread died; carries its cause
+    ├── CommandError                             the CLI: a failure the user can fix (exit 2)
+    ├── KafkaToolError                           the CLI: a Kafka tool's failure, its lines
+    └── ZooKeeperRefusedError                    the bridge: ZooKeeper refused it (NoAuth)
+    ConfigError
+    └── ZkConsumerSourceError                    the Spark source: a wrong source option
 
 Names ending in ``Exception`` keep the legacy (Scala) names so that ported code reads the
 same; the rest follow Python conventions.
@@ -253,3 +258,48 @@ class MigrationUnknownTopicError(MigrationError, UnknownTopicError):
 
 class OutOfRangeError(MigrationError):
     """The copy would write offsets outside their partitions' logs (or unverified ones)."""
+
+
+# The CLI's, the bridge's and the Spark source's errors (zkconsumer.cli, zkconsumer.stack.bridge,
+# zkconsumer.spark).
+
+class CommandError(ZkConsumerError):
+    """A failure the user can fix; printed as one line, exit status 2."""
+
+
+class KafkaToolError(ZkConsumerError):
+    """A failure the Kafka tool reported on stdout (``lines``); exit status 2."""
+
+    def __init__(self, *lines: str) -> None:
+        super().__init__(lines[0] if lines else "")
+        self.lines = list(lines)
+
+
+#: The environment variable of the ZooKeeper login: zkconsumer.zk.session.AUTH_ENV, which a
+#: leaf cannot import (tests/test_bridge.py checks they agree).
+_AUTH_ENV = "ZKCONSUMER_ZOOKEEPER_AUTH"
+
+
+class ZooKeeperRefusedError(ZkConsumerError):
+    """ZooKeeper refused a request for lack of permission (NoAuth); names the znode whose
+    ACL is at fault: for a create or a delete, the parent's (ZooKeeper checks CREATE and
+    DELETE there), for the rest the znode's own."""
+
+    def __init__(self, zookeeper: str, path: str, op: str = "access") -> None:
+        login = f"the bridge's login ({_AUTH_ENV})"
+        if op == "access":
+            why = (f"refused access to {path} (NoAuth): its ACL does not grant {login} what "
+                   "the bridge needs")
+        elif op == "ensure":
+            why = (f"refused to create {path} or a missing parent (NoAuth): the ACL of its "
+                   f"nearest existing ancestor does not grant {login} CREATE")
+        else:
+            parent = path.rsplit("/", 1)[0] or "/"
+            why = (f"refused to {op} {path} (NoAuth): the ACL of its parent {parent} does "
+                   f"not grant {login} {op.upper()}")
+        super().__init__(f"ZooKeeper at {zookeeper} {why}")
+        self.path = path
+
+
+class ZkConsumerSourceError(ConfigError):
+    """A source option is wrong; raised when the DataFrame is defined or the query starts."""

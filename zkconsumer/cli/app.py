@@ -21,7 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._version import __version__
-from zkconsumer.cli import kafka, lag, migrate, tools
+from zkconsumer.cli import consume, groups, kafka, lag, migrate, offsets, verify
 from zkconsumer.cli.common import EXIT_USAGE, _stdout_closed, positive_seconds, silence_stdout
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import BROKERS, LocalStack, sigterm_interrupts
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_bridge)
 
     # Subcommands that live in their own modules register themselves here.
-    for module in (tools, migrate, kafka, lag):
+    for module in (consume, groups, offsets, verify, migrate, kafka, lag):
         module.register(sub)
     _mark_leaves(parser)
     return parser

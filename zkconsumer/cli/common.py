@@ -7,13 +7,7 @@ import os
 import select
 import sys
 
-from zkconsumer._errors import ZkConsumerError
-
 EXIT_USAGE = 2
-
-
-class CommandError(ZkConsumerError):
-    """A failure the user can fix; printed as one line, exit status 2."""
 
 
 #: The longest wait or interval a flag takes, in seconds: far below what the clocks and

@@ -32,11 +32,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer._config import ConsumerConfig, read_properties
-from zkconsumer._errors import ZkConsumerError
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._errors import CommandError, KafkaToolError, ZkConsumerError
+from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
-from zkconsumer.cli.common import CommandError, positive_seconds
-from zkconsumer.cli.tools import reset_target
+from zkconsumer.cli.common import positive_seconds
+from zkconsumer.cli.offsets import reset_target
 from zkconsumer.ops import admin as _admin
 from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders
 from zkconsumer.zk import paths as zp
@@ -61,14 +62,6 @@ ZK_NOTE = ("Note: This will only show information about consumers that use ZooKe
 
 UPDATE_USAGE = ("USAGE: kafka.tools.UpdateOffsetsInZK$ [earliest | latest] "
                 "consumer.properties topic")
-
-
-class KafkaToolError(ZkConsumerError):
-    """A failure the Kafka tool reported on stdout (``lines``); exit status 2."""
-
-    def __init__(self, *lines: str) -> None:
-        super().__init__(lines[0] if lines else "")
-        self.lines = list(lines)
 
 
 def _tool(fn: Callable[[argparse.Namespace, KazooClient], int]

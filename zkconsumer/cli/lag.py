@@ -20,8 +20,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer._errors import ZkConsumerError
-from zkconsumer.cli.common import CommandError, positive_seconds
+from zkconsumer._errors import CommandError, ZkConsumerError
+from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.brokers import log_ends, parse_broker_list
 from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from zkconsumer._errors import ZkConsumerError
-from zkconsumer.cli.common import CommandError, positive_seconds
+from zkconsumer._errors import CommandError, ZkConsumerError
+from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
 from zkconsumer.ops.compare import LABELS, CompareSettings, run_compare, write_report

@@ -56,7 +56,7 @@ from kazoo.exceptions import (
     NotEmptyError,
 )
 
-from zkconsumer._config import _JAVA_INT_MAX, legal_id_problem
+from zkconsumer._config_keys import _JAVA_INT_MAX, legal_id_problem
 from zkconsumer._errors import (
     AdminError,
     GroupActiveError,

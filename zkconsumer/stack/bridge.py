@@ -80,11 +80,10 @@ from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from zkconsumer._config import legal_id_problem
-from zkconsumer._errors import ZkConsumerError
+from zkconsumer._config_keys import legal_id_problem
+from zkconsumer._errors import ZkConsumerError, ZooKeeperRefusedError
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import (
-    AUTH_ENV,
     check_kazoo_login,
     kazoo_security_kwargs,
     login_refusal,
@@ -182,27 +181,6 @@ _CONNECTION_RETRY: dict[str, Any] = {"max_tries": -1, "delay": 0.1, "max_delay":
 
 class _StoppedError(ZkConsumerError):
     """:meth:`Bridge.stop` was called while the bridge was connecting; never escapes run()."""
-
-
-class ZooKeeperRefusedError(ZkConsumerError):
-    """ZooKeeper refused a request for lack of permission (NoAuth); names the znode whose
-    ACL is at fault: for a create or a delete, the parent's (ZooKeeper checks CREATE and
-    DELETE there), for the rest the znode's own."""
-
-    def __init__(self, zookeeper: str, path: str, op: str = "access") -> None:
-        login = f"the bridge's login ({AUTH_ENV})"
-        if op == "access":
-            why = (f"refused access to {path} (NoAuth): its ACL does not grant {login} what "
-                   "the bridge needs")
-        elif op == "ensure":
-            why = (f"refused to create {path} or a missing parent (NoAuth): the ACL of its "
-                   f"nearest existing ancestor does not grant {login} CREATE")
-        else:
-            parent = path.rsplit("/", 1)[0] or "/"
-            why = (f"refused to {op} {path} (NoAuth): the ACL of its parent {parent} does "
-                   f"not grant {login} {op.upper()}")
-        super().__init__(f"ZooKeeper at {zookeeper} {why}")
-        self.path = path
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from kazoo.exceptions import ConnectionLoss, KazooException, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 
-from zkconsumer._config import CONFIG_KEYS, ConsumerConfig, read_properties
+from zkconsumer._config import ConsumerConfig
+from zkconsumer._config_keys import CONFIG_KEYS
 from zkconsumer._errors import (
     AclRefusedError,
     AdminError,
@@ -32,6 +33,7 @@ from zkconsumer._errors import (
     ZkConsumerError,
     ZooKeeperUnreachableError,
 )
+from zkconsumer._properties import read_properties
 from zkconsumer._tls import with_tls_deadline
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from zkconsumer._config import JvmCompatibility
+from zkconsumer._config_keys import JvmCompatibility
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.assignors.core import roundrobin_assign
 
