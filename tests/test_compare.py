@@ -14,6 +14,7 @@ import pytest
 
 from tests.support import StackInfo
 from zkconsumer import cli as cli
+from zkconsumer.broker.clients import modern_admin
 from zkconsumer.ops.compare import (
     LABELS,
     ChangeResult,
@@ -27,7 +28,6 @@ from zkconsumer.ops.compare import (
     render_markdown,
     zk_member_config,
 )
-from zkconsumer.ops.migrate import modern_admin
 from zkconsumer.zk import paths as zp
 
 
@@ -263,7 +263,7 @@ def test_non_finite_or_non_positive_numbers_are_one_line(
     "connect_timeout_s", "dwell_s", "quiet_s", "settle_timeout_s", "drain_timeout_s"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
 def test_every_float_setting_must_be_finite(field_name: str, value: float) -> None:
-    from zkconsumer.ops.compare import CompareError
+    from zkconsumer._errors import CompareError
 
     settings = CompareSettings("b:9092", "zk:2181", "t", 2)
     settings.validate()
@@ -350,8 +350,8 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 def test_a_failed_second_run_keeps_the_first_runs_report(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
+    from zkconsumer._errors import CompareError
     from zkconsumer.ops import compare as _compare
-    from zkconsumer.ops.compare import CompareError
 
     done = _fake_result(lost=0).results[0]
 

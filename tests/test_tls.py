@@ -139,7 +139,8 @@ def test_ssl_settings_against_a_plaintext_broker_fail_instead_of_hanging(
     # Kafka's plaintext listener closes the connection on a TLS hello; listeners that read it
     # as the start of a huge request wait for the rest, and without the deadline
     # kafka-python's handshake would wait for ever (test_a_silent_peer_* covers those).
-    from zkconsumer.ops.migrate import MigrationError, modern_admin
+    from zkconsumer._errors import MigrationError
+    from zkconsumer.broker.clients import modern_admin
 
     monkeypatch.setattr(_tls, "HANDSHAKE_TIMEOUT_S", 1.0)
     props = tmp_path / "client.properties"

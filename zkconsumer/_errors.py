@@ -16,7 +16,12 @@ The hierarchy::
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
-    └── BackgroundThreadError                    a background thread died; carries its cause
+    ├── BackgroundThreadError                    a background thread died; carries its cause
+    ├── AdminError                               an operator tool cannot do what was asked
+    │   ├── KafkaUnknownError                    Kafka not asked before offsets were written
+    │   └── GroupActiveError
+    │       └── KafkaGroupActiveError            the group has active members in Kafka
+    └── CompareError                             ``zkconsumer compare`` cannot run
 
 Names ending in ``Exception`` keep the legacy (Scala) names so that ported code reads the
 same; the rest follow Python conventions.
@@ -253,3 +258,21 @@ class MigrationUnknownTopicError(MigrationError, UnknownTopicError):
 
 class OutOfRangeError(MigrationError):
     """The copy would write offsets outside their partitions' logs (or unverified ones)."""
+
+
+# The errors of the operator tools and the comparison (zkconsumer.ops: kafka_offsets, compare).
+
+
+class KafkaUnknownError(AdminError):
+    """Kafka could not be asked about a group before offsets were written to ZooKeeper:
+    members with ``offsets.storage=kafka`` resume from Kafka's offsets, so a write to
+    ZooKeeper alone may change nothing for them."""
+
+
+class KafkaGroupActiveError(GroupActiveError):
+    """The group has active members in Kafka (a modern consumer group that is not empty):
+    Kafka refuses offsets committed for it from outside."""
+
+
+class CompareError(ZkConsumerError):
+    """The comparison cannot run (bad arguments, unusable topic, broken stack)."""

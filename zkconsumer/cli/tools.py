@@ -54,13 +54,13 @@ from zkconsumer._errors import (
     ZkConsumerError,
 )
 from zkconsumer._filters import Blacklist, TopicFilter, Whitelist
+from zkconsumer.broker.clients import parse_broker_list
 from zkconsumer.cli.common import CommandError, positive_seconds, silence_stdout
 from zkconsumer.cli.lag import add_groups_lag
 from zkconsumer.cli.tables import Table
 from zkconsumer.consumer.connector import create_consumer_connector
 from zkconsumer.consumer.stream import CREATE_TIME, LOG_APPEND_TIME
 from zkconsumer.ops import admin as _admin
-from zkconsumer.ops.brokers import parse_broker_list
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (

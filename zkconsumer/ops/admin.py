@@ -60,6 +60,8 @@ from zkconsumer._config import _JAVA_INT_MAX, legal_id_problem
 from zkconsumer._errors import (
     AdminError,
     GroupActiveError,
+    KafkaGroupActiveError,
+    KafkaUnknownError,
     MigrationError,
     OffsetFileError,
     UnknownGroupError,
@@ -68,6 +70,7 @@ from zkconsumer._errors import (
 )
 from zkconsumer._filters import filter_from_registration
 from zkconsumer._types import TopicPartition, partition_lag
+from zkconsumer.broker.clients import modern_admin
 from zkconsumer.ops.brokers import (
     BOOTSTRAP_TIMEOUT_MS,
     TOOLS_CLIENT_ID,
@@ -81,7 +84,6 @@ from zkconsumer.ops.common import OUT_OF_LOG_RESET, Progress, counted
 from zkconsumer.ops.migrate import (
     _modern_group,
     classify,
-    modern_admin,
     read_kafka_offsets,
     write_kafka_offsets,
 )
@@ -742,17 +744,6 @@ def _partitions_unknown(topic: str, why: str) -> str:
 ZOOKEEPER_ONLY_FLAG = "--zookeeper-only"
 #: How a refusal for want of Kafka's answer ends.
 _ZOOKEEPER_ONLY_HINT = f"{ZOOKEEPER_ONLY_FLAG} writes ZooKeeper's alone"
-
-
-class KafkaUnknownError(AdminError):
-    """Kafka could not be asked about a group before offsets were written to ZooKeeper:
-    members with ``offsets.storage=kafka`` resume from Kafka's offsets, so a write to
-    ZooKeeper alone may change nothing for them."""
-
-
-class KafkaGroupActiveError(GroupActiveError):
-    """The group has active members in Kafka (a modern consumer group that is not empty):
-    Kafka refuses offsets committed for it from outside."""
 
 
 class _KafkaGroups:

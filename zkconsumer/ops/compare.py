@@ -57,15 +57,25 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._errors import AdminError, GroupActiveError, UnknownGroupError, ZkConsumerError
+from zkconsumer._errors import (
+    AdminError,
+    CompareError,
+    GroupActiveError,
+    UnknownGroupError,
+)
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import log_end_offsets
+from zkconsumer.broker.clients import (
+    kafka_consumer,
+    kafka_producer,
+    log_end_offsets,
+    modern_admin,
+)
 from zkconsumer.consumer.assignors.core import assign
 from zkconsumer.consumer.connector import ZookeeperConsumerConnector
 from zkconsumer.consumer.fetcher import FetcherManager
 from zkconsumer.consumer.offsets import ZkOffsetStore
 from zkconsumer.ops.admin import delete_group
-from zkconsumer.ops.migrate import modern_admin, write_kafka_offsets
+from zkconsumer.ops.migrate import write_kafka_offsets
 from zkconsumer.zk.session import (
     command_config,
     command_config_properties,
@@ -84,10 +94,6 @@ LABELS = {
     "kafka": "kafka-python (group protocol)",
 }
 CHANGES = ("initial", "join", "leave", "kill")
-
-
-class CompareError(ZkConsumerError):
-    """The comparison cannot run (bad arguments, unusable topic, broken stack)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -464,10 +470,10 @@ def kafka_member_kwargs(args: Any) -> dict[str, Any]:
 
 
 def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
-    from kafka import KafkaConsumer
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-    consumer = KafkaConsumer(**kafka_member_kwargs(args))
+    # kafka-python's own default, as before (the harness made the topic beforehand).
+    consumer = kafka_consumer(**{"allow_auto_create_topics": True, **kafka_member_kwargs(args)})
     current: set[int] = set()
     held: list[Any] = []  # partitions paused until GO
 
@@ -632,10 +638,8 @@ class _PacedProducer:
         self._thread.start()
 
     def _run(self) -> None:
-        from kafka import KafkaProducer
-
         bootstrap, topic, partitions, rate, tag = self._args
-        producer = KafkaProducer(**self._kafka, bootstrap_servers=bootstrap.split(","),
+        producer = kafka_producer(**self._kafka, bootstrap_servers=bootstrap.split(","),
                                  linger_ms=5, acks=1, enable_idempotence=False)
         try:
             start = time.monotonic()
@@ -660,9 +664,7 @@ class _PacedProducer:
 
 def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str,
              kafka: Mapping[str, Any]) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
+    producer = kafka_producer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
                              acks=1, enable_idempotence=False, batch_size=65536)
     try:
         for i in range(n):

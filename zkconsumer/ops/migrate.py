@@ -62,8 +62,7 @@ from zkconsumer._errors import (
     ZkDataError,
 )
 from zkconsumer._types import TopicPartition, partition_lag
-from zkconsumer.broker.clients import log_end_offsets
-from zkconsumer.ops.brokers import brokers_problem
+from zkconsumer.broker.clients import log_end_offsets, modern_admin
 from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import transaction_cause
@@ -635,50 +634,6 @@ def _zk_topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
     except ZkDataError as e:
         log.warning("ignoring %s", e)
         return None
-
-
-def modern_admin(
-    bootstrap: str, bootstrap_timeout_ms: int = 10_000, kafka: Mapping[str, Any] | None = None,
-    *, client_id: str = "zkconsumer-migrate",
-) -> Any:
-    """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits;
-    ``kafka``: the brokers' security settings (``zkconsumer.ops.admin.command_config``);
-    ``client_id``: who the brokers see asking (the tools say ``zkconsumer-tools``).
-
-    kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
-    ValueError on bits it does not know (some brokers send them); they are not needed here.
-    """
-    from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
-
-    class _Admin(KafkaAdminClient):  # type: ignore[misc]
-        def _process_acl_operations(self, obj: dict[str, Any]) -> dict[str, Any]:
-            try:
-                result: dict[str, Any] = super()._process_acl_operations(obj)
-            except ValueError:
-                obj["authorized_operations"] = None
-                return obj
-            return result
-
-    # A refused or unresolvable broker is said at once, not after the bootstrap time-out.
-    problem = brokers_problem(bootstrap, bootstrap_timeout_ms / 1000)
-    if problem is not None:
-        raise MigrationError(f"cannot connect to the brokers at {bootstrap}: {problem}")
-    # kafka-python logs every failed bootstrap attempt at ERROR; one line says it all.
-    kafka_log = logging.getLogger("kafka")
-    previous = kafka_log.level
-    kafka_log.setLevel(logging.CRITICAL)
-    try:
-        return _Admin(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000,
-                      bootstrap_timeout_ms=bootstrap_timeout_ms,
-                      **{**dict(kafka or {}), "client_id": client_id})
-    except (KafkaError, ValueError, OSError) as e:
-        raise MigrationError(
-            f"cannot connect to the brokers at {bootstrap} within "
-            f"{bootstrap_timeout_ms / 1000:g} s ({type(e).__name__})"
-        ) from e
-    finally:
-        kafka_log.setLevel(previous)
 
 
 def read_kafka_offsets(
