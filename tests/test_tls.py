@@ -15,9 +15,8 @@ import pytest
 
 from tests.support import StackInfo, self_signed_cert, wait_until
 from zkconsumer import _tls as _tls
-from zkconsumer._errors import ConfigError
+from zkconsumer._errors import AdminError, ConfigError
 from zkconsumer._tls import with_tls_deadline
-from zkconsumer.ops.admin import AdminError
 from zkconsumer.zk.session import command_config
 
 

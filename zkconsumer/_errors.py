@@ -233,7 +233,7 @@ class MigrationError(ZkConsumerError):
     """A migration step cannot be done; the message says why and what to do."""
 
 
-# The three below are also the tools' errors of the same name (zkconsumer.ops.admin), so that
+# The three below are also the tools' errors of the same name (zkconsumer.ops), so that
 # whoever catches those catches these.
 
 

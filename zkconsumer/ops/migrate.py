@@ -853,7 +853,7 @@ def migration_status(
     ``topic_missing`` or ``partition_missing`` (a topic they do not answer for keeps
     ZooKeeper's partitions, its log range unknown with the reason). ``log_range`` replaces
     :func:`broker_log_range` (for tests). ``kafka``: the brokers' security
-    settings (``zkconsumer.ops.admin.command_config``).
+    settings (``zkconsumer.zk.session.command_config``).
 
     Raises :class:`MigrationUnknownGroupError` for a group that exists in neither protocol (no
     ``/consumers/G``, no offsets or members in Kafka: a typo; a group that exists in Kafka
@@ -1293,7 +1293,7 @@ def copy_offsets(
     nothing is written, and so is a copy whose log range cannot be read; ``force`` copies
     them as they are. A dry run reports both instead (``out_of_range`` actions,
     ``log_range_error``). The written values are verified by reading them back.
-    ``kafka``: the brokers' security settings (``zkconsumer.ops.admin.command_config``).
+    ``kafka``: the brokers' security settings (``zkconsumer.zk.session.command_config``).
     """
     if source not in STORES or dest not in STORES:
         raise MigrationError(f"stores are 'zookeeper' and 'kafka', got {source!r} -> {dest!r}")
