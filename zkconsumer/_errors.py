@@ -226,7 +226,7 @@ class OffsetFileError(AdminError):
 SHOWN_PROBLEMS = 20
 
 
-# The migration's errors (zkconsumer.ops.migrate); the three named after the tools'
+# The migration's errors (zkconsumer.ops.migrate_*); the three named after the tools'
 # errors derive from them too, so that whoever catches those catches these.
 
 class MigrationError(ZkConsumerError):

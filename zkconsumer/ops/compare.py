@@ -75,7 +75,7 @@ from zkconsumer.consumer.connector import ZookeeperConsumerConnector
 from zkconsumer.consumer.fetcher import FetcherManager
 from zkconsumer.consumer.offsets import ZkOffsetStore
 from zkconsumer.ops.groups import delete_group
-from zkconsumer.ops.migrate import write_kafka_offsets
+from zkconsumer.ops.migrate_copy import write_kafka_offsets
 from zkconsumer.zk.session import (
     command_config,
     command_config_properties,
