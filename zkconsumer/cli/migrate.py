@@ -31,7 +31,9 @@ from zkconsumer._errors import ZkConsumerError
 from zkconsumer.cli.common import CommandError, positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
-from zkconsumer.ops.compare import LABELS, CompareSettings, run_compare, write_report
+from zkconsumer.ops.compare import run_compare
+from zkconsumer.ops.compare_report import write_report
+from zkconsumer.ops.compare_settings import LABELS, CompareSettings
 from zkconsumer.ops.migrate_copy import copy_offsets, fmt_out_of_range
 from zkconsumer.ops.migrate_status import migration_status
 from zkconsumer.zk import session
