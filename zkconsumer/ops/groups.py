@@ -106,17 +106,7 @@ def describe_group(
     members, undecodable_ids = read_members(zk, group)
     zk_offsets = _read_offsets(zk, group)
     owners = _read_owners(zk, group)
-    readable, unreadable = _readable_members(members)
-    unreadable.update(undecodable_ids)
-    warnings = [
-        f"member {cid}: subscription unknown ({why}); only the partitions it owns or has "
-        "offsets for are shown for it"
-        for cid, why in sorted(unreadable.items())
-    ]
-    all_topics = children(zk, zp.BROKER_TOPICS) if any(
-        r.is_wildcard for r in readable.values()
-    ) else []
-    subscribed = consumers_for_topic(readable, all_topics, True)
+    subscribed, warnings = _subscriptions(zk, members, undecodable_ids)
 
     # The brokers: reachable at all (with no broker reachable, or registered, the offsets
     # and owners in ZooKeeper are still worth showing)? An admin client that gets no answer
@@ -162,40 +152,93 @@ def describe_group(
                 tp = TopicPartition(topic, p)
                 tps.add(tp)
                 known.append(tp)
-
-        ends: Mapping[TopicPartition, int] = {}
-        starts: Mapping[TopicPartition, int] = {}
-        error: str | None = None
-        if known and (servers is None or unreachable is not None):
-            error = f"log end offsets unknown: {unreachable}"
-        elif known and servers is not None:
-            reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
-            try:
-                ends = reader(servers, known)
-            except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
-                error = f"log end offsets unknown: {e}"
-                log.debug("log end offsets failed", exc_info=True)
-            # The log starts, for offsets below them (messages deleted by retention): asked
-            # only where an offset is committed.
-            committed = [tp for tp in known if tp in zk_offsets or tp in kafka_found]
-            start_reader = log_start_offsets or (
-                client.log_starts if client is not None else None)
-            # Not when the log ends failed: the brokers would make it wait as long again.
-            if committed and start_reader is not None and error is None:
-                try:
-                    starts = start_reader(servers, committed)
-                except Exception as e:  # noqa: BLE001 - said in a warning: not checked
-                    log.debug("log start offsets failed", exc_info=True)
-                    warnings.append(f"offsets below the log start not checked: log start "
-                                    f"offsets unknown: {_reason(e)}")
+        committed = [tp for tp in known if tp in zk_offsets or tp in kafka_found]
+        ends, starts, error = _log_range(
+            known, committed, servers, unreachable, client, warnings,
+            log_end_offsets=log_end_offsets, log_start_offsets=log_start_offsets,
+            kafka=kafka)
     finally:
         if client is not None:
             client.close()
 
+    rows, bad = _partition_rows(group, sorted(tps), zk_offsets, kafka_found, owners, ends,
+                                starts, registry, undecodable)
+    infos, idle = _member_infos(group, members, undecodable_ids, owners)
+    return GroupDescription(group, rows, idle, infos, error, warnings, kafka_error,
+                            bad, dict(starts))
 
+
+_OffsetsReader = Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
+
+
+def _subscriptions(
+    zk: KazooClient, members: Mapping[str, zp.ConsumerRegistration],
+    undecodable_ids: Mapping[str, str],
+) -> tuple[dict[str, list[str]], list[str]]:
+    """The members' subscriptions (topic -> thread ids; wildcards matched against
+    ``/brokers/topics``, internal topics excluded), and a warning for each member whose
+    subscription is unknown (its regex does not translate, or its ids znode does not
+    decode)."""
+    readable, unreadable = _readable_members(members)
+    unreadable.update(undecodable_ids)
+    warnings = [
+        f"member {cid}: subscription unknown ({why}); only the partitions it owns or has "
+        "offsets for are shown for it"
+        for cid, why in sorted(unreadable.items())
+    ]
+    all_topics = children(zk, zp.BROKER_TOPICS) if any(
+        r.is_wildcard for r in readable.values()
+    ) else []
+    return consumers_for_topic(readable, all_topics, True), warnings
+
+
+def _log_range(
+    known: list[TopicPartition], committed: list[TopicPartition], servers: str | None,
+    unreachable: str | None, client: _KafkaGroups | None, warnings: list[str], *,
+    log_end_offsets: _OffsetsReader | None, log_start_offsets: _OffsetsReader | None,
+    kafka: Mapping[str, Any] | None,
+) -> tuple[Mapping[TopicPartition, int], Mapping[TopicPartition, int], str | None]:
+    """The log ends of the ``known`` partitions and the log starts of the ``committed`` ones,
+    and why the log ends are unknown (None: read). A failed log start read is a warning,
+    appended to ``warnings``."""
+    ends: Mapping[TopicPartition, int] = {}
+    starts: Mapping[TopicPartition, int] = {}
+    error: str | None = None
+    if known and (servers is None or unreachable is not None):
+        error = f"log end offsets unknown: {unreachable}"
+    elif known and servers is not None:
+        reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
+        try:
+            ends = reader(servers, known)
+        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+            error = f"log end offsets unknown: {e}"
+            log.debug("log end offsets failed", exc_info=True)
+        # The log starts, for offsets below them (messages deleted by retention): asked
+        # only where an offset is committed.
+        start_reader = log_start_offsets or (
+            client.log_starts if client is not None else None)
+        # Not when the log ends failed: the brokers would make it wait as long again.
+        if committed and start_reader is not None and error is None:
+            try:
+                starts = start_reader(servers, committed)
+            except Exception as e:  # noqa: BLE001 - said in a warning: not checked
+                log.debug("log start offsets failed", exc_info=True)
+                warnings.append(f"offsets below the log start not checked: log start "
+                                f"offsets unknown: {_reason(e)}")
+    return ends, starts, error
+
+
+def _partition_rows(
+    group: str, tps: Sequence[TopicPartition], zk_offsets: Mapping[TopicPartition, int],
+    kafka_found: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str],
+    ends: Mapping[TopicPartition, int], starts: Mapping[TopicPartition, int],
+    registry: Mapping[str, list[int] | None], undecodable: Mapping[str, str],
+) -> tuple[list[PartitionStatus], dict[str, list[PartitionStatus]]]:
+    """One row per partition of ``tps``, and the rows whose offset no member can resume
+    from, by class (:attr:`GroupDescription.bad_offsets`)."""
     rows = []
     bad: dict[str, list[PartitionStatus]] = {}
-    for tp in sorted(tps):
+    for tp in tps:
         z, k = zk_offsets.get(tp), kafka_found.get(tp)
         offset, source = resume_offset(z, k)
         end = ends.get(tp)
@@ -212,7 +255,14 @@ def describe_group(
                          partition_exists=tp.partition in (partitions or ()))
         if offset is not None and state in _BAD_OFFSET_CLASSES:
             bad.setdefault(state, []).append(row)
+    return rows, bad
 
+
+def _member_infos(
+    group: str, members: Mapping[str, zp.ConsumerRegistration],
+    undecodable_ids: Mapping[str, str], owners: Mapping[TopicPartition, str],
+) -> tuple[list[MemberInfo], list[str]]:
+    """Each member (by consumer id), and the registered threads that own nothing, sorted."""
     owning = set(owners.values())
     infos = []
     idle: list[str] = []
@@ -227,8 +277,7 @@ def describe_group(
         owned = sum(1 for o in owners.values() if _consumer_of(o) == cid)
         infos.append(MemberInfo(group, cid, UNKNOWN_PATTERN, {}, threads, owned))
     infos.sort(key=lambda m: m.consumer_id)
-    return GroupDescription(group, rows, sorted(idle), infos, error, warnings, kafka_error,
-                            bad, dict(starts))
+    return infos, sorted(idle)
 
 
 #: The classes of :func:`zkconsumer.ops.migrate_status.classify` ``groups describe`` warns about.

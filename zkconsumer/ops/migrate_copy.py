@@ -485,15 +485,7 @@ def copy_offsets(
     try:
         wanted = set(topics) if topics else None
         # A typo is refused before waiting for anything, as `migrate status` refuses it.
-        if wanted is not None or zk.exists(zp.group_dir(group)) is None:
-            kafka_before = read_kafka_offsets(admin, group)
-            if not kafka_before:
-                _require_group(zk, group, kafka_before, _modern_group(admin, group)[1])
-            if wanted is not None:
-                known = ({tp.topic for tp in read_zk_offsets(zk, group, wanted)}
-                         | {tp.topic for tp in kafka_before})
-                _require_topics(group, wanted, known,
-                                _topic_partitions(zk, admin, wanted - known))
+        _refuse_unknown(zk, admin, group, wanted)
 
         def probe() -> list[str]:
             return _live_consumers(zk, admin, group)
@@ -515,87 +507,134 @@ def copy_offsets(
             where = "ZooKeeper" if source == "zookeeper" else "Kafka"
             raise MigrationError(f"group {group!r} has no committed offsets in {where}"
                                  + (f" for {', '.join(sorted(wanted))}" if wanted else ""))
-        # Offsets of deleted topics and partitions: nothing to resume, and the broker
-        # refuses them. Which exist is the brokers' word where they gave one, in both
-        # directions, as `migrate status` takes it: /brokers/topics may lag them (the bridge
-        # behind, a rollback while it is down: partitions it does not list yet are live), or
-        # still list what they deleted (status calls those topic_missing, partition_missing).
-        # ZooKeeper's word stands for a topic the brokers did not answer for; its log range is
-        # then unknown.
-        parts_of = _topic_partitions(zk, admin, {tp.topic for tp in src})
-        (starts, ends, range_error), described = _described_log_range(
-            admin, bootstrap, sorted(src), timeout_ms, kafka, log_range)
-        exists = {**parts_of, **described}
-        missing = {t for t, parts in exists.items() if parts is None}
-        gone = {tp for tp in src
-                if (parts := exists.get(tp.topic)) is not None and tp.partition not in parts}
-        actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
-                            log_ends=ends)
-        if range_error is not None and all(
-                tp in starts and tp in ends
-                for tp in (TopicPartition(a.topic, a.partition) for a in actions if a.writes)):
-            range_error = None  # only partitions not written lack a range: not needed
-        refused = [a for a in actions if a.action == "out_of_range"]
-        if refused and not dry_run:
-            one = len(refused) == 1
-            raise OutOfRangeError(
-                f"{counted(len(refused), 'offset')} in {source} {'is' if one else 'are'} "
-                f"outside {'its' if one else 'their'} partition's log "
-                f"({fmt_out_of_range(refused)}): {OUT_OF_LOG_RESET}; reset "
-                f"{'it' if one else 'them'} explicitly first (zkconsumer offsets reset), or "
-                f"pass --force to copy {'it as it is' if one else 'them as they are'}; "
-                "nothing was written"
-            )
-        if range_error is not None and not dry_run and not force:
-            raise OutOfRangeError(
-                f"cannot check that the offsets to copy are in their partitions' log range "
-                f"({range_error}): run again once the brokers answer, or pass --force to copy "
-                "without the check; nothing was written"
-            )
+        actions, range_error = _plan_with_log_range(zk, admin, bootstrap, src, dst, force,
+                                                    timeout_ms, kafka, log_range)
+        if not dry_run:
+            _refuse_out_of_range(actions, source, range_error, force)
         to_write = {TopicPartition(a.topic, a.partition): a.source_offset
                     for a in actions if a.writes and a.source_offset is not None}
         written = 0
         if to_write and not dry_run:
-            try:
-                if dest == "kafka":
-                    write_kafka_offsets(admin, group, to_write)
-                else:
-                    _write_zookeeper(zk, group, to_write, {tp: dst[tp] for tp in to_write
-                                                           if tp in dst})
-            except KeyboardInterrupt as e:
-                e.add_note(f"interrupted while writing {counted(len(to_write), 'offset')} to "
-                           f"{dest}: some may be written; run the same copy again (it writes "
-                           "what differs), then `migrate status`")
-                raise
-            if dest == "kafka":
-                now = read_kafka_offsets(admin, group, to_write)
-            else:
-                now = read_zk_offsets(zk, group, {tp.topic for tp in to_write})
-            wrong = {tp: now.get(tp) for tp, off in to_write.items() if now.get(tp) != off}
-            if wrong:
-                raise MigrationError(
-                    f"read-back after the copy differs on {_fmt_tps(wrong)}: "
-                    + ", ".join(f"{tp.topic}:{tp.partition}={v}" for tp, v in
-                                sorted(wrong.items())[:4])
-                )
-            # The last idle check was before the offsets were read: a consumer that started
-            # since (and committed to the source, or to the destination before the write
-            # overwrote it) would leave a stale copy that looks complete.
-            source_now = (read_zk_offsets(zk, group, {tp.topic for tp in to_write})
-                          if source == "zookeeper" else read_kafka_offsets(admin, group, to_write))
-            moved = {tp: source_now.get(tp) for tp, off in to_write.items()
-                     if source_now.get(tp) != off}
-            live = probe()
-            if moved or live:
-                what = ([f"{source} offsets moved during the copy on {_fmt_tps(moved)}"]
-                        if moved else []) + ([f"live now: {_fmt_live(live)}"] if live else [])
-                raise MigrationError(
-                    f"a consumer ran while the copy wrote ({'; '.join(what)}): the "
-                    f"{len(to_write)} offsets written to {dest} may be stale; stop every "
-                    "consumer of the group and run the copy again")
+            _write_and_verify(zk, admin, group, source, dest, to_write, dst, probe)
             written = len(to_write)
         return CopyResult(group, source, dest, dry_run, force, actions, written, live, probes,
                           range_error)
     finally:
         if own_admin:
             admin.close()
+
+
+def _refuse_unknown(zk: KazooClient, admin: Any, group: str, wanted: set[str] | None) -> None:
+    """Refuse, as ``migrate status`` does, a group that exists in neither protocol and a topic
+    of ``wanted`` the group has no offset for that exists nowhere (typos, most likely)."""
+    if wanted is not None or zk.exists(zp.group_dir(group)) is None:
+        kafka_before = read_kafka_offsets(admin, group)
+        if not kafka_before:
+            _require_group(zk, group, kafka_before, _modern_group(admin, group)[1])
+        if wanted is not None:
+            known = ({tp.topic for tp in read_zk_offsets(zk, group, wanted)}
+                     | {tp.topic for tp in kafka_before})
+            _require_topics(group, wanted, known,
+                            _topic_partitions(zk, admin, wanted - known))
+
+
+def _plan_with_log_range(
+    zk: KazooClient, admin: Any, bootstrap: str, src: Mapping[TopicPartition, int],
+    dst: Mapping[TopicPartition, int], force: bool, timeout_ms: int,
+    kafka: Mapping[str, Any] | None,
+    log_range: Callable[[Sequence[TopicPartition]], LogRange] | None,
+) -> tuple[list[CopyAction], str | None]:
+    """:func:`plan_copy` of ``src`` over ``dst``, the brokers asked which topics and
+    partitions exist and the log range of the partitions; and why the log range of a
+    partition to write is unknown (None: known for all of them)."""
+    # Offsets of deleted topics and partitions: nothing to resume, and the broker
+    # refuses them. Which exist is the brokers' word where they gave one, in both
+    # directions, as `migrate status` takes it: /brokers/topics may lag them (the bridge
+    # behind, a rollback while it is down: partitions it does not list yet are live), or
+    # still list what they deleted (status calls those topic_missing, partition_missing).
+    # ZooKeeper's word stands for a topic the brokers did not answer for; its log range is
+    # then unknown.
+    parts_of = _topic_partitions(zk, admin, {tp.topic for tp in src})
+    (starts, ends, range_error), described = _described_log_range(
+        admin, bootstrap, sorted(src), timeout_ms, kafka, log_range)
+    exists = {**parts_of, **described}
+    missing = {t for t, parts in exists.items() if parts is None}
+    gone = {tp for tp in src
+            if (parts := exists.get(tp.topic)) is not None and tp.partition not in parts}
+    actions = plan_copy(src, dst, src, force, missing, gone, log_starts=starts,
+                        log_ends=ends)
+    if range_error is not None and all(
+            tp in starts and tp in ends
+            for tp in (TopicPartition(a.topic, a.partition) for a in actions if a.writes)):
+        range_error = None  # only partitions not written lack a range: not needed
+    return actions, range_error
+
+
+def _refuse_out_of_range(
+    actions: Sequence[CopyAction], source: Store, range_error: str | None, force: bool
+) -> None:
+    """:class:`OutOfRangeError` when a real copy would write offsets outside their
+    partition's log, or (unless ``force``) cannot check that they are inside."""
+    refused = [a for a in actions if a.action == "out_of_range"]
+    if refused:
+        one = len(refused) == 1
+        raise OutOfRangeError(
+            f"{counted(len(refused), 'offset')} in {source} {'is' if one else 'are'} "
+            f"outside {'its' if one else 'their'} partition's log "
+            f"({fmt_out_of_range(refused)}): {OUT_OF_LOG_RESET}; reset "
+            f"{'it' if one else 'them'} explicitly first (zkconsumer offsets reset), or "
+            f"pass --force to copy {'it as it is' if one else 'them as they are'}; "
+            "nothing was written"
+        )
+    if range_error is not None and not force:
+        raise OutOfRangeError(
+            f"cannot check that the offsets to copy are in their partitions' log range "
+            f"({range_error}): run again once the brokers answer, or pass --force to copy "
+            "without the check; nothing was written"
+        )
+
+
+def _write_and_verify(
+    zk: KazooClient, admin: Any, group: str, source: Store, dest: Store,
+    to_write: Mapping[TopicPartition, int], dst: Mapping[TopicPartition, int],
+    probe: Callable[[], list[str]],
+) -> None:
+    """Write ``to_write`` to ``dest``, read it back, and check that no consumer ran
+    meanwhile (the source unchanged, nobody live): MigrationError otherwise."""
+    try:
+        if dest == "kafka":
+            write_kafka_offsets(admin, group, to_write)
+        else:
+            _write_zookeeper(zk, group, to_write, {tp: dst[tp] for tp in to_write
+                                                   if tp in dst})
+    except KeyboardInterrupt as e:
+        e.add_note(f"interrupted while writing {counted(len(to_write), 'offset')} to "
+                   f"{dest}: some may be written; run the same copy again (it writes "
+                   "what differs), then `migrate status`")
+        raise
+    if dest == "kafka":
+        now = read_kafka_offsets(admin, group, to_write)
+    else:
+        now = read_zk_offsets(zk, group, {tp.topic for tp in to_write})
+    wrong = {tp: now.get(tp) for tp, off in to_write.items() if now.get(tp) != off}
+    if wrong:
+        raise MigrationError(
+            f"read-back after the copy differs on {_fmt_tps(wrong)}: "
+            + ", ".join(f"{tp.topic}:{tp.partition}={v}" for tp, v in
+                        sorted(wrong.items())[:4])
+        )
+    # The last idle check was before the offsets were read: a consumer that started
+    # since (and committed to the source, or to the destination before the write
+    # overwrote it) would leave a stale copy that looks complete.
+    source_now = (read_zk_offsets(zk, group, {tp.topic for tp in to_write})
+                  if source == "zookeeper" else read_kafka_offsets(admin, group, to_write))
+    moved = {tp: source_now.get(tp) for tp, off in to_write.items()
+             if source_now.get(tp) != off}
+    live = probe()
+    if moved or live:
+        what = ([f"{source} offsets moved during the copy on {_fmt_tps(moved)}"]
+                if moved else []) + ([f"live now: {_fmt_live(live)}"] if live else [])
+        raise MigrationError(
+            f"a consumer ran while the copy wrote ({'; '.join(what)}): the "
+            f"{len(to_write)} offsets written to {dest} may be stale; stop every "
+            "consumer of the group and run the copy again")
