@@ -233,8 +233,6 @@ def verdict(
     that ``/brokers/topics`` still lists (the brokers lack them); they have a warning of
     their own, saying why ZooKeeper still has them (the copy skips them all the same).
     """
-    blockers: list[str] = []
-    warnings: list[str] = []
     by_class: dict[str, list[TopicPartition]] = {}
     listed: list[TopicPartition] = []
     for p in partitions:
@@ -243,9 +241,31 @@ def verdict(
             listed.append(tp)
         else:
             by_class.setdefault(p.state, []).append(tp)
+    blockers = _membership_blockers(zookeeper_members, zookeeper_owners, modern_members)
+    blockers += _offset_blockers(partitions, by_class, log_range_error)
+    warnings = _stale_warnings(by_class, listed)
+    if not partitions:
+        # A group that exists nowhere is refused before this (MigrationUnknownGroupError): this one
+        # has a /consumers/G (or modern members) but nothing to check.
+        blockers.append(
+            f"group {group!r} has no committed offsets in ZooKeeper or Kafka and no "
+            "subscribed topic: nothing to check"
+        )
+    if blockers:
+        return False, blockers[0], blockers, warnings
+    return True, _safe_reason(modern_members), blockers, warnings
+
+
+def _membership_blockers(
+    zookeeper_members: Sequence[str], zookeeper_owners: Mapping[TopicPartition, str],
+    modern_members: Sequence[ModernMember],
+) -> list[str]:
+    """What blocks the switch in the group's membership: live legacy consumers (owners,
+    else registered ids), and modern members live at the same time."""
+    out: list[str] = []
     if zookeeper_owners:
         n = len(zookeeper_owners)
-        blockers.append(
+        out.append(
             f"{counted(n, 'owner znode')} {_is(n)} live ("
             f"{'a legacy consumer owns' if n == 1 else 'legacy consumers own'} "
             f"{_fmt_tps(zookeeper_owners)}): stop the legacy consumers first; a mixed group "
@@ -253,38 +273,48 @@ def verdict(
         )
     elif zookeeper_members:
         n = len(zookeeper_members)
-        blockers.append(
+        out.append(
             f"{counted(n, 'legacy consumer')} {_is(n)} registered "
             f"({', '.join(sorted(zookeeper_members)[:4])}): stop "
             f"{'it' if n == 1 else 'them'} first"
         )
     if modern_members and (zookeeper_owners or zookeeper_members):
         n = len(modern_members)
-        blockers.append(
+        out.append(
             f"{counted(n, 'modern member')} {_is(n)} live at the same time: both "
             "protocols consume the group now"
         )
+    return out
+
+
+def _offset_blockers(
+    partitions: Sequence[PartitionState], by_class: Mapping[str, list[TopicPartition]],
+    log_range_error: str | None,
+) -> list[str]:
+    """What blocks the switch in the offsets: an unknown log range, ZooKeeper ahead, Kafka
+    missing offsets, offsets outside the log."""
+    out: list[str] = []
     # Without the log range the out-of-range classes cannot be told: never call that safe.
     unknown = [TopicPartition(p.topic, p.partition) for p in partitions
                if p.state not in ("no_offset", "topic_missing", "partition_missing")
                and (p.log_start is None or p.log_end is None)]
     if unknown:
         why = f" ({log_range_error})" if log_range_error else ""
-        blockers.append(
+        out.append(
             f"log range unknown for {counted(len(unknown), 'partition')} "
             f"({_fmt_tps(unknown)}){why}: cannot verify the offsets are in range; run again "
             "once the brokers answer"
         )
     if "zk_ahead" in by_class:
         tps = by_class["zk_ahead"]
-        blockers.append(
+        out.append(
             f"ZooKeeper is ahead of Kafka on {counted(len(tps), 'partition')} "
             f"({_fmt_tps(tps)}): a modern consumer would replay; run `zkconsumer migrate "
             "copy --from zookeeper --to kafka` first"
         )
     if "missing_in_kafka" in by_class:
         tps = by_class["missing_in_kafka"]
-        blockers.append(
+        out.append(
             f"Kafka has no offset for {counted(len(tps), 'partition')} ({_fmt_tps(tps)}): a "
             "modern consumer would start at its auto_offset_reset; run `zkconsumer migrate "
             "copy --from zookeeper --to kafka` first"
@@ -294,16 +324,26 @@ def verdict(
         if cls in by_class:
             tps = by_class[cls]
             one = len(tps) == 1
-            blockers.append(
+            out.append(
                 f"{'an offset' if one else 'offsets'} {what} on "
                 f"{counted(len(tps), 'partition')} ({_fmt_tps(tps)}): {OUT_OF_LOG_RESET}; "
                 f"reset {'it' if one else 'them'} explicitly first"
             )
+    return out
+
+
+def _stale_warnings(
+    by_class: Mapping[str, list[TopicPartition]], listed: Sequence[TopicPartition]
+) -> list[str]:
+    """What to know that does not block the switch: stale offsets (deleted topics and
+    partitions, those only ``/brokers/topics`` still lists), partitions without an offset,
+    Kafka ahead."""
+    out: list[str] = []
     if "topic_missing" in by_class:
         tps = by_class["topic_missing"]
         topics = sorted({tp.topic for tp in tps})
         one = len(topics) == 1
-        warnings.append(
+        out.append(
             f"stale offsets for {counted(len(tps), 'partition')} of "
             f"{counted(len(topics), 'topic')} that {'exists' if one else 'exist'} neither in "
             f"ZooKeeper nor on the brokers ({', '.join(topics[:4])}"
@@ -316,13 +356,13 @@ def verdict(
         one = len({tp.topic for tp in tps}) == 1
         whose = ((f"{'its' if len(tps) == 1 else 'their'} topic no longer has", "a topic")
                  if one else ("their topics no longer have", "topics"))
-        warnings.append(
+        out.append(
             f"stale offsets for {counted(len(tps), 'partition')} {whose[0]} "
             f"({_fmt_tps(tps)}): {whose[1]} recreated with fewer partitions, nothing to "
             "consume; `migrate copy` skips them"
         )
     if listed:
-        warnings.append(
+        out.append(
             f"stale offsets for {counted(len(listed), 'partition')} the brokers do not have "
             f"but /brokers/topics still lists ({_fmt_tps(listed)}): deleted on the brokers "
             "only (ZooKeeper not told yet) or registered by hand, nothing to consume; "
@@ -330,26 +370,22 @@ def verdict(
         )
     if "no_offset" in by_class:
         tps = by_class["no_offset"]
-        warnings.append(
+        out.append(
             f"no offset in either store for {counted(len(tps), 'partition')} "
             f"({_fmt_tps(tps)}): give the modern consumers the reset policy the legacy ones "
             "had (smallest = earliest, largest = latest)"
         )
     if "kafka_ahead" in by_class:
-        warnings.append(
+        out.append(
             f"Kafka is ahead of ZooKeeper on "
             f"{counted(len(by_class['kafka_ahead']), 'partition')}: fine for the switch "
             "(Kafka's offsets are used); a rollback must copy them back"
         )
-    if not partitions:
-        # A group that exists nowhere is refused before this (MigrationUnknownGroupError): this one
-        # has a /consumers/G (or modern members) but nothing to check.
-        blockers.append(
-            f"group {group!r} has no committed offsets in ZooKeeper or Kafka and no "
-            "subscribed topic: nothing to check"
-        )
-    if blockers:
-        return False, blockers[0], blockers, warnings
+    return out
+
+
+def _safe_reason(modern_members: Sequence[ModernMember]) -> str:
+    """Why the switch is safe (nothing blocks it)."""
     if modern_members:
         n = len(modern_members)
         reason = (f"no legacy consumer is alive and {counted(n, 'modern member')} already "
@@ -359,7 +395,7 @@ def verdict(
         reason = ("no consumer of either protocol is alive and Kafka holds an offset at or "
                   "after ZooKeeper's for every partition: modern consumers resume exactly "
                   "where the legacy group stopped")
-    return True, reason, blockers, warnings
+    return reason
 
 
 # --------------------------------------------------------------------------------------
