@@ -14,20 +14,22 @@ import pytest
 
 from tests.support import StackInfo
 from zkconsumer import cli as cli
-from zkconsumer.ops.compare import (
+from zkconsumer.broker.clients import modern_admin
+from zkconsumer.ops.compare import expected_range
+from zkconsumer.ops.compare_member import (
+    kafka_member_kwargs,
+    member_argv,
+    parse_member_argv,
+    zk_member_config,
+)
+from zkconsumer.ops.compare_report import render_markdown
+from zkconsumer.ops.compare_settings import (
     LABELS,
     ChangeResult,
     CompareResult,
     CompareSettings,
     ProtocolResult,
-    expected_range,
-    kafka_member_kwargs,
-    member_argv,
-    parse_member_argv,
-    render_markdown,
-    zk_member_config,
 )
-from zkconsumer.ops.migrate import modern_admin
 from zkconsumer.zk import paths as zp
 
 
@@ -224,7 +226,8 @@ def test_a_group_that_cannot_be_deleted_is_named_with_a_command_that_deletes_it(
 ) -> None:
     """A group gone already is no news; one still held (a member's session has not expired)
     is named, with a command that runs as printed."""
-    from zkconsumer.ops.compare import CompareSettings, ProtocolResult, _forget_group
+    from zkconsumer.ops.compare import _forget_group
+    from zkconsumer.ops.compare_settings import CompareSettings, ProtocolResult
 
     settings = CompareSettings(stack.bootstrap, stack.zookeeper, names.topic, 2,
                                session_timeout_ms=500)
@@ -263,7 +266,7 @@ def test_non_finite_or_non_positive_numbers_are_one_line(
     "connect_timeout_s", "dwell_s", "quiet_s", "settle_timeout_s", "drain_timeout_s"])
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
 def test_every_float_setting_must_be_finite(field_name: str, value: float) -> None:
-    from zkconsumer.ops.compare import CompareError
+    from zkconsumer._errors import CompareError
 
     settings = CompareSettings("b:9092", "zk:2181", "t", 2)
     settings.validate()
@@ -350,8 +353,8 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 def test_a_failed_second_run_keeps_the_first_runs_report(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
+    from zkconsumer._errors import CompareError
     from zkconsumer.ops import compare as _compare
-    from zkconsumer.ops.compare import CompareError
 
     done = _fake_result(lost=0).results[0]
 
@@ -450,7 +453,8 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 
 def test_a_kafka_group_left_behind_is_named_with_the_command_config() -> None:
     """On a secured cluster the printed command fails without the run's command config."""
-    from zkconsumer.ops.compare import CompareSettings, ProtocolResult, _left_behind
+    from zkconsumer.ops.compare import _left_behind
+    from zkconsumer.ops.compare_settings import CompareSettings, ProtocolResult
 
     settings = CompareSettings("b:9093", "z:2181", "t", 2, command_config="/etc/client.props")
     kept = ProtocolResult("kafka", "zkc-compare-kafka-1", 2, 2, [], 0, 0.0, None, 0, 0, 0, 0, 0,

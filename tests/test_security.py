@@ -28,11 +28,10 @@ from tests.support import (
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
 from zkconsumer.consumer.connector import kazoo_security_kwargs
-from zkconsumer.ops.admin import ACL_ENV, AUTH_ENV
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import LocalStack, free_port
 from zkconsumer.zk import paths as zp
-from zkconsumer.zk.session import check_kazoo_login
+from zkconsumer.zk.session import ACL_ENV, AUTH_ENV, check_kazoo_login
 
 
 def test_digest_acl_protects_created_znodes(stack, zk, names, topic_factory) -> None:

@@ -15,9 +15,8 @@ import pytest
 
 from tests.support import StackInfo, self_signed_cert, wait_until
 from zkconsumer import _tls as _tls
-from zkconsumer._errors import ConfigError
+from zkconsumer._errors import AdminError, ConfigError
 from zkconsumer._tls import with_tls_deadline
-from zkconsumer.ops.admin import AdminError
 from zkconsumer.zk.session import command_config
 
 
@@ -139,7 +138,8 @@ def test_ssl_settings_against_a_plaintext_broker_fail_instead_of_hanging(
     # Kafka's plaintext listener closes the connection on a TLS hello; listeners that read it
     # as the start of a huge request wait for the rest, and without the deadline
     # kafka-python's handshake would wait for ever (test_a_silent_peer_* covers those).
-    from zkconsumer.ops.migrate import MigrationError, modern_admin
+    from zkconsumer._errors import MigrationError
+    from zkconsumer.broker.clients import modern_admin
 
     monkeypatch.setattr(_tls, "HANDSHAKE_TIMEOUT_S", 1.0)
     props = tmp_path / "client.properties"

@@ -782,7 +782,7 @@ def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
     zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     from zkconsumer._types import TopicPartition
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops import group_reads as _reads
 
     g, t = names("junk"), names("tj")
     seed(zk, g, {(t, 0): 5})
@@ -790,8 +790,8 @@ def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
     zk.create(zp.owner_path(g, t, 0), b"c1-0", makepath=True)
     zk.create(zp.owner_path(g, t, 1), b"  ", makepath=True)
     with caplog.at_level(logging.WARNING, logger="zkconsumer.admin"):
-        assert _admin._read_offsets(zk, g) == {TopicPartition(t, 0): 5}
-        assert _admin._read_owners(zk, g) == {TopicPartition(t, 0): "c1-0"}
+        assert _reads._read_offsets(zk, g) == {TopicPartition(t, 0): 5}
+        assert _reads._read_owners(zk, g) == {TopicPartition(t, 0): "c1-0"}
     warned = [r.getMessage() for r in caplog.records]
     assert any(zp.offset_path(g, t, 1) in m for m in warned), warned
     assert any(zp.owner_path(g, t, 1) in m for m in warned), warned
@@ -805,7 +805,7 @@ SASL_PLAIN = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
 
 
 def test_command_config_holds_broker_security_settings_only(tmp_path: Any) -> None:
-    from zkconsumer.ops.admin import AdminError
+    from zkconsumer._errors import AdminError
     from zkconsumer.zk.session import command_config
 
     ca, _ = self_signed_cert(tmp_path)  # the CA file must load (a TLS client is built)
@@ -877,12 +877,13 @@ def test_a_member_registering_during_a_whole_group_delete_is_not_deleted(
 ) -> None:
     """The member check and the walk of the tree are two reads: a member registering in
     between was deleted with the group. It is refused now."""
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer._errors import GroupActiveError
+    from zkconsumer.ops import groups as _groups
 
     group = names.group
     seed(zk, group, {("t", 0): 1})
     zk.ensure_path(zp.ids_dir(group))
-    real = _admin._subtree
+    real = _groups._subtree
     member = zp.id_path(group, f"{group}_late")
 
     def subtree_after_a_join(client: Any, path: str) -> list[str]:
@@ -890,9 +891,9 @@ def test_a_member_registering_during_a_whole_group_delete_is_not_deleted(
             zk.create(member, b"{}", ephemeral=True)
         return real(client, path)
 
-    monkeypatch.setattr(_admin, "_subtree", subtree_after_a_join)
-    with pytest.raises(_admin.GroupActiveError):
-        _admin.delete_group(zk, group)
+    monkeypatch.setattr(_groups, "_subtree", subtree_after_a_join)
+    with pytest.raises(GroupActiveError):
+        _groups.delete_group(zk, group)
     assert zk.exists(member) is not None
     assert zk.exists(zp.offset_path(group, "t", 0)) is not None
 
@@ -902,14 +903,14 @@ def test_the_member_guard_keeps_the_ids_znode_acl(zk: KazooClient, names: Any) -
     (consumers that protect their group would find it open, or be locked out of it)."""
     from kazoo.security import ACL, Id, Permissions
 
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer import ops as _ops
 
     group = names.group
     seed(zk, group, {("a", 0): 1, ("b", 0): 2})
     custom = [ACL(Permissions.READ | Permissions.WRITE | Permissions.CREATE
                   | Permissions.DELETE, Id("world", "anyone"))]
     zk.create(zp.ids_dir(group), b"", acl=custom)
-    _admin.delete_group(zk, group, "a")  # one topic: the guarded transaction
+    _ops.delete_group(zk, group, "a")  # one topic: the guarded transaction
     assert zk.exists(zp.offsets_topic_dir(group, "a")) is None
     assert zk.get_acls(zp.ids_dir(group))[0] == custom
 
@@ -921,7 +922,8 @@ def test_the_member_guard_refuses_to_remake_an_ids_znode_whose_acl_it_sees_redac
     with that ACL, ``ids`` locked its owner out (and with none, kazoo's, it was open)."""
     from kazoo.security import ACL, Id
 
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer import ops as _ops
+    from zkconsumer._errors import AdminError
 
     group = names.group
     seed(zk, group, {("a", 0): 1, ("b", 0): 2})
@@ -932,13 +934,13 @@ def test_the_member_guard_refuses_to_remake_an_ids_znode_whose_acl_it_sees_redac
     tool = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "tool:tool-pw")])
     tool.start(timeout=15)
     try:
-        with pytest.raises(_admin.AdminError, match="needs the ADMIN permission"):
-            _admin.delete_group(tool, group, "a")  # one topic: the guarded transaction
+        with pytest.raises(AdminError, match="needs the ADMIN permission"):
+            _ops.delete_group(tool, group, "a")  # one topic: the guarded transaction
         assert zk.exists(zp.offsets_topic_dir(group, "a")) is not None  # nothing deleted
-        entries = _admin.parse_offset_lines([f"{zp.offset_path(group, 'a', 0)}:5"])
+        entries = _ops.parse_offset_lines([f"{zp.offset_path(group, 'a', 0)}:5"])
         for dry_run in (True, False):  # a dry run refuses what the real run refuses
-            with pytest.raises(_admin.AdminError, match="needs the ADMIN permission"):
-                _admin.import_offsets(tool, entries, dry_run=dry_run)
+            with pytest.raises(AdminError, match="needs the ADMIN permission"):
+                _ops.import_offsets(tool, entries, dry_run=dry_run)
         assert zk.get(zp.offset_path(group, "a", 0))[0] == b"1"
         owner = KazooClient(hosts=stack.zookeeper, auth_data=[("digest", "zkc:acl-pw")])
         owner.start(timeout=15)
@@ -990,10 +992,10 @@ def test_an_import_too_big_for_one_transaction_says_what_it_wrote(
     from kazoo.security import ACL, Id, Permissions
 
     from zkconsumer._errors import AclRefusedError
-    from zkconsumer.ops import admin as _admin
-    from zkconsumer.ops.admin import OffsetEntry
+    from zkconsumer.ops import OffsetEntry
+    from zkconsumer.ops import offset_files as _offset_files
 
-    monkeypatch.setattr(_admin, "MAX_TRANSACTION_OPS", 3)
+    monkeypatch.setattr(_offset_files, "MAX_TRANSACTION_OPS", 3)
     g1, g2 = names("open"), names("locked")
     read_only = [ACL(Permissions.READ, Id("world", "anyone"))]
     zk.ensure_path(zp.offsets_dir(g2))
@@ -1001,7 +1003,7 @@ def test_an_import_too_big_for_one_transaction_says_what_it_wrote(
     entries = [OffsetEntry(g1, "t", p, 10 + p) for p in range(4)] + [OffsetEntry(g2, "t", 0, 7)]
     # 3 parents of g1's znodes, then 4 offsets of g1, then g2's refused: 3 transactions.
     with pytest.raises(AclRefusedError) as exc:
-        _admin.import_offsets(zk, entries)
+        _offset_files.import_offsets(zk, entries)
     assert "6 operations of it written before this failure" in str(exc.value)
     assert "nothing written" not in str(exc.value)
     assert offset_znodes(zk, g1, "t", 4) == {0: 10, 1: 11, 2: 12}
@@ -1230,8 +1232,8 @@ def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
     and export use, as the tools' client id.)"""
     from kafka.errors import GroupAuthorizationFailedError
 
-    from zkconsumer.ops import admin as _admin
-    from zkconsumer.ops.admin import describe_group
+    from zkconsumer.ops import describe_group
+    from zkconsumer.ops.kafka_offsets import _KafkaGroups
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1245,7 +1247,7 @@ def test_describe_says_when_kafka_cannot_be_asked_and_shows_zookeepers_offsets(
         raise GroupAuthorizationFailedError(f"group {group}")
 
     with monkeypatch.context() as patched:
-        patched.setattr(_admin._KafkaGroups, "offsets", refused)
+        patched.setattr(_KafkaGroups, "offsets", refused)
         desc = describe_group(zk, g, stack.bootstrap)
     assert desc.kafka_offsets_error == (
         "committed offsets in Kafka unknown, so the offsets shown are ZooKeeper's only (a "
@@ -1407,16 +1409,17 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
 ) -> None:
     """Every failed transaction was taken for a race and retried, then reported as
     "ZooKeeper kept changing": a chroot typo or a refusal no retry can help is named now."""
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer._errors import AdminError
+    from zkconsumer.ops import offset_files as _offset_files
 
     commits: list[str] = []
-    real_commit = _admin._commit
+    real_commit = _offset_files._commit
 
     def counted(tx: Any, what: str, written: int = 0) -> None:
         commits.append(what)
         real_commit(tx, what, written)
 
-    monkeypatch.setattr(_admin, "_commit", counted)
+    monkeypatch.setattr(_offset_files, "_commit", counted)
     g, t = names.group, names.topic
     lines = tmp_path / "offsets.txt"
     lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n")
@@ -1427,8 +1430,8 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
 
     chrooted = _session.connect(stack.zookeeper + chroot)
     try:
-        with pytest.raises(_admin.AdminError) as exc:
-            _admin.import_offsets(chrooted, [_admin.OffsetEntry(g, t, 0, 5)],
+        with pytest.raises(AdminError) as exc:
+            _offset_files.import_offsets(chrooted, [_offset_files.OffsetEntry(g, t, 0, 5)],
                                   zookeeper_only=True)
     finally:
         chrooted.stop()
@@ -1456,7 +1459,7 @@ def test_partition_znodes_with_odd_names_are_left_out_with_a_warning(
 ) -> None:
     """"²" passed isdigit() and crashed int(); "007" was read as partition 7."""
     from zkconsumer._types import TopicPartition
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops import group_reads as _reads
 
     g, t = names("odd"), names("to")
     seed(zk, g, {(t, 0): 5, (t, 10): 6})
@@ -1464,7 +1467,7 @@ def test_partition_znodes_with_odd_names_are_left_out_with_a_warning(
         zk.create(f"{zp.offsets_topic_dir(g, t)}/{odd}", b"9")
     zk.create(zp.offset_path(g, t, 7), b"70")
     with caplog.at_level(logging.WARNING, logger="zkconsumer.admin"):
-        assert _admin._read_offsets(zk, g) == {TopicPartition(t, 0): 5,
+        assert _reads._read_offsets(zk, g) == {TopicPartition(t, 0): 5,
                                                TopicPartition(t, 7): 70,
                                                TopicPartition(t, 10): 6}
     warned = " ".join(r.getMessage() for r in caplog.records)
@@ -1568,12 +1571,12 @@ def test_a_broken_pipe_to_a_server_is_still_an_error(
 ) -> None:
     """Only a closed stdout ends a command quietly: a socket's EPIPE (a broker, ZooKeeper)
     is a failure, reported in one line."""
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer import ops as _ops
 
     def broken(zk: Any) -> Any:
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(_admin, "list_groups", broken)
+    monkeypatch.setattr(_ops, "list_groups", broken)
     assert fails(capsys, "groups", "list", "--zookeeper", stack.zookeeper) == (
         "zkconsumer groups list: [Errno 32] Broken pipe")
 
@@ -1705,7 +1708,7 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
     """Kafka takes a group's offsets from outside only while it has no member: refused
     before anything is written (--force is about ZooKeeper's members), and said clearly
     when a member joins between the check and the commit."""
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.kafka_offsets import _KafkaGroups
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1732,7 +1735,7 @@ def test_offsets_writes_are_refused_while_the_group_has_active_members_in_kafka(
         assert kafka_read(stack.bootstrap, g) == {(topic, 0): 3}
 
         # A member joining after the check: ZooKeeper is written, Kafka refuses; said so.
-        monkeypatch.setattr(_admin._KafkaGroups, "members", lambda self, group: [])
+        monkeypatch.setattr(_KafkaGroups, "members", lambda self, group: [])
         assert fails(capsys, *reset, "--execute") == (
             "zkconsumer offsets reset: ZooKeeper's offsets written, Kafka's not all: "
             f"a modern consumer joined group '{g}' meanwhile and Kafka refused its offsets; "
@@ -1755,7 +1758,7 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
     """Whether the group has offsets in Kafka unknown: refused, unless --zookeeper-only."""
     from kafka.errors import GroupAuthorizationFailedError
 
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.kafka_offsets import _KafkaGroups
 
     topic = topic_factory(names.topic, 1)
     g = names.group
@@ -1780,7 +1783,7 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
     def denied(self: Any, group: str) -> Any:
         raise GroupAuthorizationFailedError(f"group {group}")
 
-    monkeypatch.setattr(_admin._KafkaGroups, "offsets", denied)
+    monkeypatch.setattr(_KafkaGroups, "offsets", denied)
     reset = ["offsets", "reset", *zkc, "--group", g, "--topic", topic, "--to", "earliest",
              "--execute"]
     assert fails(capsys, *reset) == refused.format(
@@ -1791,7 +1794,7 @@ def test_offsets_writes_are_refused_when_kafka_cannot_be_asked(
 
     # Its offsets read, but not whether it has active members (DescribeGroups refused):
     # refused the same, with the same way out.
-    monkeypatch.setattr(_admin._KafkaGroups, "members", denied)
+    monkeypatch.setattr(_KafkaGroups, "members", denied)
     for argv, action in ((reset, "reset"), (imp, "import")):
         assert fails(capsys, *argv) == (
             f"zkconsumer offsets {action}: refusing to {action} offsets: cannot ask Kafka "
@@ -1824,7 +1827,7 @@ def test_a_kafka_refusal_after_zookeeper_was_written_says_what_kafka_took(
     all", not which were written. Running the command again finishes it."""
     from kafka.errors import UnknownMemberIdError
 
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.kafka_offsets import _KafkaGroups
 
     topic = topic_factory(names.topic, 3)
     g = names.group
@@ -1847,7 +1850,7 @@ def test_a_kafka_refusal_after_zookeeper_was_written_says_what_kafka_took(
         def __getattr__(self, name: str) -> Any:
             return getattr(self._admin, name)
 
-    real_init = _admin._KafkaGroups.__init__
+    real_init = _KafkaGroups.__init__
 
     def init(self: Any, servers: str, kafka: Any = None) -> None:
         real_init(self, servers, kafka)
@@ -1857,7 +1860,7 @@ def test_a_kafka_refusal_after_zookeeper_was_written_says_what_kafka_took(
     offsets.write_text("".join(f"{zp.offset_path(g, topic, p)}:3\n" for p in range(3)))
     imp = ["offsets", "import", "--zookeeper", stack.zookeeper, "--input", str(offsets)]
     with monkeypatch.context() as patched:
-        patched.setattr(_admin._KafkaGroups, "__init__", init)
+        patched.setattr(_KafkaGroups, "__init__", init)
         assert fails(capsys, *imp) == (
             "zkconsumer offsets import: ZooKeeper's offsets written, Kafka's not all: a modern "
             f"consumer joined group '{g}' meanwhile and Kafka refused 1 of its 3 offsets (the "
@@ -1877,20 +1880,20 @@ def test_a_member_registering_during_a_reset_is_refused_in_a_resets_words(
 ) -> None:
     """Checked again just before the write, a member that registered meanwhile was refused
     in an import's words: "refusing to import offsets ...; pass --force to write anyway"."""
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops import reset as _reset
 
     topic = topic_factory(names.topic, 1)
     g = names.group
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
     seed(zk, g, {(topic, 0): 2})
-    real = _admin._kafka_writes
+    real = _reset._kafka_writes
 
     def joining(*args: Any, **kwargs: Any) -> Any:  # between the checks and the write
         if not zk.exists(zp.id_path(g, "late")):
             fake_member(zk, g, "late", topic)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_admin, "_kafka_writes", joining)
+    monkeypatch.setattr(_reset, "_kafka_writes", joining)
     assert fails(capsys, "offsets", "reset", "--zookeeper", stack.zookeeper, "--group", g,
                  "--topic", topic, "--to", "earliest", "--execute") == (
         f"zkconsumer offsets reset: refusing to reset offsets: group '{g}' has 1 registered "
@@ -2525,7 +2528,7 @@ def test_describe_warns_about_offsets_below_the_log_start(
     retention) was never warned about. The log starts are moved by DeleteRecords, as
     retention or `kafka-delete-records` moves them."""
     from tests.support import delete_records
-    from zkconsumer.ops.admin import describe_group
+    from zkconsumer.ops import describe_group
 
     topic = topic_factory(names.topic, 3)
     produce(stack.bootstrap, topic, [(p, None, b"x") for p in range(3) for _ in range(10)])
@@ -2559,12 +2562,12 @@ def test_describe_warns_about_offsets_below_the_log_start(
          "offset_source", "zookeeper_offset", "kafka_offset"])
 
     # The log starts not read: said, once the log ends were.
-    from zkconsumer.ops import admin as _admin
+    from zkconsumer.ops.kafka_offsets import _KafkaGroups
 
     def refused(self: Any, servers: str, tps: Any) -> dict[TopicPartition, int]:
         raise RuntimeError("ListOffsets failed")
 
-    monkeypatch.setattr(_admin._KafkaGroups, "log_starts", refused)
+    monkeypatch.setattr(_KafkaGroups, "log_starts", refused)
     rc, out, err = run(capsys, "groups", "describe", "--zookeeper", stack.zookeeper,
                        "--group", g)
     assert (rc, err) == (0, "zkconsumer groups describe: warning: offsets below the log start "

@@ -72,7 +72,8 @@ def clean_up(zk_addr: str, bootstrap: str, made: Made) -> None:
     """Delete what the benchmark made, best-effort: what stays is said, with the reason."""
     from kafka.admin import KafkaAdminClient
 
-    from zkconsumer.ops.admin import UnknownGroupError, delete_group
+    from zkconsumer._errors import UnknownGroupError
+    from zkconsumer.ops import delete_group
     from zkconsumer.zk.session import connect
 
     left: list[str] = []

@@ -1,12 +1,14 @@
 """Every exception zkconsumer raises derives from :class:`ZkConsumerError`.
 
-The hierarchy::
+The hierarchy (a test keeps it equal to the classes below)::
 
     ZkConsumerError
     ├── ConfigError (also ValueError)            bad or unknown configuration
+    │   └── ZkConsumerSourceError                the Spark source: a wrong source option
     ├── ZkDataError (also ValueError)            a znode holds something we cannot decode
     ├── StackError                               the local stack could not start or stop
     ├── ConsumerRebalanceFailedException         "<id> can't rebalance after N retries"
+    │   └── AssignmentStrategyMismatchError      members disagree on the strategy
     ├── MessageStreamsExistException             streams created twice on one connector
     ├── ConsumerTimeoutException                 consumer.timeout.ms passed with no message
     ├── MessageDecodeError                       a decoder raised (topic, partition, offset)
@@ -17,11 +19,24 @@ The hierarchy::
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
     ├── BackgroundThreadError                    a background thread died; carries its cause
+    ├── AdminError                               an operator tool cannot do what was asked
+    │   ├── ZooKeeperUnreachableError            no ZooKeeper session within the timeout
+    │   ├── UnknownGroupError                    no /consumers/<group>
+    │   ├── UnknownTopicError                    no /brokers/topics/<topic>
+    │   ├── GroupActiveError                     the group has registered members
+    │   │   └── KafkaGroupActiveError            ... or active members in Kafka
+    │   ├── AclRefusedError                      a znode's ACL refused the operation
+    │   ├── OffsetFileError                      an offsets file has malformed lines
+    │   └── KafkaUnknownError                    Kafka not asked before offsets were written
+    ├── MigrationError                           a migration step cannot be done
+    │   ├── MigrationGroupActiveError            (also GroupActiveError)
+    │   ├── MigrationUnknownGroupError           (also UnknownGroupError)
+    │   ├── MigrationUnknownTopicError           (also UnknownTopicError)
+    │   └── OutOfRangeError                      offsets outside their partitions' logs
+    ├── CompareError                             ``zkconsumer compare`` cannot run
     ├── CommandError                             the CLI: a failure the user can fix (exit 2)
     ├── KafkaToolError                           the CLI: a Kafka tool's failure, its lines
     └── ZooKeeperRefusedError                    the bridge: ZooKeeper refused it (NoAuth)
-    ConfigError
-    └── ZkConsumerSourceError                    the Spark source: a wrong source option
 
 Names ending in ``Exception`` keep the legacy (Scala) names so that ported code reads the
 same; the rest follow Python conventions.
@@ -226,14 +241,14 @@ class OffsetFileError(AdminError):
 SHOWN_PROBLEMS = 20
 
 
-# The migration's errors (zkconsumer.ops.migrate); the three named after the tools'
+# The migration's errors (zkconsumer.ops.migrate_*); the three named after the tools'
 # errors derive from them too, so that whoever catches those catches these.
 
 class MigrationError(ZkConsumerError):
     """A migration step cannot be done; the message says why and what to do."""
 
 
-# The three below are also the tools' errors of the same name (zkconsumer.ops.admin), so that
+# The three below are also the tools' errors of the same name (zkconsumer.ops), so that
 # whoever catches those catches these.
 
 
@@ -303,3 +318,19 @@ class ZooKeeperRefusedError(ZkConsumerError):
 
 class ZkConsumerSourceError(ConfigError):
     """A source option is wrong; raised when the DataFrame is defined or the query starts."""
+# The errors of the operator tools and the comparison (zkconsumer.ops: kafka_offsets, compare).
+
+
+class KafkaUnknownError(AdminError):
+    """Kafka could not be asked about a group before offsets were written to ZooKeeper:
+    members with ``offsets.storage=kafka`` resume from Kafka's offsets, so a write to
+    ZooKeeper alone may change nothing for them."""
+
+
+class KafkaGroupActiveError(GroupActiveError):
+    """The group has active members in Kafka (a modern consumer group that is not empty):
+    Kafka refuses offsets committed for it from outside."""
+
+
+class CompareError(ZkConsumerError):
+    """The comparison cannot run (bad arguments, unusable topic, broken stack)."""

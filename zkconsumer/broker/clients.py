@@ -3,19 +3,21 @@
 kafka-python's KafkaConsumer and KafkaAdminClient, and confluent-kafka's Consumer, are made
 here from a :class:`~zkconsumer.ConsumerConfig` (security, timeouts, client ids), so a
 setting is honoured alike by the fetchers, the tools, Spark and the bridge. Also the shared
-clients the fetchers use for offset and metadata lookups.
+clients the fetchers use for offset and metadata lookups, and the operator tools'
+``KafkaAdminClient`` (:func:`modern_admin`), with the broker address checks it makes first.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+import socket
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer
 
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._errors import ConfigError
+from zkconsumer._errors import AdminError, ConfigError, MigrationError
 from zkconsumer._tls import with_tls_deadline
 from zkconsumer._types import TopicPartition
 
@@ -199,6 +201,13 @@ def kafka_consumer(**kwargs: Any) -> KafkaConsumer:
     return consumer
 
 
+def kafka_producer(**kwargs: Any) -> Any:
+    """A kafka-python ``KafkaProducer`` (``zkconsumer compare``'s workload), as given."""
+    from kafka import KafkaProducer
+
+    return KafkaProducer(**kwargs)
+
+
 # -- the one way to compute a log end ---------------------------------------------------------
 
 
@@ -247,3 +256,77 @@ def log_end_offsets(
             consumer.unsubscribe()
 
 
+# -- the brokers' addresses, and the one way to build the tools' kafka-python admin client --
+
+
+def parse_broker_list(servers: str) -> list[tuple[str, str, int]]:
+    """``servers`` (``host:port,...``) as (entry, host, port); AdminError naming the first
+    that is not ``host:port``. Checked before a command writes, so that a typo in
+    ``--bootstrap-server`` cannot come after it."""
+    out = []
+    for entry in (e.strip() for e in servers.split(",") if e.strip()):
+        host, sep, port = entry.rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit():
+            raise AdminError(f"bad broker address {entry!r} (expected host:port)")
+        out.append((entry, host, int(port)))
+    return out
+
+
+def brokers_problem(servers: str, timeout_s: float = 5.0) -> str | None:
+    """None when one of ``servers`` accepts a TCP connection within ``timeout_s``, else
+    why each does not ("b:9092: Connection refused; c:9092: cannot resolve host 'c'")."""
+    problems = []
+    for entry, host, port in parse_broker_list(servers):
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            return None
+        except socket.gaierror:
+            problems.append(f"{entry}: cannot resolve host {host!r}")
+        except OSError as e:
+            problems.append(f"{entry}: {e.strerror or e}")
+    return "; ".join(problems) or "none given"
+
+
+def modern_admin(
+    bootstrap: str, bootstrap_timeout_ms: int = 10_000, kafka: Mapping[str, Any] | None = None,
+    *, client_id: str = "zkconsumer-migrate",
+) -> Any:
+    """A ``KafkaAdminClient`` that tolerates brokers answering unknown ACL operation bits;
+    ``kafka``: the brokers' security settings (``zkconsumer.zk.session.command_config``);
+    ``client_id``: who the brokers see asking (the tools say ``zkconsumer-tools``).
+
+    kafka-python 3 decodes DescribeGroups' ``authorized_operations`` into an enum and raises
+    ValueError on bits it does not know (some brokers send them); they are not needed here.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    class _Admin(KafkaAdminClient):  # type: ignore[misc]
+        def _process_acl_operations(self, obj: dict[str, Any]) -> dict[str, Any]:
+            try:
+                result: dict[str, Any] = super()._process_acl_operations(obj)
+            except ValueError:
+                obj["authorized_operations"] = None
+                return obj
+            return result
+
+    # A refused or unresolvable broker is said at once, not after the bootstrap time-out.
+    problem = brokers_problem(bootstrap, bootstrap_timeout_ms / 1000)
+    if problem is not None:
+        raise MigrationError(f"cannot connect to the brokers at {bootstrap}: {problem}")
+    # kafka-python logs every failed bootstrap attempt at ERROR; one line says it all.
+    kafka_log = logging.getLogger("kafka")
+    previous = kafka_log.level
+    kafka_log.setLevel(logging.CRITICAL)
+    try:
+        return _Admin(bootstrap_servers=bootstrap.split(","), request_timeout_ms=15000,
+                      bootstrap_timeout_ms=bootstrap_timeout_ms,
+                      **{**dict(kafka or {}), "client_id": client_id})
+    except (KafkaError, ValueError, OSError) as e:
+        raise MigrationError(
+            f"cannot connect to the brokers at {bootstrap} within "
+            f"{bootstrap_timeout_ms / 1000:g} s ({type(e).__name__})"
+        ) from e
+    finally:
+        kafka_log.setLevel(previous)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
+from zkconsumer import ops as _ops
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
     ConfigError,
@@ -32,7 +33,6 @@ from zkconsumer.cli.common import silence_stdout
 from zkconsumer.cli.plumbing import _add_common, _command_error, _handler, _name
 from zkconsumer.consumer.connector import create_consumer_connector
 from zkconsumer.consumer.stream import CREATE_TIME, LOG_APPEND_TIME
-from zkconsumer.ops import admin as _admin
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk import session
 from zkconsumer.zk.session import kafka_security, security_settings
@@ -259,7 +259,7 @@ def _flag_properties(args: argparse.Namespace, props: dict[str, str]) -> None:
     if group is not None:
         parsed = _parsed("group.id", group)
         if args.group is None:
-            problem = _admin.name_problem(str(parsed), "group")
+            problem = _ops.name_problem(str(parsed), "group")
             if problem is not None:
                 raise _command_error(f"bad --consumer-property group.id: {problem}")
             args.group = str(parsed)
@@ -339,7 +339,7 @@ def _offsets_to_delete(args: argparse.Namespace, zk: KazooClient, group: str) ->
         raise _command_error(
             f"found previous offset information for group {group}; pass "
             "--delete-consumer-offsets to delete it, or leave out --from-beginning")
-    return bool(args.delete_consumer_offsets and _admin.group_exists(zk, group))
+    return bool(args.delete_consumer_offsets and _ops.group_exists(zk, group))
 
 
 def _stream(connector: ZookeeperConsumerConnector, topic: str,
@@ -375,7 +375,7 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
         with _sigterm_as_interrupt():
             connector = _start_connector(config)
             if delete:
-                _admin.delete_group(zk, group)  # refuses while members are registered
+                _ops.delete_group(zk, group)  # refuses while members are registered
                 deleted = True
                 _warn_kafka_offsets_left(zk, group, config)
             try:
@@ -466,9 +466,9 @@ def _warn_kafka_offsets_left(zk: KazooClient, group: str, config: ConsumerConfig
     try:
         kafka = kafka_security(config)
     except ZkConsumerError as e:
-        left = _admin.KafkaOffsetsLeft(group, None, [], error=str(e))
+        left = _ops.KafkaOffsetsLeft(group, None, [], error=str(e))
     else:
-        left = _admin.kafka_offsets_left(zk, group, kafka=kafka)
+        left = _ops.kafka_offsets_left(zk, group, kafka=kafka)
     warning = left.warning()
     if warning is not None:
         print(f"zkconsumer console-consumer: warning: {warning}", file=sys.stderr)
@@ -493,14 +493,14 @@ def _delete_quietly(zk: KazooClient, group: str, reconnect: Callable[[], KazooCl
     fresh: KazooClient | None = None
 
     def delete(client: KazooClient) -> None:
-        if not _admin.group_exists(client, group):
+        if not _ops.group_exists(client, group):
             return
         if member is not None:
             try:
                 client.delete(zp.id_path(group, member))
             except NoNodeError:
                 pass
-        _admin.delete_group(client, group)
+        _ops.delete_group(client, group)
         if config is not None and config.offsets_storage == "kafka":
             _warn_kafka_offsets_left(client, group, config)
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer import ops as _ops
+from zkconsumer.broker.clients import parse_broker_list
 from zkconsumer.cli.lag import add_groups_lag
 from zkconsumer.cli.plumbing import (
     _add_common,
@@ -19,8 +21,6 @@ from zkconsumer.cli.plumbing import (
     _print_json,
     _table,
 )
-from zkconsumer.ops import admin as _admin
-from zkconsumer.ops.brokers import parse_broker_list
 from zkconsumer.zk.session import command_config
 
 __all__ = ["register"]
@@ -29,7 +29,7 @@ __all__ = ["register"]
 
 @_handler
 def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
-    groups = _admin.list_groups(zk)
+    groups = _ops.list_groups(zk)
     if args.json:
         _print_json([g.to_json() for g in groups])
         return 0
@@ -46,7 +46,7 @@ def _cmd_groups_list(args: argparse.Namespace, zk: KazooClient) -> int:
 @_handler
 def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
     group = _name(args.group, "group")
-    desc = _admin.describe_group(zk, group, args.bootstrap_server,
+    desc = _ops.describe_group(zk, group, args.bootstrap_server,
                                  kafka=command_config(args.command_config))
     if desc.log_end_error is not None:
         print(f"zkconsumer groups describe: warning: {desc.log_end_error}", file=sys.stderr)
@@ -115,7 +115,7 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     kafka = command_config(args.command_config)  # a bad file: nothing deleted
     if args.bootstrap_server is not None:
         parse_broker_list(args.bootstrap_server)  # nor a typo in it
-    result = _admin.delete_group(zk, group, topic)
+    result = _ops.delete_group(zk, group, topic)
     if result.group_deleted:
         extra = f" (topic {topic} was its only topic)" if topic is not None else ""
         print(f"deleted group {group}{extra}: {_count(result.deleted_znodes, 'znode')}")
@@ -124,7 +124,7 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
               f"{_count(result.deleted_znodes, 'znode')}")
     # Kafka's offsets are not deleted (after a migration the modern group lives there under
     # the same id), but a member committing there resumes from them: say so.
-    left = _admin.kafka_offsets_left(zk, group, topic, args.bootstrap_server, kafka)
+    left = _ops.kafka_offsets_left(zk, group, topic, args.bootstrap_server, kafka)
     warning = left.warning(args.command_config)
     if warning is not None:
         print(f"zkconsumer groups delete: warning: {warning}", file=sys.stderr)

@@ -17,7 +17,7 @@ formats on stdout (column widths as Kafka's ``%-Ns`` formats pad them), the same
 ``Error: ...`` lines. What differs on purpose: a failure Kafka printed as a stack trace or
 left to hang is one line on stderr, with exit status 2 (also after an ``Error: ...``
 line); a write to a group with registered members is refused, as by ``offsets import`` and
-``offsets reset``. The work is done by :mod:`zkconsumer.ops.admin`; this module only formats.
+``offsets reset``. The work is done by :mod:`zkconsumer.ops`; this module only formats.
 """
 
 from __future__ import annotations
@@ -32,13 +32,21 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer import ops as _ops
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._errors import CommandError, KafkaToolError, ZkConsumerError
+from zkconsumer._errors import (
+    AdminError,
+    CommandError,
+    GroupActiveError,
+    KafkaToolError,
+    UnknownGroupError,
+    UnknownTopicError,
+    ZkConsumerError,
+)
 from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.offsets import reset_target
-from zkconsumer.ops import admin as _admin
 from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk import session
@@ -141,7 +149,7 @@ def _check_reset_args(args: argparse.Namespace) -> None:
 @_tool
 def _consumer_groups(args: argparse.Namespace, zk: KazooClient) -> int:
     if args.list:
-        for g in _admin.list_groups(zk):
+        for g in _ops.list_groups(zk):
             print(g.group)
         return 0
     if args.describe:
@@ -152,9 +160,9 @@ def _consumer_groups(args: argparse.Namespace, zk: KazooClient) -> int:
 
 
 def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
-    if not _admin.group_exists(zk, group):
+    if not _ops.group_exists(zk, group):
         raise KafkaToolError(f"Error: The consumer group '{group}' does not exist.")
-    desc = _admin.describe_group(zk, group, None,
+    desc = _ops.describe_group(zk, group, None,
                                  kafka=command_config(args.command_config))
     # Kafka's tool said nothing on stdout about these; stderr says what is unknown.
     for problem in (desc.log_end_error, desc.kafka_offsets_error):
@@ -208,10 +216,10 @@ def _delete(args: argparse.Namespace, zk: KazooClient) -> int:
     topic: str | None = args.topic
     if not args.group:
         assert topic is not None
-        for group in _admin.groups_of_topic(zk, topic):
+        for group in _ops.groups_of_topic(zk, topic):
             try:
-                _admin.delete_group(zk, group, topic)
-            except _admin.GroupActiveError:
+                _ops.delete_group(zk, group, topic)
+            except GroupActiveError:
                 continue  # "all inactive consumer groups"
         print(f"Deleted consumer group information for all inactive consumer groups for "
               f"topic '{topic}' in zookeeper.")
@@ -220,11 +228,11 @@ def _delete(args: argparse.Namespace, zk: KazooClient) -> int:
     for group in args.group:
         what = f"group '{group}'" + (f" topic '{topic}'" if topic else "")
         try:
-            _admin.delete_group(zk, group, topic)
-        except _admin.GroupActiveError:
+            _ops.delete_group(zk, group, topic)
+        except GroupActiveError:
             print(f"Error: Delete for {what} failed because its consumers are still active.")
             failed = True
-        except (_admin.UnknownGroupError, _admin.UnknownTopicError):
+        except (UnknownGroupError, UnknownTopicError):
             print(f"Error: Delete for {what} failed because group does not exist.")
             failed = True
         else:
@@ -243,12 +251,12 @@ def _reset(args: argparse.Namespace, zk: KazooClient) -> int:
               "add the --dry-run option explicitly if you are scripting this command and "
               "want to keep the current default behavior without prompting.", file=sys.stderr)
     group = args.group[0]
-    topics = [args.topic] if args.topic else _admin.committed_topics(zk, group)
+    topics = [args.topic] if args.topic else _ops.committed_topics(zk, group)
     target = reset_target(args, shifted="shifted by",
                           datetime_form="a date-time (YYYY-MM-DDTHH:mm:SS.sss)")
-    rows: list[_admin.ResetRow] = []
+    rows: list[_ops.ResetRow] = []
     for topic in topics:
-        rows += _admin.reset_offsets(
+        rows += _ops.reset_offsets(
             zk, group, topic, target, force=args.force, dry_run=not args.execute,
             kafka=command_config(args.command_config))
     print()
@@ -283,7 +291,7 @@ def _cmd_offset_checker(args: argparse.Namespace, zk: KazooClient) -> int:
     tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in ps]
     offsets = _checker_offsets(zk, group, tps, args)
     ends, _ = _log_ends_or_none(zk, tps, args)
-    owners_of = _admin.owners_of(zk, group, tps)
+    owners_of = _ops.owners_of(zk, group, tps)
     leaders = partition_leaders(zk, tps)
     print(_CHECKER_LINE.format("Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"))
     for topic in sorted(partitions):
@@ -309,12 +317,12 @@ def _checker_offsets(zk: KazooClient, group: str, tps: Iterable[TopicPartition],
     """As the checker read them: the group's offset in Kafka, else ZooKeeper's; -1 where
     the topic has offsets in ZooKeeper but not this partition."""
     try:
-        kafka = _admin.kafka_committed(zk, group, command_config(args.command_config))
-    except _admin.AdminError as e:
+        kafka = _ops.kafka_committed(zk, group, command_config(args.command_config))
+    except AdminError as e:
         print(f"zkconsumer consumer-offset-checker: warning: offsets in Kafka unknown, "
               f"ZooKeeper's shown: {e}", file=sys.stderr)
         kafka = {}
-    zk_offsets = _admin.committed_offsets(zk, group)
+    zk_offsets = _ops.committed_offsets(zk, group)
     topics_with_offsets = {tp.topic for tp in zk_offsets}
     out: dict[TopicPartition, int] = {}
     for tp in tps:
@@ -331,7 +339,7 @@ def _log_ends_or_none(zk: KazooClient, tps: Sequence[TopicPartition],
                       args: argparse.Namespace) -> tuple[dict[TopicPartition, int], str | None]:
     try:
         return log_ends(zk, tps, kafka=command_config(args.command_config)), None
-    except _admin.AdminError as e:
+    except AdminError as e:
         print(f"zkconsumer consumer-offset-checker: warning: log sizes unknown: {e}",
               file=sys.stderr)
         return {}, str(e)
@@ -344,8 +352,8 @@ def _log_ends_or_none(zk: KazooClient, tps: Sequence[TopicPartition],
 
 @_tool
 def _cmd_export(args: argparse.Namespace, zk: KazooClient) -> int:
-    entries = _admin.export_offsets(zk, args.group or None)
-    text = _admin.format_offset_lines(entries)
+    entries = _ops.export_offsets(zk, args.group or None)
+    text = _ops.format_offset_lines(entries)
     try:
         with open(args.output_file, "w", encoding="utf-8") as f:
             f.write(text)
@@ -363,17 +371,17 @@ def _cmd_import(args: argparse.Namespace) -> int:
     # ImportZkOffsets stopped at the first empty line.
     if "" in lines:
         lines = lines[:lines.index("")]
-    entries = _admin.parse_offset_lines(lines, args.input_file)
+    entries = _ops.parse_offset_lines(lines, args.input_file)
     return _import(args, entries)
 
 
 @_tool
 def _import_entries(args: argparse.Namespace, zk: KazooClient) -> int:
-    _admin.import_offsets(zk, args.entries, force=args.force, zookeeper_only=True)
+    _ops.import_offsets(zk, args.entries, force=args.force, zookeeper_only=True)
     return 0
 
 
-def _import(args: argparse.Namespace, entries: list[_admin.OffsetEntry]) -> int:
+def _import(args: argparse.Namespace, entries: list[_ops.OffsetEntry]) -> int:
     args.entries = entries
     return _import_entries(args)
 
@@ -392,7 +400,7 @@ def _cmd_update_offsets(args: argparse.Namespace) -> int:
 @_tool
 def _update_offsets(args: argparse.Namespace, zk: KazooClient) -> int:
     where, group, topic = args.update
-    rows = _admin.reset_offsets(zk, group, topic, _admin.ResetTarget(where, text=where),
+    rows = _ops.reset_offsets(zk, group, topic, _ops.ResetTarget(where, text=where),
                                 force=args.force, zookeeper_only=True)
     for r in rows:
         print(f"updating partition {r.partition} with new offset: {r.offset}")
@@ -407,9 +415,9 @@ def _update_offsets(args: argparse.Namespace, zk: KazooClient) -> int:
 
 @_tool
 def _cmd_verify(args: argparse.Namespace, zk: KazooClient) -> int:
-    result = _admin.verify_rebalance(zk, args.group)
+    result = _ops.verify_rebalance(zk, args.group)
     # Kafka's tool checked the topics of the registered members: none, nothing to fail.
-    ok = result.ok or (not result.checks and not _admin.registered_members(zk, args.group))
+    ok = result.ok or (not result.checks and not _ops.registered_members(zk, args.group))
     for c in result.checks:
         if c.ok:
             continue

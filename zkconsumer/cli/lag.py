@@ -21,9 +21,10 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer._errors import CommandError, ZkConsumerError
+from zkconsumer.broker.clients import parse_broker_list
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
-from zkconsumer.ops.brokers import log_ends, parse_broker_list
+from zkconsumer.ops.brokers import log_ends
 from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (

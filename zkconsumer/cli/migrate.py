@@ -12,9 +12,9 @@
 ``migrate status --json`` and ``migrate copy --json`` print one object (the verdict or the
 result, with the rows under ``partitions``), not the list of rows the other tools print.
 
-The work is in :mod:`zkconsumer.ops.migrate` and :mod:`zkconsumer.ops.compare`; this module parses
-flags and prints. Failures the user can fix raise :class:`zkconsumer.cli.CommandError`: one
-line on stderr, exit status 2.
+The work is in :mod:`zkconsumer.ops.migrate_status`, :mod:`~zkconsumer.ops.migrate_copy` and
+:mod:`zkconsumer.ops.compare`; this module parses flags and prints. Failures the user can fix
+raise :class:`zkconsumer.cli.CommandError`: one line on stderr, exit status 2.
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ from zkconsumer._errors import CommandError, ZkConsumerError
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
-from zkconsumer.ops.compare import LABELS, CompareSettings, run_compare, write_report
-from zkconsumer.ops.migrate import copy_offsets, fmt_out_of_range, migration_status
+from zkconsumer.ops.compare import run_compare
+from zkconsumer.ops.compare_report import write_report
+from zkconsumer.ops.compare_settings import LABELS, CompareSettings
+from zkconsumer.ops.migrate_copy import copy_offsets, fmt_out_of_range
+from zkconsumer.ops.migrate_status import migration_status
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
     AUTH_ENV,

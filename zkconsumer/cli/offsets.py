@@ -13,6 +13,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer import ops as _ops
 from zkconsumer.cli.plumbing import (
     _add_common,
     _cell,
@@ -24,7 +25,6 @@ from zkconsumer.cli.plumbing import (
     _progress,
     _table,
 )
-from zkconsumer.ops import admin as _admin
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import command_config
 
@@ -59,11 +59,11 @@ def _cmd_offsets_export(args: argparse.Namespace) -> int:
 @_handler
 def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int:
     with _progress("exporting offsets") as bar:
-        entries = _admin.export_offsets(zk, groups or None, progress=bar)
+        entries = _ops.export_offsets(zk, groups or None, progress=bar)
     if not args.zookeeper_only:
         _warn_kafka_differences(zk, args, entries, groups)
     _warn_illegal_names(entries)
-    text = _admin.format_offset_lines(entries)
+    text = _ops.format_offset_lines(entries)
     if args.output not in (None, "-"):
         try:
             _write_atomically(args.output, text)
@@ -80,12 +80,12 @@ def _export(args: argparse.Namespace, zk: KazooClient, groups: list[str]) -> int
     return 0
 
 
-def _warn_illegal_names(entries: list[_admin.OffsetEntry]) -> None:
+def _warn_illegal_names(entries: list[_ops.OffsetEntry]) -> None:
     """Exported all the same (a backup keeps what ZooKeeper holds), but ``offsets import``
     refuses a file with such lines: say so now, not at the restore."""
     bad = sorted({problem for e in entries
-                  for problem in (_admin.legal_name_problem(e.group, "group"),
-                                  _admin.legal_name_problem(e.topic, "topic"))
+                  for problem in (_ops.legal_name_problem(e.group, "group"),
+                                  _ops.legal_name_problem(e.topic, "topic"))
                   if problem is not None})
     if bad:
         shown = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
@@ -95,17 +95,17 @@ def _warn_illegal_names(entries: list[_admin.OffsetEntry]) -> None:
 
 
 def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
-                            entries: list[_admin.OffsetEntry], groups: list[str]) -> None:
+                            entries: list[_ops.OffsetEntry], groups: list[str]) -> None:
     """Warn about each exported group whose offsets in Kafka are not ZooKeeper's: the lines
     have no place for them."""
-    differences, error = _admin.kafka_differences(
+    differences, error = _ops.kafka_differences(
         zk, entries, groups or None, args.bootstrap_server,
         kafka=command_config(args.command_config))
     warn = "zkconsumer offsets export: warning:"
     if error is not None:
         print(f"{warn} cannot compare with the offsets in Kafka (the lines hold ZooKeeper's): "
               f"{error}", file=sys.stderr)
-    by_group: dict[str, list[_admin.StoreDifference]] = {}
+    by_group: dict[str, list[_ops.StoreDifference]] = {}
     for d in differences:
         by_group.setdefault(d.group, []).append(d)
     exported = {e.group for e in entries}
@@ -143,19 +143,19 @@ def _cmd_offsets_import(args: argparse.Namespace) -> int:
     source = "stdin" if args.input == "-" else args.input
     # Whatever `offsets export` writes: the legacy lines, or its --json list.
     if text.lstrip().startswith("["):
-        entries = _admin.parse_offset_json(text, source)
+        entries = _ops.parse_offset_json(text, source)
     else:
-        entries = _admin.parse_offset_lines(text.splitlines(), source)
+        entries = _ops.parse_offset_lines(text.splitlines(), source)
     if not entries:
         raise _command_error(f"{source} holds no offsets")
     return _import(args, entries)
 
 
 @_handler
-def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.OffsetEntry]) -> int:
+def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_ops.OffsetEntry]) -> int:
     # A dry run makes the same checks (a live group is refused) and the same plan.
     with _progress("importing offsets") as bar:
-        result = _admin.import_offsets(
+        result = _ops.import_offsets(
             zk, entries, force=args.force, progress=bar, dry_run=args.dry_run,
             bootstrap=args.bootstrap_server, kafka=command_config(args.command_config),
             zookeeper_only=args.zookeeper_only)
@@ -188,7 +188,7 @@ def _import(args: argparse.Namespace, zk: KazooClient, entries: list[_admin.Offs
 DRY_RUN_LIST_LIMIT = 50
 
 
-def _print_import_plan(changes: Sequence[_admin.ImportChange]) -> None:
+def _print_import_plan(changes: Sequence[_ops.ImportChange]) -> None:
     """The offsets a dry run would create or change (ZooKeeper's), old and new."""
     changed = [c for c in changes if c.action != "unchanged"]
     if not changed:
@@ -202,7 +202,7 @@ def _print_import_plan(changes: Sequence[_admin.ImportChange]) -> None:
         print(f"... and {len(changed) - DRY_RUN_LIST_LIMIT} more (--json lists them all)")
 
 
-def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
+def _warn_unusable_offsets(result: _ops.ImportResult, limit: int = 3) -> None:
     """Warn about imported offsets no member can resume from now (imported all the same: a
     backup restored may predate a topic's deletion, and the topic may be created again)."""
     warn = "zkconsumer offsets import: warning:"
@@ -222,13 +222,13 @@ def _warn_unusable_offsets(result: _admin.ImportResult, limit: int = 3) -> None:
     if result.above_log_end:
         shown = named([f"{e.line} (log end {end})" for e, end in result.above_log_end])
         print(f"{warn} {_count(len(result.above_log_end), 'offset')} past the log end "
-              f"({shown}): {_admin.OUT_OF_LOG_RESET}", file=sys.stderr)
+              f"({shown}): {_ops.OUT_OF_LOG_RESET}", file=sys.stderr)
     if result.log_end_error is not None:
         print(f"{warn} offsets past the log end not checked: {result.log_end_error}",
               file=sys.stderr)
 
 
-def _kafka_import_text(kafka: list[_admin.KafkaImport], dry_run: bool) -> str:
+def _kafka_import_text(kafka: list[_ops.KafkaImport], dry_run: bool) -> str:
     """"; and in Kafka, where group G has offsets: created 1, ...", or "" (no such group)."""
     if not kafka:
         return ""
@@ -256,24 +256,24 @@ def reset_target(
     args: argparse.Namespace, *,
     shifted: str = "the committed offsets shifted by",
     datetime_form: str = "an ISO-8601 date-time (e.g. 2024-05-01T12:00:00Z)",
-) -> _admin.ResetTarget:
+) -> _ops.ResetTarget:
     """The one target flag given (argparse makes them exclusive and one required).
     ``shifted`` and ``datetime_form`` word the shift's description and a bad date-time's
     error (Kafka's entry points say them as Kafka's tool does)."""
     if getattr(args, "to", None) is not None:
-        return _admin.parse_reset_target(args.to)
+        return _ops.parse_reset_target(args.to)
     if args.to_earliest:
-        return _admin.ResetTarget("earliest", text="earliest")
+        return _ops.ResetTarget("earliest", text="earliest")
     if args.to_latest:
-        return _admin.ResetTarget("latest", text="latest")
+        return _ops.ResetTarget("latest", text="latest")
     if args.to_offset is not None:
         if args.to_offset < 0:
             raise _command_error(f"--to-offset must be >= 0, got {args.to_offset}")
-        return _admin.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
+        return _ops.ResetTarget("offset", offset=args.to_offset, text=str(args.to_offset))
     if args.shift_by is not None:
-        return _admin.ResetTarget("shift", offset=args.shift_by,
+        return _ops.ResetTarget("shift", offset=args.shift_by,
                                   text=f"{shifted} {args.shift_by:+d}")
-    target = _admin.parse_reset_target(args.to_datetime)
+    target = _ops.parse_reset_target(args.to_datetime)
     if target.kind != "datetime":
         raise _command_error(f"--to-datetime {args.to_datetime!r} is not {datetime_form}")
     return target
@@ -281,10 +281,10 @@ def reset_target(
 
 @_handler
 def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
-           target: _admin.ResetTarget) -> int:
-    new_group = not _admin.group_exists(zk, group)
+           target: _ops.ResetTarget) -> int:
+    new_group = not _ops.group_exists(zk, group)
     with _progress("resetting offsets") as bar:
-        rows = _admin.reset_offsets(
+        rows = _ops.reset_offsets(
             zk, group, topic, target, args.bootstrap_server, force=args.force,
             dry_run=args.dry_run, progress=bar, kafka=command_config(args.command_config),
             zookeeper_only=args.zookeeper_only,
@@ -331,7 +331,7 @@ def _warn_live_members(zk: KazooClient, command: str, groups: Sequence[str]) -> 
     """After a --force write: the live members of ``groups`` neither re-read the offsets
     written nor keep them (a member's next commit of a partition it owns overwrites them)."""
     for group in groups:
-        ids = _admin.registered_members(zk, group)
+        ids = _ops.registered_members(zk, group)
         if not ids:
             continue
         n = len(ids)
@@ -365,7 +365,7 @@ def _add_export(osub: Any) -> None:
         "A warning on stderr names each group whose offsets in Kafka differ from "
         "ZooKeeper's (the lines hold ZooKeeper's only).")
     _add_common(p, bootstrap=True)
-    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+    p.add_argument(_ops.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="do not compare with the groups' offsets in Kafka")
     p.add_argument("--group", action="append", metavar="G",
                    help="a group to export (repeatable; default: every group)")
@@ -382,7 +382,7 @@ def _add_import(osub: Any) -> None:
         "ZooKeeper transaction when they fit. Refused for groups with registered members "
         "unless --force. A group with committed offsets in Kafka (offsets.storage=kafka) "
         "gets them there too (refused while it has active members in Kafka); refused "
-        f"when Kafka cannot be asked, unless {_admin.ZOOKEEPER_ONLY_FLAG}. Offsets of "
+        f"when Kafka cannot be asked, unless {_ops.ZOOKEEPER_ONLY_FLAG}. Offsets of "
         "topics or partitions not in /brokers/topics, or past the log end, are imported all "
         "the same, with a warning on stderr.")
     _add_common(p, bootstrap=True)
@@ -392,7 +392,7 @@ def _add_import(osub: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="make the same checks and list each offset it would create or "
                    "change, old and new; write nothing")
-    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+    p.add_argument(_ops.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka for the "
                    "groups' committed offsets (the brokers are still asked for the log ends, "
                    "for the warning)")
@@ -413,7 +413,7 @@ def _add_reset(osub: Any) -> None:
         "registered members unless --force. A group with committed offsets in Kafka "
         "(offsets.storage=kafka) gets the new offsets there too (refused while it has "
         "active members in Kafka); refused when Kafka cannot be asked, unless "
-        f"{_admin.ZOOKEEPER_ONLY_FLAG}.")
+        f"{_ops.ZOOKEEPER_ONLY_FLAG}.")
     _add_common(p, bootstrap=True)
     p.add_argument("--group", required=True, metavar="G", help="the consumer group")
     p.add_argument("--topic", required=True, metavar="T",
@@ -436,7 +436,7 @@ def _add_reset(osub: Any) -> None:
                      help="write the new offsets (without it: a preview)")
     run.add_argument("--dry-run", dest="explicit_dry_run", action="store_true",
                      help="show the new offsets; write nothing (the default)")
-    p.add_argument(_admin.ZOOKEEPER_ONLY_FLAG, action="store_true",
+    p.add_argument(_ops.ZOOKEEPER_ONLY_FLAG, action="store_true",
                    help="write ZooKeeper's offsets alone, without asking Kafka for the "
                    "group's committed offsets (the brokers are still needed for the log ends)")
     p.set_defaults(func=_cmd_offsets_reset, command="offsets reset")

@@ -2,7 +2,7 @@
 ``console-consumer``): the ZooKeeper connection around a command, the common flags, tables,
 JSON and the progress display.
 
-The work is done by :mod:`zkconsumer.ops.admin` (plain functions, no printing); the command
+The work is done by :mod:`zkconsumer.ops` (plain functions, no printing); the command
 modules parse flags, print tables that never cut a value (:mod:`zkconsumer.cli.tables`) or
 ``--json`` (a JSON list of objects with snake_case fields), and show a progress display (rich)
 on a terminal for long operations. Every failure the user can fix raises
@@ -27,12 +27,13 @@ from typing import Any
 from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer import ops as _ops
 from zkconsumer._errors import CommandError, ZkConsumerError
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table
-from zkconsumer.ops import admin as _admin
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
+    AUTH_ENV,
     COMMAND_CONFIG_HELP,
     SECURITY_HELP,
     check_chroot,
@@ -74,7 +75,7 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
             # Where _admin knows the path it raises AclRefusedError; this is the rest.
             raise _command_error(
                 f"ZooKeeper at {args.zookeeper} refused an operation by a znode's ACL "
-                f"(NoAuth); set {_admin.AUTH_ENV} to credentials it grants"
+                f"(NoAuth); set {AUTH_ENV} to credentials it grants"
             ) from e
         except (KazooTimeoutError, KazooException) as e:
             raise _command_error(
@@ -126,7 +127,7 @@ def _cell(value: object) -> str:
 
 
 #: "1 offset", "2 offsets" (shared with ``migrate``'s messages).
-_count = _admin.counted
+_count = _ops.counted
 
 
 def _print_json(rows: Sequence[dict[str, Any]]) -> None:
@@ -176,7 +177,7 @@ def _progress(label: str) -> Iterator[_LazyProgress]:
 
 def _name(value: str, what: str) -> str:
     """Validate a group/topic name from the command line (one clear line when unusable)."""
-    problem = _admin.name_problem(value, what)
+    problem = _ops.name_problem(value, what)
     if problem is not None:
         raise _command_error(f"bad --{what}: {problem}")
     return value

@@ -8,8 +8,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer import ops as _ops
 from zkconsumer.cli.plumbing import _add_common, _handler, _name, _print_json
-from zkconsumer.ops import admin as _admin
 
 __all__ = ["register"]
 
@@ -18,7 +18,7 @@ __all__ = ["register"]
 @_handler
 def _cmd_verify(args: argparse.Namespace, zk: KazooClient) -> int:
     group = _name(args.group, "group")
-    result = _admin.verify_rebalance(zk, group)
+    result = _ops.verify_rebalance(zk, group)
     if args.json:
         _print_json([c.to_json() for c in result.checks])
         if not result.ok:

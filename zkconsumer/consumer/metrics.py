@@ -61,7 +61,7 @@ value.) After :meth:`ConsumerMetrics.close` (the connector shut down) none is le
 
 ConsumerLag is the owned partition's log end (the last fetch's high watermark) minus its
 consumed offset as it is when read (so it falls as the application catches up), the same
-:func:`zkconsumer.ops.admin.partition_lag` that ``zkconsumer groups describe`` applies to the
+:func:`zkconsumer._types.partition_lag` that ``zkconsumer groups describe`` applies to the
 committed offset, so the two agree once the consumed offset is committed.
 MaxLag is the largest ConsumerLag.
 
@@ -341,7 +341,7 @@ class ConsumerMetrics:
         log_end_offset: int | None,
     ) -> None:
         """ConsumerLag from the consumed offset and the log end (the fetch high watermark),
-        computed by :func:`~zkconsumer.ops.admin.partition_lag` like ``groups describe``.
+        computed by :func:`~zkconsumer._types.partition_lag` like ``groups describe``.
 
         ``offset`` may be what holds the consumed offset (a ``PartitionTopicInfo``): its
         ``consumed_offset`` is then read at each scrape, so the lag falls to 0 as the

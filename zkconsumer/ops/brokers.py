@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -12,7 +11,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer._errors import AdminError, ZkDataError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import kafka_consumer, log_end_offsets
+from zkconsumer.broker.clients import brokers_problem, kafka_consumer, log_end_offsets
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import broker_addresses, get_many
 
@@ -39,20 +38,6 @@ def find_bootstrap(
     return ",".join(addresses)
 
 
-def parse_broker_list(servers: str) -> list[tuple[str, str, int]]:
-    """``servers`` (``host:port,...``) as (entry, host, port); AdminError naming the first
-    that is not ``host:port``. Checked before a command writes, so that a typo in
-    ``--bootstrap-server`` cannot come after it."""
-    out = []
-    for entry in (e.strip() for e in servers.split(",") if e.strip()):
-        host, sep, port = entry.rpartition(":")
-        host = host.strip("[]")
-        if not sep or not host or not port.isdigit():
-            raise AdminError(f"bad broker address {entry!r} (expected host:port)")
-        out.append((entry, host, int(port)))
-    return out
-
-
 def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     """AdminError unless at least one of ``servers`` (``host:port,...``) accepts a TCP
     connection within ``timeout_s``: kafka-python would otherwise retry its bootstrap for
@@ -60,21 +45,6 @@ def check_brokers(servers: str, timeout_s: float = 5.0) -> None:
     problem = brokers_problem(servers, timeout_s)
     if problem is not None:
         raise AdminError(f"cannot reach any broker ({problem})")
-
-
-def brokers_problem(servers: str, timeout_s: float = 5.0) -> str | None:
-    """None when one of ``servers`` accepts a TCP connection within ``timeout_s``, else
-    why each does not ("b:9092: Connection refused; c:9092: cannot resolve host 'c'")."""
-    problems = []
-    for entry, host, port in parse_broker_list(servers):
-        try:
-            socket.create_connection((host, port), timeout=timeout_s).close()
-            return None
-        except socket.gaierror:
-            problems.append(f"{entry}: cannot resolve host {host!r}")
-        except OSError as e:
-            problems.append(f"{entry}: {e.strerror or e}")
-    return "; ".join(problems) or "none given"
 
 
 def _reachable_brokers(

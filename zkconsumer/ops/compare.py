@@ -17,10 +17,11 @@ timeout and auto-commit interval, and the same membership changes:
    not line up with kafka-python's commit schedule, which restarts at every rebalance);
 4. the producer stops, the survivors drain the log, everyone stops cleanly.
 
-Every member is a subprocess (``python -m zkconsumer.ops.compare member ...``) so that the kill
-is real. Members report on stdout, one line per event, with their own wall-clock time:
-``R t`` ready, ``A t p,p,..`` their assignment whenever it changes, ``M t p o`` each message
-handed to the application, ``E t`` a clean exit. kafka-python members write a poll batch's
+Every member is a subprocess (``python -m zkconsumer.ops.compare_member member ...``:
+:mod:`zkconsumer.ops.compare_member`) so that the kill is real. Members report on stdout,
+one line per event, with their own wall-clock time: ``R t`` ready, ``A t p,p,..`` their
+assignment whenever it changes, ``M t p o`` each message handed to the application, ``E t``
+a clean exit. kafka-python members write a poll batch's
 lines before the next poll, so before the consumer could commit past them. zkconsumer members
 write each message's line as ``next()`` returns it; the iterator has advanced the consumed
 offset by then, so a kill in those microseconds, just after an auto-commit, could count one
@@ -33,16 +34,15 @@ full reassignment is the last assignment event before that, minus the change. Lo
 are the offsets between the run's start and end log offsets that no member reported;
 duplicates are reports beyond the first per offset.
 
-:func:`run_compare` returns a :class:`CompareResult`; :func:`write_report` writes
-``report.md``, ``compare.png`` (matplotlib, Agg) and ``compare.json``. Nothing here prints
+:func:`run_compare` returns a :class:`~zkconsumer.ops.compare_settings.CompareResult`;
+:func:`~zkconsumer.ops.compare_report.write_report` writes ``report.md``, ``compare.png``
+(matplotlib, Agg) and ``compare.json``. Nothing here prints
 except the member processes' protocol lines and the ``progress`` callback.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import signal
 import subprocess
@@ -52,456 +52,28 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, Any, Protocol
 
-from zkconsumer._config import ConsumerConfig
-from zkconsumer._errors import AdminError, GroupActiveError, UnknownGroupError, ZkConsumerError
+from zkconsumer._errors import AdminError, CompareError, GroupActiveError, UnknownGroupError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import log_end_offsets
+from zkconsumer.broker.clients import kafka_producer, log_end_offsets, modern_admin
 from zkconsumer.consumer.assignors.core import assign
-from zkconsumer.consumer.connector import ZookeeperConsumerConnector
-from zkconsumer.consumer.fetcher import FetcherManager
 from zkconsumer.consumer.offsets import ZkOffsetStore
-from zkconsumer.ops.admin import delete_group
-from zkconsumer.ops.migrate import modern_admin, write_kafka_offsets
-from zkconsumer.zk.session import (
-    command_config,
-    command_config_properties,
-    connect,
-    security_settings,
+from zkconsumer.ops.compare_member import member_argv
+from zkconsumer.ops.compare_report import write_report
+from zkconsumer.ops.compare_settings import (
+    ChangeResult,
+    CompareResult,
+    CompareSettings,
+    ProtocolResult,
 )
-
-if TYPE_CHECKING:
-    from zkconsumer._config import ConsumerConfig
+from zkconsumer.ops.groups import delete_group
+from zkconsumer.ops.migrate_copy import write_kafka_offsets
+from zkconsumer.zk.session import command_config, connect
 
 log = logging.getLogger("zkconsumer.compare")
 
-PROTOCOLS = ("zookeeper", "kafka")
-LABELS = {
-    "zookeeper": "zkconsumer (ZooKeeper protocol)",
-    "kafka": "kafka-python (group protocol)",
-}
-CHANGES = ("initial", "join", "leave", "kill")
-
-
-class CompareError(ZkConsumerError):
-    """The comparison cannot run (bad arguments, unusable topic, broken stack)."""
-
-
-# --------------------------------------------------------------------------------------
-# Settings and results
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class CompareSettings:
-    """Everything that defines one comparison; both protocols get the same values."""
-
-    bootstrap: str
-    zookeeper: str
-    topic: str
-    members: int
-    messages: int = 20_000
-    partitions: int | None = None  # when the topic must be created; default 2 x (members+1)
-    rate: float = 200.0  # messages per second during the membership changes
-    session_timeout_ms: int = 6000
-    commit_interval_ms: int = 1000
-    dwell_s: float = 3.0  # steady traffic between two changes
-    quiet_s: float = 2.0  # no assignment change for this long = settled
-    settle_timeout_s: float = 90.0
-    drain_timeout_s: float = 60.0
-    protocols: tuple[str, ...] = PROTOCOLS
-    # The brokers' security settings (``--command-config``): every client of the run uses
-    # them, members included (they read the file themselves: no secret on a command line).
-    command_config: str | None = None
-    #: How long to wait for a ZooKeeper session (``--connect-timeout``), every harness client.
-    connect_timeout_s: float = 10.0
-
-    @classmethod
-    def short(cls, bootstrap: str, zookeeper: str, topic: str, members: int,
-              messages: int | None = None) -> CompareSettings:
-        """The small fast mode (CI): a small backlog, short timeouts and pauses."""
-        return cls(bootstrap, zookeeper, topic, members,
-                   messages=2000 if messages is None else messages, rate=100.0,
-                   session_timeout_ms=3000, commit_interval_ms=500, dwell_s=0.5,
-                   quiet_s=1.0, settle_timeout_s=45.0, drain_timeout_s=30.0)
-
-    def validate(self) -> None:
-        if self.members < 2:
-            raise CompareError("--members must be at least 2 (one leaves, one is killed)")
-        if self.members > 50:
-            raise CompareError("--members must be at most 50 (each member is a process)")
-        if self.messages < 1:
-            raise CompareError("--messages must be at least 1")
-        # Written so that NaN fails too (every comparison with NaN is False).
-        if not (isinstance(self.rate, (int, float)) and math.isfinite(self.rate)
-                and self.rate > 0):
-            raise CompareError(f"--rate must be a positive number, got {self.rate!r}")
-        for flag, ms in (("--session-timeout-ms", self.session_timeout_ms),
-                         ("commit_interval_ms", self.commit_interval_ms)):
-            if not (isinstance(ms, int) and not isinstance(ms, bool) and ms > 0):
-                raise CompareError(f"{flag} must be a positive integer, got {ms!r}")
-        for flag, seconds, zero_ok in (
-            ("--connect-timeout", self.connect_timeout_s, False),
-            ("dwell_s", self.dwell_s, True),
-            ("quiet_s", self.quiet_s, True),
-            ("settle_timeout_s", self.settle_timeout_s, False),
-            ("drain_timeout_s", self.drain_timeout_s, False),
-        ):
-            if not (isinstance(seconds, (int, float)) and math.isfinite(seconds)
-                    and (seconds >= 0 if zero_ok else seconds > 0)):
-                what = "a finite number >= 0" if zero_ok else "a positive finite number"
-                raise CompareError(f"{flag} must be {what} of seconds, got {seconds!r}")
-        if self.partitions is not None and self.partitions < self.members + 1:
-            raise CompareError(
-                f"--partitions must be at least --members + 1 = {self.members + 1}"
-            )
-        for p in self.protocols:
-            if p not in PROTOCOLS:
-                raise CompareError(f"unknown protocol {p!r} (expected one of {PROTOCOLS})")
-
-
-@dataclass
-class ChangeResult:
-    """One membership change and how the group took it."""
-
-    change: str
-    member: str | None  # who joined, left or was killed
-    at_s: float  # seconds since the run started
-    reassignment_s: float | None  # None: not settled within the timeout
-    assignment: dict[str, list[int]]  # member name -> partitions, once settled
-    expected: dict[str, list[int]]  # what the range assignor gives for the live members
-
-    @property
-    def as_expected(self) -> bool:
-        return self.assignment == self.expected
-
-
-@dataclass
-class ProtocolResult:
-    """One protocol's run."""
-
-    protocol: str
-    group: str
-    members: int
-    partitions: int
-    changes: list[ChangeResult]
-    backlog: int
-    backlog_produce_s: float
-    backlog_drain_s: float | None
-    produced: int
-    delivered: int
-    unique: int
-    lost: int
-    duplicated: int
-    duration_s: float
-    #: member name -> [(seconds since the run started, cumulative messages)], for the chart.
-    timeline: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
-    #: Duplicate deliveries by the change whose window they fell in (change -> count).
-    duplicated_by_change: dict[str, int] = field(default_factory=dict)
-    #: member name -> [(seconds since the run started, partitions)], every report.
-    history: dict[str, list[tuple[float, list[int]]]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def throughput(self) -> float | None:
-        if not self.backlog_drain_s:
-            return None
-        return self.backlog / self.backlog_drain_s
-
-    def change(self, name: str) -> ChangeResult | None:
-        return next((c for c in self.changes if c.change == name), None)
-
-
-@dataclass
-class CompareResult:
-    settings: CompareSettings
-    results: list[ProtocolResult]
-    when: str
-    #: Why the comparison stopped early (the runs in ``results`` completed), or None.
-    incomplete: str | None = None
-
-    def by_protocol(self, protocol: str) -> ProtocolResult | None:
-        return next((r for r in self.results if r.protocol == protocol), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"when": self.when, "settings": asdict(self.settings),
-                               "machine": {"cpus": os.cpu_count()},
-                               "incomplete": self.incomplete, "results": []}
-        for r in self.results:
-            d = asdict(r)
-            d.pop("timeline")
-            d["throughput"] = r.throughput
-            for c, cd in zip(r.changes, d["changes"], strict=True):
-                cd["as_expected"] = c.as_expected
-            out["results"].append(d)
-        return out
-
-
-# --------------------------------------------------------------------------------------
-# The member process
-# --------------------------------------------------------------------------------------
-
-
-class _Out:
-    """Protocol lines on fd 1, written unbuffered; ``_lock`` serialises writers."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def line(self, text: str) -> None:
-        data = (text + "\n").encode()
-        with self._lock:
-            os.write(1, data)
-
-    def lines(self, texts: Sequence[str]) -> None:
-        if texts:
-            data = ("\n".join(texts) + "\n").encode()
-            with self._lock:
-                os.write(1, data)
-
-
-def member_argv(name: str, protocol: str, settings: CompareSettings, group: str,
-                go: bool) -> list[str]:
-    """The arguments of a member process after ``python -m zkconsumer.ops.compare``."""
-    argv = [
-        "member", "--protocol", protocol, "--name", name, "--group", group,
-        "--topic", settings.topic, "--zookeeper", settings.zookeeper,
-        "--bootstrap", settings.bootstrap,
-        "--session-timeout-ms", str(settings.session_timeout_ms),
-        "--commit-interval-ms", str(settings.commit_interval_ms),
-    ] + (["--go"] if go else [])
-    if settings.command_config is not None:
-        # Absolute: the member reads the file itself (its secrets stay off the command line).
-        argv += ["--command-config", str(Path(settings.command_config).resolve())]
-    return argv
-
-
-def parse_member_argv(argv: Sequence[str]) -> Any:
-    """:func:`member_argv`'s arguments, parsed (an ``argparse.Namespace``)."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m zkconsumer.ops.compare member")
-    p.add_argument("role", choices=["member"])
-    p.add_argument("--protocol", choices=PROTOCOLS, required=True)
-    p.add_argument("--name", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--zookeeper", required=True)
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--session-timeout-ms", type=int, required=True)
-    p.add_argument("--commit-interval-ms", type=int, required=True)
-    p.add_argument("--command-config", default=None)
-    p.add_argument("--go", action="store_true", help="consume at once (no GO from stdin)")
-    return p.parse_args(argv)
-
-
-def _member_main(argv: Sequence[str]) -> int:
-    args = parse_member_argv(argv)
-
-    out = _Out()
-    stop = threading.Event()
-    go = threading.Event()
-    if args.go:
-        go.set()
-
-    def on_term(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-
-    def read_stdin() -> None:
-        # GO releases the consumption; end of input means the harness died: stop.
-        for raw in sys.stdin:
-            if raw.strip() == "GO":
-                go.set()
-        stop.set()
-
-    threading.Thread(target=read_stdin, name="stdin", daemon=True).start()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.protocol == "zookeeper":
-        _zk_member(args, out, stop, go)
-    else:
-        _kafka_member(args, out, stop, go)
-    out.line(f"E {time.time():.6f}")
-    return 0
-
-
-def _fmt_parts(parts: Any) -> str:
-    return ",".join(str(p) for p in sorted(parts))
-
-
-class _GatedFetcher:
-    """The connector's fetch side, held shut until GO, so the backlog is not prefetched
-    before the release (kafka-python members pause their partitions for the same reason).
-
-    ``_lock`` guards ``_open`` and ``_pending`` (the rebalance thread calls
-    start/stop, the stdin thread calls :meth:`open`).
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._open = False
-        self._pending: list[Any] | None = None
-
-    def start_connections(self, infos: Any) -> None:
-        with self._lock:
-            if not self._open:
-                self._pending = list(infos)
-                return
-        self._inner.start_connections(infos)
-
-    def stop_connections(self) -> None:
-        with self._lock:
-            self._pending = None
-        self._inner.stop_connections()
-
-    def shutdown(self) -> None:
-        self._inner.shutdown()
-
-    def open(self) -> None:
-        with self._lock:
-            self._open = True
-            pending, self._pending = self._pending, None
-            # Started under the lock so a concurrent stop_connections cannot run between.
-            if pending:
-                self._inner.start_connections(pending)
-
-
-def zk_member_config(args: Any) -> ConsumerConfig:
-    """A zookeeper member's connector configuration, from its parsed arguments."""
-
-    return ConsumerConfig({
-        # The harness's login and ACL (ZKCONSUMER_ZOOKEEPER_*, inherited), as its own client.
-        **security_settings(),
-        **command_config_properties(args.command_config),
-        "zookeeper.connect": args.zookeeper,
-        "group.id": args.group,
-        "consumer.id": args.name,
-        "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
-        "auto.commit.enable": "true",
-        "auto.commit.interval.ms": str(args.commit_interval_ms),
-        "auto.offset.reset": "smallest",
-        "partition.assignment.strategy": "range",
-    })
-
-
-def _zk_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
-
-    config = zk_member_config(args)
-    gates: list[_GatedFetcher] = []
-
-    def fetcher(c: ZookeeperConsumerConnector) -> _GatedFetcher:
-        gates.append(_GatedFetcher(FetcherManager(c.config, c.consumer_id, c.broker_addresses)))
-        return gates[-1]
-
-    connector = ZookeeperConsumerConnector(config, fetcher_factory=fetcher)
-    streams = connector.create_message_streams({args.topic: 1})[args.topic]
-    out.line(f"R {time.time():.6f} {connector.consumer_id}")
-
-    def release() -> None:
-        go.wait()
-        for g in gates:
-            g.open()
-
-    threading.Thread(target=release, name="release", daemon=True).start()
-
-    def watch_assignment() -> None:
-        # Owner znodes held by this member; polled because it is what the group sees.
-        last: list[int] | None = None
-        while not stop.is_set():
-            now = sorted(tp.partition for tp in connector.owned_partitions())
-            if now != last:
-                out.line(f"A {time.time():.6f} {_fmt_parts(now)}")
-                last = now
-            stop.wait(0.01)
-
-    def drain(stream: Any) -> None:
-        while not go.wait(0.1):
-            if stop.is_set():
-                return
-        for m in stream:
-            out.line(f"M {time.time():.6f} {m.partition} {m.offset}")
-
-    threads = [threading.Thread(target=watch_assignment, name="assignment", daemon=True)]
-    threads += [threading.Thread(target=drain, args=(s,), name="drain", daemon=True)
-                for s in streams]
-    for t in threads:
-        t.start()
-    while not stop.wait(0.1):
-        pass
-    connector.shutdown()  # commits (auto-commit is on) and closes the session
-    for t in threads:
-        t.join(timeout=10)
-
-
-def kafka_member_kwargs(args: Any) -> dict[str, Any]:
-    """A kafka member's ``KafkaConsumer`` arguments, from its parsed arguments."""
-    from kafka.coordinator.assignors.range import RangePartitionAssignor
-
-
-    session = args.session_timeout_ms
-    return dict(
-        **command_config(args.command_config),
-        bootstrap_servers=args.bootstrap.split(","),
-        group_id=args.group,
-        client_id=args.name,  # member ids are "<client id>-<uuid>": range sorts them by name
-        partition_assignment_strategy=[RangePartitionAssignor],
-        session_timeout_ms=session,
-        heartbeat_interval_ms=max(100, session // 10),
-        # Also the JoinGroup rebalance timeout: how long the coordinator waits for members
-        # to rejoin. Members poll every 100 ms, so a low value is safe and speeds rebalances.
-        max_poll_interval_ms=max(session, 3000),
-        enable_auto_commit=True,
-        auto_commit_interval_ms=args.commit_interval_ms,
-        auto_offset_reset="earliest",
-    )
-
-
-def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
-    from kafka import KafkaConsumer
-    from kafka.consumer.subscription_state import ConsumerRebalanceListener
-
-    consumer = KafkaConsumer(**kafka_member_kwargs(args))
-    current: set[int] = set()
-    held: list[Any] = []  # partitions paused until GO
-
-    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            current.difference_update(tp.partition for tp in revoked)
-            out.line(f"A {time.time():.6f} {_fmt_parts(current)}")
-
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            current.update(tp.partition for tp in assigned)
-            if not go.is_set() and assigned:
-                consumer.pause(*assigned)
-                held.extend(assigned)
-            out.line(f"A {time.time():.6f} {_fmt_parts(current)}")
-
-    consumer.subscribe([args.topic], listener=Listener())
-    out.line(f"R {time.time():.6f} {args.name}")
-    released = go.is_set()
-    while not stop.is_set():
-        if not released and go.is_set():
-            released = True
-            mine = [tp for tp in held if tp in consumer.assignment()]
-            if mine:
-                consumer.resume(*mine)
-        batch = consumer.poll(timeout_ms=100)
-        lines = [f"M {time.time():.6f} {tp.partition} {r.offset}"
-                 for tp, records in batch.items() for r in records]
-        out.lines(lines)  # before the next poll, which may auto-commit past them
-    consumer.close()  # commits (auto-commit is on) and leaves the group
-
-
-# --------------------------------------------------------------------------------------
-# The harness side
-# --------------------------------------------------------------------------------------
 
 
 class _Member:
@@ -525,7 +97,7 @@ class _Member:
         self.exited = False
         self.killed = False
         self.stopped_at: float | None = None
-        cmd = [sys.executable, "-m", "zkconsumer.ops.compare",
+        cmd = [sys.executable, "-m", "zkconsumer.ops.compare_member",
                *member_argv(name, protocol, settings, group, go)]
         self._stderr: IO[bytes] = open(log_dir / f"{protocol}-{name}.log", "wb")
         # The member imports this very package, wherever it was imported from.
@@ -632,10 +204,8 @@ class _PacedProducer:
         self._thread.start()
 
     def _run(self) -> None:
-        from kafka import KafkaProducer
-
         bootstrap, topic, partitions, rate, tag = self._args
-        producer = KafkaProducer(**self._kafka, bootstrap_servers=bootstrap.split(","),
+        producer = kafka_producer(**self._kafka, bootstrap_servers=bootstrap.split(","),
                                  linger_ms=5, acks=1, enable_idempotence=False)
         try:
             start = time.monotonic()
@@ -660,9 +230,7 @@ class _PacedProducer:
 
 def _produce(bootstrap: str, topic: str, partitions: int, n: int, tag: str,
              kafka: Mapping[str, Any]) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
+    producer = kafka_producer(**kafka, bootstrap_servers=bootstrap.split(","), linger_ms=10,
                              acks=1, enable_idempotence=False, batch_size=65536)
     try:
         for i in range(n):
@@ -1133,137 +701,3 @@ def _left_behind(settings: CompareSettings, result: _GroupOwner, why: str,
            f"--delete --group {group}")
     say(f"{result.protocol}: the run's group {group} is left behind ({why}); delete it "
         f"with {how}")
-
-
-# --------------------------------------------------------------------------------------
-# The report
-# --------------------------------------------------------------------------------------
-
-
-def _num(value: float | None, fmt: str = "{:.2f}") -> str:
-    return "timeout" if value is None else fmt.format(value)
-
-
-def _assignment_text(a: Mapping[str, Sequence[int]]) -> str:
-    return "; ".join(f"{n}: {','.join(map(str, ps)) or '-'}" for n, ps in sorted(a.items()))
-
-
-def render_markdown(result: CompareResult, chart_name: str = "compare.png") -> str:
-    s = result.settings
-    lines = [
-        "# zkconsumer vs kafka-python: the same group workload",
-        "",
-        f"Measured {result.when} on this machine ({os.cpu_count()} CPUs), topic "
-        f"`{s.topic}`, {s.members} members (one thread each), range assignment, session "
-        f"timeout {s.session_timeout_ms} ms for both, auto-commit every "
-        f"{s.commit_interval_ms} ms for both, backlog {s.messages} messages, then "
-        f"{s.rate:g} msg/s during the changes.",
-        "",
-    ]
-    if result.incomplete is not None:
-        done = ", ".join(r.protocol for r in result.results) or "none"
-        lines += [f"**Incomplete**: the comparison stopped early ({result.incomplete}); "
-                  f"only the completed runs are shown ({done}).", ""]
-    lines += [
-        "| protocol | initial assignment (s) | join (s) | leave (s) | kill (s) "
-        "| throughput (msg/s) | produced | delivered | lost | duplicated |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in result.results:
-        times = []
-        for name in CHANGES:
-            c = r.change(name)
-            times.append(_num(c.reassignment_s if c else None))
-        lines.append(
-            f"| {LABELS[r.protocol]} | " + " | ".join(times)
-            + f" | {_num(r.throughput, '{:.0f}')} | {r.produced} | {r.delivered} "
-            f"| {r.lost} | {r.duplicated} |"
-        )
-    lines += [
-        "",
-        "Duplicates by the change they followed: "
-        + "; ".join(
-            f"{r.protocol}: " + ", ".join(f"{k} {v}" for k, v in r.duplicated_by_change.items())
-            for r in result.results
-        ) + ".",
-        "",
-        "Times are from the change (process spawned, SIGTERM sent, SIGKILL sent) to the last "
-        "assignment event that completed the new assignment. Throughput: the backlog over the "
-        "time from releasing the held members to its last message's first delivery (backlog "
-        "produced in "
-        + ", ".join(f"{r.backlog_produce_s:.2f} s for {r.protocol}" for r in result.results)
-        + ").",
-        "",
-        "## Assignments after each change",
-        "",
-        "| change | expected (range) | "
-        + " | ".join(LABELS[r.protocol] for r in result.results) + " | protocols agree |",
-        "|---|---|" + "---|" * len(result.results) + "---|",
-    ]
-    for name in CHANGES:
-        per = [r.change(name) for r in result.results]
-        expected = next((c.expected for c in per if c is not None), {})
-        cells = []
-        for c in per:
-            if c is None:
-                cells.append("n/a")
-            else:
-                mark = "" if c.as_expected else " (differs from expected)"
-                cells.append(_assignment_text(c.assignment) + mark)
-        assigned = [c.assignment for c in per if c is not None]
-        agree = "yes" if len(assigned) == len(per) and all(
-            a == assigned[0] for a in assigned) else "no"
-        who = next((c.member for c in per if c is not None and c.member), None)
-        label = f"{name} {who}" if who else name
-        lines.append(f"| {label} | {_assignment_text(expected)} | " + " | ".join(cells)
-                     + f" | {agree} |")
-    lines += ["", f"![delivered messages over time]({chart_name})", ""]
-    errors = [(r.protocol, e) for r in result.results for e in r.errors]
-    if errors:
-        lines += ["## Problems seen", ""] + [f"- {p}: {e}" for p, e in errors] + [""]
-    return "\n".join(lines)
-
-
-def render_chart(result: CompareResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(result.results), 1, figsize=(10, 3.6 * len(result.results)),
-                             squeeze=False)
-    for ax, r in zip(axes[:, 0], result.results, strict=True):
-        for name, points in sorted(r.timeline.items()):
-            if points:
-                xs = [0.0] + [t for t, _ in points]
-                ys = [0] + [n for _, n in points]
-                ax.step(xs, ys, where="post", label=name)
-        for c in r.changes:
-            ax.axvline(c.at_s, color="grey", linestyle="--", linewidth=0.8)
-            ax.annotate(c.change + (f" {c.member}" if c.member else ""), (c.at_s, 0),
-                        xytext=(3, 3), textcoords="offset points", fontsize=8, rotation=90,
-                        va="bottom", color="dimgrey")
-        ax.set_title(f"{LABELS[r.protocol]}: lost {r.lost}, duplicated {r.duplicated}")
-        ax.set_xlabel("seconds since the run started")
-        ax.set_ylabel("messages delivered")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left", fontsize=8)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def write_report(result: CompareResult, output: Path) -> dict[str, Path]:
-    """Write ``report.md``, ``compare.png`` and ``compare.json`` into ``output``."""
-    output.mkdir(parents=True, exist_ok=True)
-    paths = {"markdown": output / "report.md", "chart": output / "compare.png",
-             "json": output / "compare.json"}
-    render_chart(result, paths["chart"])
-    paths["markdown"].write_text(render_markdown(result, paths["chart"].name))
-    paths["json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    return paths
-
-
-if __name__ == "__main__":
-    sys.exit(_member_main(sys.argv[1:]))

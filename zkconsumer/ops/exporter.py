@@ -45,14 +45,13 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer._errors import ZkConsumerError, ZkDataError
-from zkconsumer._types import TopicPartition
+from zkconsumer._types import TopicPartition, partition_lag
 from zkconsumer.consumer.metrics import (
     CLIENT_TIMEOUT_S,
     METRICS_PATH,
     _MetricsServer,
     _QuietHandler,
 )
-from zkconsumer.ops import admin as _admin
 from zkconsumer.ops import brokers
 from zkconsumer.zk import paths as zp
 
@@ -260,7 +259,7 @@ class LagMonitor:
             return PartitionLag(tp.topic, tp.partition, None, end, None, raw.owners.get(tp),
                                 "NOTFOUND")
         offset, committed_at = committed
-        lag = _admin.partition_lag(offset, end)
+        lag = partition_lag(offset, end)
         window = self._windows.setdefault(key, deque(maxlen=self.window))
         window.append(Observation(now, offset, lag, committed_at))
         return PartitionLag(tp.topic, tp.partition, offset, end, lag, raw.owners.get(tp),

@@ -260,7 +260,7 @@ class Bridge:
     ) -> None:
         """``environ`` (default ``os.environ``) holds the ZooKeeper login and ACL variables;
         ``kafka`` the brokers' security settings as kafka-python arguments
-        (``zkconsumer.ops.admin.command_config``); ``request_timeout_s`` bounds each ZooKeeper
+        (``zkconsumer.zk.session.command_config``); ``request_timeout_s`` bounds each ZooKeeper
         request."""
         self._request_timeout = request_timeout_s
         self._kafka = dict(kafka or {})
