@@ -1,7 +1,8 @@
 """Tests of zkconsumer._config.ConsumerConfig.
 
-The expected defaults are written out here from REFERENCE.md section 1 (and the brief's
-list of zkconsumer extensions), never read from the module under test.
+The expected defaults are written out here from the legacy consumer's documented defaults
+(docs/znodes.md, "Configuration defaults") and zkconsumer's extensions, never read from the
+module under test.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from zkconsumer._properties import read_properties
 
 MIN: dict[str, object] = {"zookeeper.connect": "zk1:2181", "group.id": "grp"}
 
-# REFERENCE.md section 1, in its order, with the derived defaults resolved for MIN.
+# The legacy consumer's keys (docs/znodes.md, "Configuration defaults"), in its order, with
+# the derived defaults resolved for MIN.
 LEGACY_DEFAULTS: dict[str, object] = {
     "zookeeper.connect": "zk1:2181",
     "zookeeper.session.timeout.ms": 6000,

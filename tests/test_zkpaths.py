@@ -1,6 +1,7 @@
 """Tests for zkconsumer.zk.paths: paths, ids and the znode payloads.
 
-The golden strings are copied verbatim from /work/shared/REFERENCE.md section 2.
+The golden strings are what the JVM consumer writes (docs/znodes.md, "Payloads"), written out
+here byte for byte, never produced by the module under test.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from zkconsumer.zk.paths import (
     topic_path,
 )
 
-# Verbatim from REFERENCE.md section 2.
+# Byte for byte as the JVM consumer writes them (docs/znodes.md, "Payloads").
 REF_IDS = b'{"version":1,"subscription":{"t":2},"pattern":"static","timestamp":"1494000000000"}'
 REF_BROKER_TEMPLATE = (
     '{"version":4,"host":"h","port":9092,"endpoints":["PLAINTEXT://h:9092"],"jmx_port":-1,'

@@ -3,8 +3,8 @@
 :func:`copy_offsets` copies ZooKeeper -> Kafka to migrate, Kafka -> ZooKeeper to roll back.
 It first waits until the group has no live consumer of either protocol, seen on several
 checks in a row (:func:`wait_until_idle`); it never replaces a newer offset unless forced; it
-copies the value as is, because both stores hold the *next* offset to consume (REFERENCE.md
-section 6: tools that add or subtract one are wrong); it refuses, unless forced, offsets
+copies the value as is, because both stores hold the *next* offset to consume (docs/znodes.md,
+"Migration": tools that add or subtract one are wrong); it refuses, unless forced, offsets
 outside their partition's log (what ``migrate status`` calls ``below_log_start`` and
 ``above_log_end``: blockers), so that the two agree. ZooKeeper is written in transactions
 guarded against a consumer registering meanwhile (:func:`_write_zookeeper`), Kafka with an
