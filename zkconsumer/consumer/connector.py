@@ -1,7 +1,8 @@
 """``ZookeeperConsumerConnector``: group membership, the rebalance, streams and commits.
 
 The rebalance follows the legacy order (docs/znodes.md, "Rebalance order") so a zkconsumer
-member and a JVM member can share a group, with these differences where the original failed its users:
+member and a JVM member can share a group, with these differences where the original failed
+its users:
 
 - Watch callbacks only set :attr:`_wakeup` and count the event in :attr:`_view_gen` (the
   generation of the group view, as kazoo's partitioner recipe counts them); one watcher thread
