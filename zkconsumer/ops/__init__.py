@@ -14,9 +14,9 @@ imported from their own modules.
 The original shipped ConsumerOffsetChecker / ``kafka-consumer-groups --zookeeper``,
 ExportZkOffsets, ImportZkOffsets, UpdateOffsetsInZK and VerifyConsumerRebalance
 (docs/znodes.md, "Offset tool files", and docs/operations.md). Here each is a function over
-a connected :class:`~kazoo.client.KazooClient` (and, where the broker is needed, a bootstrap address)
-returning dataclasses; nothing here prints. The ``zkconsumer.cli`` modules turn them into the
-``zkconsumer groups|offsets|verify-rebalance|console-consumer`` subcommands.
+a connected :class:`~kazoo.client.KazooClient` (and, where the broker is needed, a bootstrap
+address) returning dataclasses; nothing here prints. The ``zkconsumer.cli`` modules turn them
+into the ``zkconsumer groups|offsets|verify-rebalance|console-consumer`` subcommands.
 
 Rules every function follows:
 
