@@ -10,6 +10,7 @@ which broker, version and ZooKeeper it runs against.
 
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
 import uuid
@@ -23,6 +24,29 @@ from kazoo.client import KazooClient
 from tests.support import StackInfo, create_topic, started_zk, wait_until
 from zkconsumer.stack.local import DEFAULT_BROKER, describe, running_stack, zk_four_letter
 from zkconsumer.zk import paths as zp
+
+#: The fixtures that start or reach a stack: a unit test (tests/unit) must not ask for them.
+STACK_FIXTURES = frozenset({"kafka_stack", "kraft_stack", "stack", "zk", "topic_factory",
+                            "private_stack"})
+UNIT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """tests/unit stays fast and needs nothing running: a test there that asks for a stack
+    (a fixture, or the stack module's running_stack/LocalStack) stops the run at collection."""
+    misplaced = []
+    for item in items:
+        if not str(item.path).startswith(UNIT_DIR + os.sep):
+            continue
+        source = ""
+        if isinstance(item, pytest.Function):
+            source = inspect.getsource(item.function)
+        if STACK_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+                name in source for name in ("running_stack(", "LocalStack(")):
+            misplaced.append(item.nodeid)
+    if misplaced:
+        raise pytest.UsageError(
+            f"unit tests that need a stack (move them to tests/integration): {misplaced}")
 
 
 def _external() -> tuple[str | None, str | None]:

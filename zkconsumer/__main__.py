@@ -2,4 +2,5 @@
 
 from zkconsumer.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # (also imported, by the doctest run)
+    raise SystemExit(main())

@@ -291,7 +291,7 @@ class KafkaToolError(ZkConsumerError):
 
 
 #: The environment variable of the ZooKeeper login: zkconsumer.zk.session.AUTH_ENV, which a
-#: leaf cannot import (tests/test_bridge.py checks they agree).
+#: leaf cannot import (tests/integration/test_bridge.py checks they agree).
 _AUTH_ENV = "ZKCONSUMER_ZOOKEEPER_AUTH"
 
 

@@ -447,7 +447,7 @@ def jvm_json_escape(text: str) -> str:
     regex before registering it: ``" \ /`` and the C0 controls backslash-escaped, the other
     controls (U+0000..U+001F, U+007F..U+009F) as ``\uXXXX``.
 
-    >>> print(jvm_json_escape('a\.b/"c"'))
+    >>> print(jvm_json_escape(r'a\.b/"c"'))
     a\\.b\/\"c\"
     >>> jvm_json_escape("\x7f\n")
     '\\u007f\\n'

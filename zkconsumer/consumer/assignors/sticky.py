@@ -21,7 +21,7 @@ Without quotas, step 3 gives every partition to its highest-scoring thread: plai
 hashing, where a join moves only what the newcomer takes and a leave only the leaver's
 partitions, the minimum. The quotas cost extra moves: a partition kept from its first choice
 by a full thread may land elsewhere once the quotas change. Measured over 1,000 random
-groups at 10 single-thread members x 100 partitions (``tests/test_assignors.py`` pins these
+groups at 10 single-thread members x 100 partitions (``tests/unit/test_assignors.py`` pins these
 bounds over 200 of them): a join moves 9 to 20 partitions (mean 14.5; the minimum is 9 or
 10, what the newcomer must take; range moves 25 to 55, roundrobin 90 to 100), and a leave
 moves the leaver's 10 and 0 to 11 others (mean 5.1; range moves 19 to 44 others,

@@ -43,7 +43,7 @@ from zkconsumer.consumer.metrics import ConsumerMetrics
 from zkconsumer.ops.brokers import find_bootstrap
 from zkconsumer.zk import paths as zp
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # --------------------------------------------------------------------------------------

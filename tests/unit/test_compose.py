@@ -24,7 +24,7 @@ from zkconsumer.stack.local import (
 
 yaml = pytest.importorskip("yaml")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 #: The files the compose services mount or build from.
 COMPOSE_DIR = ROOT / "tools" / "compose"

@@ -26,7 +26,7 @@ from zkconsumer.consumer.fetcher import log_end_offsets
 from zkconsumer.zk import paths as zp
 
 CHUNKS = int(os.environ.get("ZKC_TEST_CHUNKS", "2"))  # raise it to see the memory test fail
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKENDS = ("kafka-python", "confluent")
 _backend = BACKENDS[0]  # the fetch backend of the test running now (see the fixture below)
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from tests.test_assignors import random_group, shuffled_copy
+from tests.unit.test_assignors import random_group, shuffled_copy
 from zkconsumer._types import TopicPartition as TP
 from zkconsumer.consumer.assignors import sticky as _sticky
 from zkconsumer.consumer.assignors import strategy as _strategy

@@ -30,7 +30,7 @@ from zkconsumer.ops.exporter import (
 )
 from zkconsumer.zk import paths as zp
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def window(*points: tuple[int, int | None, float], seen_every: float = 10.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -343,7 +343,7 @@ def test_member_killed_with_sigkill_loses_its_partitions(stack, zk, names, topic
     g = names.group
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.member", stack.zookeeper, g, topic, "1"],
-        stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("READY "), line

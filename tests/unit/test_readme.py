@@ -12,7 +12,7 @@ import yaml
 
 from tools.readme_sync import CONFIG_PAGE, synced
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 

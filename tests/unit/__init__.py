@@ -1,0 +1,1 @@
+"""Tests that need no ZooKeeper, Kafka or JVM: fast, run first."""

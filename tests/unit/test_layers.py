@@ -1,0 +1,86 @@
+"""The layer check (tools/check_layers.py) passes on the package and fails on what it forbids."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tools.check_layers import LAYERS, LEAVES, main, problems
+
+PACKAGE = Path(__file__).resolve().parents[2] / "zkconsumer"
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    """A copy of the package's sources, to plant violations in."""
+    copy = tmp_path / "zkconsumer"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    return copy
+
+
+def _plant(package: Path, module: str, line: str) -> None:
+    path = package / module
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")
+
+
+def test_the_package_keeps_its_layers() -> None:
+    assert problems(PACKAGE) == []
+    assert main([str(PACKAGE)]) == 0
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        top = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        assert top in LAYERS or top in LEAVES or top in ("__init__", "__main__"), path
+
+
+def test_an_import_of_a_higher_layer_is_refused(package: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    _plant(package, "zk/paths.py", "from zkconsumer.consumer import stream  # noqa")
+    assert main([str(package)]) == 1
+    out = capsys.readouterr().out
+    assert "zk/paths.py" in out and "imports zkconsumer.consumer.stream, on a higher layer" in out
+
+
+def test_packages_of_one_layer_do_not_import_each_other(package: Path) -> None:
+    _plant(package, "stack/local.py", "from zkconsumer.ops import common  # noqa")
+    assert any("zkconsumer.stack.local imports zkconsumer.ops.common, on the same layer" in p
+               for p in problems(package))
+
+
+def test_a_leaf_imports_only_the_leaves_before_it(package: Path) -> None:
+    _plant(package, "_types.py", "from zkconsumer import _config  # noqa")
+    assert any("zkconsumer._types imports zkconsumer._config" in p for p in problems(package))
+
+
+def test_nothing_imports_the_cli(package: Path) -> None:
+    _plant(package, "ops/common.py", "import zkconsumer.cli.app  # noqa")
+    assert any("imports zkconsumer.cli.app, on a higher layer" in p for p in problems(package))
+
+
+def test_an_import_inside_a_function_is_refused(package: Path) -> None:
+    _plant(package, "ops/common.py",
+           "def _late() -> None:\n    from zkconsumer.zk import read  # noqa")
+    assert any("zkconsumer.ops.common imports zkconsumer.zk.read inside a function" in p
+               for p in problems(package))
+
+
+def test_a_cycle_within_a_package_is_refused(package: Path) -> None:
+    # consumer.stream imports consumer.partition; the reverse closes a cycle (same layer,
+    # same package: only the cycle check sees it).
+    _plant(package, "consumer/partition.py", "from zkconsumer.consumer import stream  # noqa")
+    cycle = [p for p in problems(package) if p.startswith("import cycle:")]
+    assert cycle and "zkconsumer.consumer.partition" in cycle[0]
+    assert "zkconsumer.consumer.stream" in cycle[0]
+
+
+def test_imports_for_type_checking_count_for_layers_not_cycles(package: Path) -> None:
+    _plant(package, "consumer/partition.py",
+           "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+           "    from zkconsumer.consumer import stream  # noqa")
+    assert not [p for p in problems(package) if p.startswith("import cycle:")]
+    _plant(package, "zk/read.py", "if TYPE_CHECKING:\n    from zkconsumer.ops import common")
+    assert any("zkconsumer.zk.read imports zkconsumer.ops.common" in p
+               for p in problems(package))
