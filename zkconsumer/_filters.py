@@ -107,127 +107,139 @@ def java_regex_to_python(regex: str) -> str:
     """
     out: list[str] = []
     i, n = 0, len(regex)
-    in_class = 0  # depth of [...]
+    in_class = False  # inside [...]
     while i < n:
         c = regex[i]
         if c == "\\":
-            if i + 1 >= n:
-                raise ValueError("a trailing backslash")
-            e = regex[i + 1]
-            if e == "Q" and not in_class:
-                end = regex.find("\\E", i + 2)
-                literal = regex[i + 2:] if end < 0 else regex[i + 2:end]
-                out.append(re.escape(literal))
-                i = n if end < 0 else end + 2
-                continue
-            if e == "k" and not in_class and regex.startswith("<", i + 2):
-                name, i = _group_name(regex, i + 3, i)
-                out.append(f"(?P={name})")
-                continue
-            if e == "0":
-                # Java: \0 and one to three octal digits (the first <= 3 when three);
-                # Python reads \0101 as \010 then "1". Written as \xhh for Python.
-                m = _OCTAL.match(regex, i + 2)
-                if m is None:
-                    raise ValueError(f"\\0 at {i} has no octal digit (Java: illegal octal "
-                                     "escape)")
-                out.append(f"\\x{int(m.group(), 8):02x}")
-                i = m.end()
-                continue
-            if e in "pP":
-                m = _POSIX.match(regex, i + 2)
-                members = _POSIX_CLASSES.get(m.group(1)) if m is not None else None
-                if m is None or members is None:
-                    raise ValueError(f"\\{e} at {i} is a Java-only class (only the POSIX "
-                                     f"ones are read: {', '.join(_POSIX_CLASSES)})")
-                if e == "P" and in_class:
-                    raise ValueError(f"\\P at {i} inside a class has no Python form")
-                out.append(members if in_class else f"[{'^' if e == 'P' else ''}{members}]")
-                i = m.end()
-                continue
-            if e == "x" and regex.startswith("{", i + 2):
-                m = _HEX_BRACED.match(regex, i + 2)
-                if m is None or int(m.group(1), 16) > 0x10FFFF:
-                    raise ValueError(f"\\x{{...}} at {i} is not a code point")
-                out.append(f"\\U{int(m.group(1), 16):08x}")
-                i = m.end()
-                continue
-            if e == "c":
-                if i + 2 >= n or ord(regex[i + 2]) >= 128:
-                    raise ValueError(f"\\c at {i} names no ASCII control letter")
-                out.append(f"\\x{ord(regex[i + 2]) ^ 64:02x}")  # Java: the letter xor 64
-                i += 3
-                continue
-            if e == "e":
-                out.append("\\x1b")  # Java's escape character
-            elif e == "z":
-                out.append("\\Z")
-            elif e in "hHRXN" or (e == "G" and not in_class):
-                raise ValueError(f"\\{e} at {i} is Java-only")
-            elif e in "UL":
-                raise ValueError(f"\\{e} at {i} is Python-only")
-            elif e in "vV":
-                raise ValueError(f"\\{e} at {i} is vertical whitespace in Java, not in "
-                                 "Python")
-            elif e in _ASCII_DIGITS and (in_class or regex[i + 2:i + 3] in _ASCII_DIGITS):
-                # Python reads these as octal (in a class, or \ and three octal digits)
-                # or as a two-digit back reference; Java otherwise. (ASCII only: both read
-                # \ before another digit, "٣" say, as that character.)
-                digits = re.match(r"[0-9]{1,3}", regex[i + 1:])
-                assert digits is not None
-                raise ValueError(f"\\{digits.group()} at {i} is read differently by Java and "
-                                 "Python (a back reference or an octal escape)")
-            else:
-                out.append(c + e)
-            i += 2
-            continue
-        if in_class:
-            if c == "[":
-                raise ValueError(f"a class inside a class at {i} (Java: union)")
-            if regex.startswith("&&", i):
-                raise ValueError(f"'&&' at {i} (Java: class intersection)")
-            if c == "]":
-                in_class = 0
-            out.append(c)
-            i += 1
-            continue
-        if c == "[":
-            in_class = 1
-            out.append(c)
-            i += 1
-            # A ']' (after an optional '^') right at the start is a literal in both.
-            if i < n and regex[i] == "^":
-                out.append("^")
-                i += 1
-            if i < n and regex[i] == "]":
-                out.append("\\]")
-                i += 1
-            continue
-        if c == "(" and regex.startswith("(?", i):
-            if regex.startswith(("(?P", "(?#", "(?("), i):
-                raise ValueError(f"{regex[i:i + 3]!r} at {i} is Python-only")
-            flags = _FLAGS.match(regex, i)
-            if flags is not None:
-                other = sorted(set(flags.group(1)) - set(_JAVA_FLAGS + "-"))
-                if other:
-                    raise ValueError(f"flag {''.join(other)!r} at {i} is not a Java flag "
-                                     f"(Java: {_JAVA_FLAGS})")
-            if regex.startswith("(?<", i) and not regex.startswith(("(?<=", "(?<!"), i):
-                name, i = _group_name(regex, i + 3, i)
-                out.append(f"(?P<{name}>")
-                continue
-        if c == "{":
-            m = _QUANTIFIER.match(regex, i)
-            if m is None or i == 0 or regex[i - 1] in "(|":
-                raise ValueError(f"'{{' at {i} starts no quantifier (Java: illegal repetition)")
-            out.append(m.group())
-            i = m.end()
-            continue
-        out.append(c)
-        i += 1
+            text, i = _escape(regex, i, in_class)
+        elif in_class:
+            text, i, in_class = _in_class(regex, i)
+        elif c == "[":
+            text, i = _class_start(regex, i)
+            in_class = True
+        elif c == "(" and regex.startswith("(?", i):
+            text, i = _group_start(regex, i)
+        elif c == "{":
+            text, i = _quantifier(regex, i)
+        else:
+            text, i = c, i + 1
+        out.append(text)
     if in_class:
         raise ValueError("an unclosed class")
     return "".join(out)
+
+
+def _escape(regex: str, i: int, in_class: bool) -> tuple[str, int]:
+    """The escape at ``regex[i]`` (a backslash), in Python's syntax, and where the next
+    token starts."""
+    n = len(regex)
+    if i + 1 >= n:
+        raise ValueError("a trailing backslash")
+    e = regex[i + 1]
+    if e == "Q" and not in_class:
+        end = regex.find("\\E", i + 2)
+        literal = regex[i + 2:] if end < 0 else regex[i + 2:end]
+        return re.escape(literal), n if end < 0 else end + 2
+    if e == "k" and not in_class and regex.startswith("<", i + 2):
+        name, i = _group_name(regex, i + 3, i)
+        return f"(?P={name})", i
+    if e == "0":
+        # Java: \0 and one to three octal digits (the first <= 3 when three);
+        # Python reads \0101 as \010 then "1". Written as \xhh for Python.
+        m = _OCTAL.match(regex, i + 2)
+        if m is None:
+            raise ValueError(f"\\0 at {i} has no octal digit (Java: illegal octal escape)")
+        return f"\\x{int(m.group(), 8):02x}", m.end()
+    if e in "pP":
+        m = _POSIX.match(regex, i + 2)
+        members = _POSIX_CLASSES.get(m.group(1)) if m is not None else None
+        if m is None or members is None:
+            raise ValueError(f"\\{e} at {i} is a Java-only class (only the POSIX "
+                             f"ones are read: {', '.join(_POSIX_CLASSES)})")
+        if e == "P" and in_class:
+            raise ValueError(f"\\P at {i} inside a class has no Python form")
+        return (members if in_class else f"[{'^' if e == 'P' else ''}{members}]"), m.end()
+    if e == "x" and regex.startswith("{", i + 2):
+        m = _HEX_BRACED.match(regex, i + 2)
+        if m is None or int(m.group(1), 16) > 0x10FFFF:
+            raise ValueError(f"\\x{{...}} at {i} is not a code point")
+        return f"\\U{int(m.group(1), 16):08x}", m.end()
+    if e == "c":
+        if i + 2 >= n or ord(regex[i + 2]) >= 128:
+            raise ValueError(f"\\c at {i} names no ASCII control letter")
+        return f"\\x{ord(regex[i + 2]) ^ 64:02x}", i + 3  # Java: the letter xor 64
+    return _simple_escape(regex, i, in_class), i + 2
+
+
+def _simple_escape(regex: str, i: int, in_class: bool) -> str:
+    """A two-character escape (a backslash and ``regex[i + 1]``) in Python's syntax."""
+    e = regex[i + 1]
+    if e == "e":
+        return "\\x1b"  # Java's escape character
+    if e == "z":
+        return "\\Z"
+    if e in "hHRXN" or (e == "G" and not in_class):
+        raise ValueError(f"\\{e} at {i} is Java-only")
+    if e in "UL":
+        raise ValueError(f"\\{e} at {i} is Python-only")
+    if e in "vV":
+        raise ValueError(f"\\{e} at {i} is vertical whitespace in Java, not in Python")
+    if e in _ASCII_DIGITS and (in_class or regex[i + 2:i + 3] in _ASCII_DIGITS):
+        # Python reads these as octal (in a class, or \ and three octal digits)
+        # or as a two-digit back reference; Java otherwise. (ASCII only: both read
+        # \ before another digit, "٣" say, as that character.)
+        digits = re.match(r"[0-9]{1,3}", regex[i + 1:])
+        assert digits is not None
+        raise ValueError(f"\\{digits.group()} at {i} is read differently by Java and "
+                         "Python (a back reference or an octal escape)")
+    return "\\" + e
+
+
+def _in_class(regex: str, i: int) -> tuple[str, int, bool]:
+    """A character inside a class: itself, where the next starts, and whether the class
+    goes on (Java's unions and intersections have no Python form)."""
+    c = regex[i]
+    if c == "[":
+        raise ValueError(f"a class inside a class at {i} (Java: union)")
+    if regex.startswith("&&", i):
+        raise ValueError(f"'&&' at {i} (Java: class intersection)")
+    return c, i + 1, c != "]"
+
+
+def _class_start(regex: str, i: int) -> tuple[str, int]:
+    """The ``[`` at ``i``, with a ``^`` and a ``]`` right after it: a ``]`` (after an
+    optional ``^``) right at the start is a literal in both."""
+    text, i = "[", i + 1
+    if regex.startswith("^", i):
+        text, i = text + "^", i + 1
+    if regex.startswith("]", i):
+        text, i = text + "\\]", i + 1
+    return text, i
+
+
+def _group_start(regex: str, i: int) -> tuple[str, int]:
+    """The ``(?`` at ``i``: Python-only forms refused, inline flags checked, a named group
+    renamed to Python's syntax."""
+    if regex.startswith(("(?P", "(?#", "(?("), i):
+        raise ValueError(f"{regex[i:i + 3]!r} at {i} is Python-only")
+    flags = _FLAGS.match(regex, i)
+    if flags is not None:
+        other = sorted(set(flags.group(1)) - set(_JAVA_FLAGS + "-"))
+        if other:
+            raise ValueError(f"flag {''.join(other)!r} at {i} is not a Java flag "
+                             f"(Java: {_JAVA_FLAGS})")
+    if regex.startswith("(?<", i) and not regex.startswith(("(?<=", "(?<!"), i):
+        name, i = _group_name(regex, i + 3, i)
+        return f"(?P<{name}>", i
+    return "(", i + 1
+
+
+def _quantifier(regex: str, i: int) -> tuple[str, int]:
+    """The ``{`` at ``i``: a quantifier, or Java's "illegal repetition"."""
+    m = _QUANTIFIER.match(regex, i)
+    if m is None or i == 0 or regex[i - 1] in "(|":
+        raise ValueError(f"'{{' at {i} starts no quantifier (Java: illegal repetition)")
+    return m.group(), m.end()
 
 
 def normalise_regex(raw_regex: str) -> str:
