@@ -586,6 +586,15 @@ class Bridge:
         self._take_changes()
         managed = set(self._wait(zk.get_children_async(MANAGED_DIR), MANAGED_DIR))
         existing = set(self._wait(zk.get_children_async(zp.BROKER_TOPICS), zp.BROKER_TOPICS))
+        failures = self._sync_topics(view, managed, existing)
+        failures += self._drop_gone_topics(view, managed)
+        self._register_brokers(view)
+        if failures:
+            self._raise_first(failures)
+
+    def _sync_topics(self, view: ClusterView, managed: set[str],
+                     existing: set[str]) -> list[Exception]:
+        """Write the view's topics that are the bridge's (or no one's); the failures."""
         for topic in set(self._held) - (managed & existing):
             del self._held[topic]  # deleted, or no longer the bridge's
         # Someone else's topic znode (listed but not marked) is left alone.
@@ -603,8 +612,13 @@ class Bridge:
                 raise  # every other request would wait as long
             except Exception as e:  # noqa: BLE001 - one topic must not stop the others
                 failures.append(e)
-        # A topic errored in this answer is unknown, not gone; a missing one goes only after
-        # GONE_AFTER_ANSWERS answers in a row.
+        return failures
+
+    def _drop_gone_topics(self, view: ClusterView, managed: set[str]) -> list[Exception]:
+        """Delete the bridge's topics the cluster no longer has; the failures. A topic
+        errored in this answer is unknown, not gone; a missing one goes only after
+        GONE_AFTER_ANSWERS answers in a row."""
+        failures: list[Exception] = []
         absent = managed - set(view.topics) - view.errored
         self._absent_answers = {t: self._absent_answers.get(t, 0) + 1 for t in absent}
         for topic in sorted(absent):
@@ -621,11 +635,17 @@ class Bridge:
                 continue
             del self._absent_answers[topic]
             self._fewer_answers.pop(topic, None)
+        return failures
 
+    def _register_brokers(self, view: ClusterView) -> None:
+        """Register the view's brokers whose details changed; drop those that left."""
         now_ms = int(time.time() * 1000)
         proto = self._protocol
         plaintext = proto == "PLAINTEXT"
         for bid, (host, port, rack) in sorted(view.brokers.items()):
+            key = f"{proto}:{host}:{port}:{rack}".encode()
+            if self._written_brokers.get(bid) == key:
+                continue
             reg = zp.BrokerRegistration(
                 broker_id=bid,
                 endpoints=[f"{proto}://{host}:{port}"],
@@ -637,26 +657,7 @@ class Bridge:
                 rack=rack,
                 listener_security_protocol_map={proto: proto},
             )
-            key = f"{proto}:{host}:{port}:{rack}".encode()
-            if self._written_brokers.get(bid) != key:
-                path = zp.broker_path(bid)
-                try:
-                    self._wait(zk.create_async(path, reg.encode(), ephemeral=True,
-                                               makepath=True), path, "ensure")
-                except NodeExistsError:
-                    # Ours (written before a resync, or with other details): rewritten. Another
-                    # session's (a second bridge, a real broker): left alone, as a broker
-                    # starting with a taken id would.
-                    stat = self._wait(zk.exists_async(path), path)
-                    if stat is None:
-                        continue  # gone meanwhile: next round
-                    if stat.ephemeralOwner != zk.client_id[0]:
-                        if bid not in self._warned_held:
-                            self._warned_held.add(bid)
-                            log.warning("bridge: %s is held by another session; not "
-                                        "replacing it", path)
-                        continue
-                    self._wait(zk.set_async(path, reg.encode(), version=stat.version), path)
+            if self._write_broker(bid, reg):
                 self._warned_held.discard(bid)
                 self._written_brokers[bid] = key
                 log.info("bridge: registered broker %d at %s://%s:%d", bid, proto, host, port)
@@ -664,15 +665,42 @@ class Bridge:
             log.info("bridge: broker %d left the cluster", bid)
             self._delete(zp.broker_path(bid))
             del self._written_brokers[bid]
-        if failures:
-            # The round raises the first (logged once by run_round); the others are logged
-            # here, once each, or a lasting failure of an early topic would hide them.
-            for other in failures[1:]:
-                text = f"{type(other).__name__}: {other}"
-                if text not in self._other_failures:
-                    self._other_failures.add(text)
-                    log.warning("bridge: this round also failed: %s", text)
-            raise failures[0]
+
+    def _write_broker(self, bid: int, reg: zp.BrokerRegistration) -> bool:
+        """Create (or rewrite our own) ``/brokers/ids/<bid>``; False when it is not written
+        this round (gone meanwhile, or another session's)."""
+        zk = self._zk
+        assert zk is not None
+        path = zp.broker_path(bid)
+        try:
+            self._wait(zk.create_async(path, reg.encode(), ephemeral=True, makepath=True),
+                       path, "ensure")
+            return True
+        except NodeExistsError:
+            pass
+        # Ours (written before a resync, or with other details): rewritten. Another session's
+        # (a second bridge, a real broker): left alone, as a broker starting with a taken id
+        # would.
+        stat = self._wait(zk.exists_async(path), path)
+        if stat is None:
+            return False  # gone meanwhile: next round
+        if stat.ephemeralOwner != zk.client_id[0]:
+            if bid not in self._warned_held:
+                self._warned_held.add(bid)
+                log.warning("bridge: %s is held by another session; not replacing it", path)
+            return False
+        self._wait(zk.set_async(path, reg.encode(), version=stat.version), path)
+        return True
+
+    def _raise_first(self, failures: list[Exception]) -> None:
+        """Raise the round's first failure (logged once by run_round); the others are logged
+        here, once each, or a lasting failure of an early topic would hide them."""
+        for other in failures[1:]:
+            text = f"{type(other).__name__}: {other}"
+            if text not in self._other_failures:
+                self._other_failures.add(text)
+                log.warning("bridge: this round also failed: %s", text)
+        raise failures[0]
 
     def _legal(self, topic: str) -> bool:
         """Whether ``topic`` can be registered; warns once per name that cannot."""
