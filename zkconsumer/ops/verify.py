@@ -5,6 +5,7 @@ topic has an owner, and every owner is a live thread subscribed to that topic.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from kazoo.client import KazooClient
 
@@ -43,52 +44,63 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
     unreadable.update(undecodable_ids)  # its ids znode does not decode: subscription unknown
     subscribed = consumers_for_topic(readable, all_topics, True)
     owners = _read_owners(zk, group)
-
-    def unverifiable(owner: str | None) -> str | None:
-        """Why ``owner``'s partition cannot be checked: its member's subscription is
-        unknown (it may well be right to own it)."""
-        member = None if owner is None else _consumer_of(owner)
-        if member is None or member not in unreadable:
-            return None
-        return f"cannot verify: owner {owner} is a thread of {member}, whose subscription " \
-               f"is unknown"
-
     registry, undecodable = _read_registry(zk, subscribed)
     for topic, why in undecodable.items():
         log.warning("%s; its part of the rebalance is not verified",
                     _partitions_unknown(topic, why))
+    judge = _Judge(unreadable)
     checks: list[OwnershipCheck] = []
     for topic in sorted(subscribed):
         live = set(subscribed[topic])
         if topic in undecodable:
             # Its partitions are unknown: only the owners there are checked.
-            for tp, thread in sorted(owners.items()):
-                if tp.topic != topic:
-                    continue
-                problem = None if thread in live else unverifiable(thread) or (
-                    f"owner {thread} is not a live thread subscribed to {topic}")
-                checks.append(OwnershipCheck(topic, tp.partition, thread, problem))
-            continue
-        partitions = registry[topic]
-        if partitions is None:
-            continue  # subscribed to a topic that does not exist (yet): nothing to own
-        for p in partitions:
-            owner = owners.get(TopicPartition(topic, p))
-            problem = None
-            if owner is None:
-                problem = "no owner"
-            elif owner not in live:
-                problem = unverifiable(owner) or (
-                    f"owner {owner} is not a live thread subscribed to {topic}")
-            checks.append(OwnershipCheck(topic, p, owner, problem))
+            checks += [judge.owned(tp.topic, tp.partition, thread, live)
+                       for tp, thread in sorted(owners.items()) if tp.topic == topic]
+        elif registry[topic] is not None:  # (None: a topic that does not exist (yet))
+            checks += [judge.owned(topic, p, owners.get(TopicPartition(topic, p)), live)
+                       for p in registry[topic] or ()]
     covered = {(c.topic, c.partition) for c in checks}
-    for tp, owner in sorted(owners.items()):
-        if (tp.topic, tp.partition) not in covered:
-            checks.append(OwnershipCheck(
-                tp.topic, tp.partition, owner,
-                unverifiable(owner) or f"owned by {owner} but no live thread subscribes to "
-                f"{tp.topic}:{tp.partition}",
-            ))
+    checks += [judge.unsubscribed(tp, owner) for tp, owner in sorted(owners.items())
+               if (tp.topic, tp.partition) not in covered]
+    return _verdict(group, checks, sorted(subscribed), unreadable, undecodable)
+
+
+class _Judge:
+    """The check of one partition's owner against the live threads subscribed to its topic."""
+
+    def __init__(self, unreadable: dict[str, str]) -> None:
+        self.unreadable = unreadable
+
+    def unverifiable(self, owner: str | None) -> str | None:
+        """Why ``owner``'s partition cannot be checked: its member's subscription is
+        unknown (it may well be right to own it)."""
+        member = None if owner is None else _consumer_of(owner)
+        if member is None or member not in self.unreadable:
+            return None
+        return f"cannot verify: owner {owner} is a thread of {member}, whose subscription " \
+               f"is unknown"
+
+    def owned(self, topic: str, partition: int, owner: str | None,
+              live: set[str]) -> OwnershipCheck:
+        problem = None
+        if owner is None:
+            problem = "no owner"
+        elif owner not in live:
+            problem = self.unverifiable(owner) or (
+                f"owner {owner} is not a live thread subscribed to {topic}")
+        return OwnershipCheck(topic, partition, owner, problem)
+
+    def unsubscribed(self, tp: TopicPartition, owner: str) -> OwnershipCheck:
+        return OwnershipCheck(
+            tp.topic, tp.partition, owner,
+            self.unverifiable(owner) or f"owned by {owner} but no live thread subscribes to "
+            f"{tp.topic}:{tp.partition}",
+        )
+
+
+def _verdict(group: str, checks: list[OwnershipCheck], subscribed: list[str],
+             unreadable: dict[str, str], undecodable: Mapping[str, str]) -> VerifyResult:
+    """The result's one line: failed, not verified, nothing to own, or succeeded."""
     unknown = "".join(
         f"; cannot verify the part of member {cid}: its subscription is unknown ({why})"
         for cid, why in sorted(unreadable.items())
@@ -109,7 +121,7 @@ def verify_rebalance(zk: KazooClient, group: str) -> VerifyResult:
                             f"threads{unknown}", checks)
     if not checks:
         return VerifyResult(group, False, f"group {group!r}: no partition to own "
-                            f"(subscribed topics: {sorted(subscribed) or 'none'})", checks)
+                            f"(subscribed topics: {subscribed or 'none'})", checks)
     n_topics = len({c.topic for c in checks})
     return VerifyResult(group, True, f"rebalance succeeded for group {group!r}: all "
                         f"{len(checks)} partitions of {n_topics} topic"
