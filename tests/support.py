@@ -220,8 +220,8 @@ def group_owners(zk: Any, group: str, topic: str) -> dict[int, str]:
 def expected_owners(zk: Any, group: str, topic: str, strategy: str = "range") -> dict[int, str]:
     """What the assignor computes for the group's current membership, for one topic."""
     from zkconsumer.consumer.assignors.core import assign
-    from zkconsumer.consumer.connector import consumers_for_topic
     from zkconsumer.zk import paths as zp
+    from zkconsumer.zk.read import consumers_for_topic
 
     members = {}
     for cid in zk.get_children(zp.ids_dir(group)):

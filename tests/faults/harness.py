@@ -161,7 +161,7 @@ def committed_offsets(zk: KazooClient, group: str, topic: str) -> dict[int, int]
 
 def log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """Partition -> true log end (see ``zkconsumer.consumer.fetcher.log_end_offsets``)."""
-    from zkconsumer.consumer.fetcher import log_end_offsets
+    from zkconsumer.broker.clients import log_end_offsets
 
     ends = log_end_offsets([(topic, p) for p in range(partitions)], bootstrap_servers=bootstrap)
     return {tp.partition: off for tp, off in ends.items()}

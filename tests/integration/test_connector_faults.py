@@ -469,7 +469,7 @@ def test_the_session_lost_listener_never_waits_for_ever_on_a_stuck_sender(
     from kazoo.exceptions import SessionExpiredError
     from kazoo.protocol.states import KazooState
 
-    import zkconsumer.consumer.connector as connector_module
+    import zkconsumer.consumer.membership as membership_module
 
     topic = topic_factory(names.topic, 1)
     c = ZookeeperConsumerConnector(_config(stack, names.group), fetcher_factory=NullFetcher)
@@ -480,7 +480,7 @@ def test_the_session_lost_listener_never_waits_for_ever_on_a_stuck_sender(
             listener = threading.Thread(target=c._on_zk_state, args=(KazooState.LOST,),
                                         daemon=True)
             listener.start()
-            listener.join(getattr(connector_module, "LISTENER_GUARD_WAIT_S", 2.0) + 5)
+            listener.join(getattr(membership_module, "LISTENER_GUARD_WAIT_S", 2.0) + 5)
             assert not listener.is_alive(), "the LOST listener waits for the guard for ever"
         finally:
             c._session_guard.release()

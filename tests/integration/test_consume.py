@@ -22,7 +22,7 @@ from zkconsumer import (
     ZookeeperConsumerConnector,
     create_consumer_connector,
 )
-from zkconsumer.consumer.fetcher import log_end_offsets
+from zkconsumer.broker.clients import log_end_offsets
 from zkconsumer.zk import paths as zp
 
 CHUNKS = int(os.environ.get("ZKC_TEST_CHUNKS", "2"))  # raise it to see the memory test fail

@@ -27,7 +27,8 @@ from zkconsumer._errors import (
     ConsumerTimeoutException,
 )
 from zkconsumer._types import TopicPartition
-from zkconsumer.consumer.fetcher import FetcherManager, fetcher_id, log_end_offsets
+from zkconsumer.broker.clients import log_end_offsets
+from zkconsumer.consumer.fetcher import FetcherManager, fetcher_id
 from zkconsumer.consumer.partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
 from zkconsumer.consumer.stream import KafkaStream, MessageAndMetadata
 from zkconsumer.zk import paths as zp
@@ -458,11 +459,11 @@ def test_the_lag_of_partitions_held_back_by_a_full_queue_follows_the_log_end(
     queue), so no fetch brings their high watermark. ConsumerLag and MaxLag, what alerts on a
     stuck consumer, must still grow with the log end, and not fall back to the stale high
     watermark when a held chunk is finally put."""
-    import zkconsumer.consumer.fetcher as fetcher_module
+    import zkconsumer.consumer.fetcher_thread as fetcher_thread_module
     from zkconsumer.consumer.metrics import ConsumerMetrics
 
     # 5 s would make a slow test (raising=False: the test also runs against older code).
-    monkeypatch.setattr(fetcher_module, "HELD_LOG_END_REFRESH_S", 0.5, raising=False)
+    monkeypatch.setattr(fetcher_thread_module, "HELD_LOG_END_REFRESH_S", 0.5, raising=False)
     topic = topic_factory(names.topic, 2)
     produce(stack.bootstrap, topic, _values(20, 2))  # 10 per partition
     metrics = ConsumerMetrics("client")
@@ -864,7 +865,7 @@ def test_corrupt_data_of_a_held_partition_is_reported_once(
     held chunk's end) and a corrupt batch after it: the corrupt batch is logged when it is
     fetched again, not twice."""
     from zkconsumer.broker.backends import PollResult
-    from zkconsumer.consumer.fetcher import _FetcherThread
+    from zkconsumer.consumer.fetcher_thread import _FetcherThread
 
     config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
     manager = FetcherManager(config, "g_test", lambda: [])
@@ -960,8 +961,8 @@ def test_an_offset_client_busy_past_shutdown_closes_itself(
 ) -> None:
     """A lookup that outlives shutdown's wait (a request timeout is 30 s or more) used to
     leave its client open for good: it closes it when it ends."""
-    import zkconsumer.consumer.fetcher as fetcher_module
-    from zkconsumer.consumer.fetcher import _OffsetClient
+    import zkconsumer.consumer.fetch_lookups as lookups_module
+    from zkconsumer.consumer.fetch_lookups import _OffsetClient
 
     release = threading.Event()
     closed: list[bool] = []
@@ -974,7 +975,7 @@ def test_an_offset_client_busy_past_shutdown_closes_itself(
         release.wait(10)
         return {}
 
-    monkeypatch.setattr(fetcher_module, "log_end_offsets", slow_lookup)
+    monkeypatch.setattr(lookups_module, "log_end_offsets", slow_lookup)
     client = _OffsetClient(None)  # type: ignore[arg-type]
     client._manager = type("M", (), {"config": ConsumerConfig(
         {"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})})()
@@ -1021,23 +1022,24 @@ class _NoConsumer:
 @pytest.fixture
 def held_fetcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, _LogEnds]]:
     """A fetcher thread (not started) of a manager whose offset lookups are a _LogEnds."""
-    import zkconsumer.consumer.fetcher as fetcher_module
+    import zkconsumer.consumer.fetch_lookups as lookups_module
+    from zkconsumer.consumer.fetcher_thread import _FetcherThread
 
     tp = TopicPartition("t", 0)
     ends = _LogEnds({tp: 100})
-    monkeypatch.setattr(fetcher_module, "log_end_offsets", ends)
+    monkeypatch.setattr(lookups_module, "log_end_offsets", ends)
     monkeypatch.setattr("kafka.KafkaConsumer", lambda **kwargs: _NoConsumer())
     config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
     m = FetcherManager(config, "g_c", lambda: ["127.0.0.1:1"])
     try:
-        yield fetcher_module._FetcherThread(m, 0, 0), ends
+        yield _FetcherThread(m, 0, 0), ends
     finally:
         ends.release.set()
         m.shutdown()
 
 
 def _hold(tp: TopicPartition) -> Any:
-    from zkconsumer.consumer.fetcher import _Held
+    from zkconsumer.consumer.fetcher_thread import _Held
 
     return _Held(_info(ChunkQueue(1), tp.topic, tp.partition, 0), [], 0, time.monotonic() - 60)
 
@@ -1126,7 +1128,7 @@ def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: 
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KTP
 
-    from zkconsumer.consumer.fetcher import kafka_consumer
+    from zkconsumer.broker.clients import kafka_consumer
 
     missing = names("missing")
     consumer = kafka_consumer(bootstrap_servers=stack.bootstrap, group_id=None,

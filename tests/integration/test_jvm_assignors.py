@@ -30,8 +30,8 @@ from tests.support import StackInfo
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.assignors.core import assign
-from zkconsumer.consumer.connector import consumers_for_topic
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.read import consumers_for_topic
 
 CASES_PER_KIND = 6  # Kafka runs 3 of each kind; each JVM start handles all of them
 

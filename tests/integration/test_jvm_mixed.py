@@ -54,8 +54,8 @@ from tests.support import StackInfo, wait_until
 from zkconsumer._config_keys import JvmCompatibility
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.assignors.core import assign
-from zkconsumer.consumer.connector import consumers_for_topic
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.read import consumers_for_topic
 
 # Short sessions and quick retries on both sides: a killed member is noticed in seconds.
 LEGACY = {"zookeeper.session.timeout.ms": "3000", "rebalance.backoff.ms": "300",

@@ -27,11 +27,10 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
-from zkconsumer.consumer.connector import kazoo_security_kwargs
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import LocalStack, free_port
 from zkconsumer.zk import paths as zp
-from zkconsumer.zk.session import ACL_ENV, AUTH_ENV, check_kazoo_login
+from zkconsumer.zk.session import ACL_ENV, AUTH_ENV, check_kazoo_login, kazoo_security_kwargs
 
 
 def test_digest_acl_protects_created_znodes(stack, zk, names, topic_factory) -> None:
@@ -357,7 +356,7 @@ def test_a_sasl_login_refused_before_the_connection_is_reported_says_so() -> Non
     from kazoo.handlers.threading import KazooTimeoutError
     from kazoo.protocol.states import KazooState, KeeperState
 
-    from zkconsumer.consumer.connector import start_and_check_login
+    from zkconsumer.zk.session import start_and_check_login
 
     class Client:  # kazoo's KazooClient, refused during start()
         class handler:

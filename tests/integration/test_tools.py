@@ -38,10 +38,10 @@ from tests.support import (
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZookeeperConsumerConnector
 from zkconsumer.cli import main
-from zkconsumer.consumer.connector import kazoo_security_kwargs
 from zkconsumer.consumer.metrics import ConsumerMetrics
 from zkconsumer.ops.brokers import find_bootstrap
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.session import kazoo_security_kwargs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

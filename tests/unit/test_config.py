@@ -1000,8 +1000,7 @@ def test_config_table_markdown_rows() -> None:
 
 
 def test_a_socket_buffer_of_minus_one_is_the_os_default_as_in_the_original() -> None:
-    from zkconsumer.broker.clients import confluent_conf
-    from zkconsumer.consumer.fetcher import kafka_python_kwargs
+    from zkconsumer.broker.clients import confluent_conf, kafka_python_kwargs
 
     config = ConsumerConfig({"zookeeper.connect": "zk:2181", "group.id": "g",
                              "socket.receive.buffer.bytes": "-1"})
