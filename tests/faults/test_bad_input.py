@@ -27,7 +27,7 @@ def _errors(caplog: pytest.LogCaptureFixture, *needles: str,
 
 
 def _threads_alive(c: ZookeeperConsumerConnector) -> bool:
-    return c._watcher.is_alive() and c._bg_error is None and getattr(
+    return c._watcher.thread.is_alive() and c._watcher.bg_error is None and getattr(
         c._fetcher, "error", None) is None
 
 
@@ -92,7 +92,7 @@ def test_owner_znode_holding_a_non_thread_id(stack, zk, names, topic_factory, fa
         assert answer, "owned_partitions() blocked while the rebalance waited"
         assert TP(topic, 3) not in answer[0]
         # Still in its first rebalance (the watcher thread starts once that is done).
-        assert joined.is_alive() and c._bg_error is None
+        assert joined.is_alive() and c._watcher.bg_error is None
     finally:
         holder.stop()
         holder.close()

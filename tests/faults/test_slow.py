@@ -51,5 +51,5 @@ def test_slow_stream_is_bounded_and_does_not_hold_back_the_others(
     # polls, up to queued.max.messages.kbytes: no bound this small holds for it.)
     if backend == "kafka-python":
         assert max(ahead) <= bound, (max(ahead), bound)
-    assert all(q.qsize() <= 2 for q in c._all_queues())
+    assert all(q.qsize() <= 2 for q in c._subscription.all_queues())
     assert r.duplicates == 0

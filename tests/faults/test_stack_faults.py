@@ -209,7 +209,7 @@ def test_shutdown_while_zookeeper_is_down_during_a_rebalance(private_stack, pzk,
         closer = threading.Thread(target=lambda: (c.shutdown(), finished.set()), daemon=True)
         closer.start()
         wait_until(finished.is_set, 20, "shutdown() returning while ZooKeeper is down")
-        wait_until(lambda: not c._watcher.is_alive(), 15, "the watcher thread ending")
+        wait_until(lambda: not c._watcher.thread.is_alive(), 15, "the watcher thread ending")
         # The metrics no longer show the partitions (nor their lag) it shut down with.
         snap = c.metrics.snapshot()
         assert (snap["OwnedPartitionsCount"], snap["ConsumerLag"]) == ({}, {})

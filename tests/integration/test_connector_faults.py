@@ -261,13 +261,13 @@ def test_shutdown_returns_when_the_connection_drops_during_it(
                     wait_until(lambda: not c._zk.connected, 10, "kazoo seeing the cut")
 
         if moment.startswith("commit"):
-            real_commit = c._offsets.commit
+            real_commit = c._commits.offsets.commit
 
             def commit(offsets: Any) -> int:
                 cut(noticed=moment == "commit-noticed")
                 return real_commit(offsets)
 
-            c._offsets.commit = commit  # type: ignore[method-assign]
+            c._commits.offsets.commit = commit  # type: ignore[method-assign]
         else:
             real_release = c._release
 
@@ -336,7 +336,7 @@ def _spy(c: ZookeeperConsumerConnector, zk: KazooClient, group: str, topics: lis
                 raised = False
                 return result
             finally:
-                seen.append((_name, raised, set(c._owned),
+                seen.append((_name, raised, set(c._ownership.owned),
                              _held_by(zk, group, topics, c._zk.client_id[0])))
                 after()
 
@@ -443,7 +443,7 @@ def test_an_uncertain_owner_znode_is_read_back_after_a_sync(
                 return _real(path, *args, **kwargs)
 
             setattr(a._zk, name, call)
-        a._uncertain.update(a._owned)  # as after a lost answer
+        a._ownership.uncertain.update(a._ownership.owned)  # as after a lost answer
         b = ZookeeperConsumerConnector(_config(stack, g), fetcher_factory=NullFetcher)
         es.callback(b.shutdown)
         b.create_message_streams({topic: 1})  # a releases two of its (uncertain) four
@@ -487,7 +487,7 @@ def test_the_session_lost_listener_never_waits_for_ever_on_a_stuck_sender(
         assert c._session_lost.is_set()
         # What the stuck sender would send next: not sent, failed as with the session.
         path = f"/{names.group}-not-sent"
-        result = c._send(c._zk.create_async, path, b"x")
+        result = c._membership.send(c._zk.create_async, path, b"x")
         with pytest.raises(SessionExpiredError):
             result.get(timeout=5)
         assert c._zk.exists(path) is None

@@ -164,11 +164,11 @@ def test_commits_of_a_partition_given_away_are_dropped_with_a_warning(
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
         owned = set(a.owned_partitions())
-        made_in = a._session_gen
+        made_in = a._membership.session_gen
         with a._commit_lock:
-            a._owned = {TP(topic, 0): a._owned[TP(topic, 0)]}
-            result = a._write_offsets({TP(topic, 0): 3, TP(topic, 1): 4}, False, made_in)
-            a._owned = {tp: f"{a.consumer_id}-0" for tp in owned}
+            a._ownership.owned = {TP(topic, 0): a._ownership.owned[TP(topic, 0)]}
+            result = a._commits.write_offsets({TP(topic, 0): 3, TP(topic, 1): 4}, False, made_in)
+            a._ownership.owned = {tp: f"{a.consumer_id}-0" for tp in owned}
         assert isinstance(result, CommitFencedError)
         assert result.partitions == [(topic, 1)]
         assert f"{topic}:1" in caplog.text and "no longer owned" in caplog.text
@@ -183,7 +183,8 @@ def test_a_commit_made_under_an_earlier_session_is_dropped_whole(
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
         with a._commit_lock:
-            result = a._write_offsets({TP(topic, 0): 3}, False, a._session_gen - 1)
+            result = a._commits.write_offsets({TP(topic, 0): 3}, False,
+                                              a._membership.session_gen - 1)
         assert isinstance(result, CommitFencedError)
         assert "earlier ZooKeeper session" in str(result)
         assert zk.exists(zp.offset_path(g, topic, 0)) is None

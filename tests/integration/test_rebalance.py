@@ -772,13 +772,13 @@ def test_an_offset_commit_is_never_sent_after_the_session_is_lost(
     g = names.group
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
-        real = a._offsets.commit
+        real = a._commits.offsets.commit
 
         def commit_after_the_loss(offsets: Any) -> int:
             a._on_zk_state(KazooState.LOST)  # what kazoo says when the session expired
             return real(offsets)
 
-        a._offsets.commit = commit_after_the_loss  # type: ignore[method-assign]
+        a._commits.offsets.commit = commit_after_the_loss  # type: ignore[method-assign]
         with pytest.raises(ZkConnectionLostError):
             a.commit_offsets({(topic, 0): 50})
         assert offset_znodes(zk, g, topic, 2) == {}
@@ -949,12 +949,12 @@ def _committing(stack: StackInfo, group: str, topic: str, store: Any,
         c.create_message_streams({topic: 1})
         for info in c.partition_infos().values():
             info.reset_consumed_offset(5)
-        real = c._offsets
-        c._offsets = store
+        real = c._commits.offsets
+        c._commits.offsets = store
         try:
             yield c
         finally:
-            c._offsets = real
+            c._commits.offsets = real
 
 
 def test_a_commit_retry_is_not_sent_once_the_connection_dropped(

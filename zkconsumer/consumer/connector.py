@@ -88,14 +88,11 @@ from concurrent.futures import Future
 from typing import Any, overload
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
-from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import KazooState
 
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import (
     BackgroundThreadError,
-    CommitFencedError,
     ConsumerShutdownError,
     MessageStreamsExistException,
     ZkConsumerError,
@@ -103,12 +100,16 @@ from zkconsumer._errors import (
 from zkconsumer._filters import TopicFilter
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.async_commit import CommitCallback
+from zkconsumer.consumer.closing import (
+    Closing,
+    acquire_unless_disconnected,
+    join_unless_disconnected,
+)
 from zkconsumer.consumer.commits import Commits, explicit_offsets
 from zkconsumer.consumer.fence import LEASE_FRACTION, CommitFence, LeaseKeeper, SessionLease
 from zkconsumer.consumer.fetcher import FetcherManager
 from zkconsumer.consumer.gate import DeliveryGate
 from zkconsumer.consumer.group_view import (
-    CONNECTION_ERRORS,
     FetchSide,
     GroupView,
     RebalanceStats,
@@ -129,9 +130,6 @@ from zkconsumer.zk.session import kazoo_security_kwargs, start_and_check_login
 __all__ = ["ConsumerRebalanceListener", "ZookeeperConsumerConnector", "create_consumer_connector"]
 
 log = logging.getLogger("zkconsumer.connector")
-
-#: Longest shutdown() waits for a background thread or a rebalance while ZooKeeper answers.
-SHUTDOWN_WAIT_S = 30.0
 
 Decoder = Callable[[bytes], Any]
 
@@ -159,45 +157,9 @@ class ZookeeperConsumerConnector:
             if config.metrics_port is not None else None
         )
 
-        self._rebalance_lock = threading.RLock()
-        self._commit_lock = threading.Lock()
-        self._state_lock = threading.Lock()
-        self._shutdown_event = threading.Event()
-        session_timeout_s = config.zookeeper_session_timeout_ms / 1000.0
-        self._lease = SessionLease(LEASE_FRACTION, session_timeout_s)
-        # With zookeeper.outage.delivery=continue, the streams ignore the lease (and the
-        # connection's drops): only a lost session stops them.
-        self._pause_on_outage = config.zookeeper_outage_delivery == "pause"
-        self._gate = DeliveryGate(self._lease.deadline if self._pause_on_outage else None)
-        self._closed = False
-        self._streams_created = False
-        self._streams_ended = False  # shutdown() has put the streams' end and opened the gate
-        # Subscription, fixed once streams are created.
-        self._subscription = Subscription()
-
-        self._zk = KazooClient(
-            hosts=config.zookeeper_connect,
-            **kazoo_security_kwargs(config),
-            timeout=config.zookeeper_session_timeout_ms / 1000.0,
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-            command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
-        )
-        self._membership = Membership(self._zk, config, self.consumer_id, self._subscription,
-                                      self._lease, self.log)
-        # The membership's, shared: the same objects under the connector's names.
-        self._session_lost = self._membership.session_lost
-        self._session_guard = self._membership.session_guard
-        self._wakeup = self._membership.wakeup
-        self._zk.add_listener(self._on_zk_state)
-        self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
-                                  self.log, timeout_s=session_timeout_s,
-                                  send_guard=self._membership.live_session)
-        self._lease_keeper = LeaseKeeper(
-            self._zk, self._lease, self._gate if self._pause_on_outage else None,
-            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
-            self.log)
-        self._ownership = Ownership(self._membership, config, self._commit_lock, self._fence,
-                                    self.metrics, self.stats, self._shutdown_event, self.log)
+        self._make_state(config)
+        self._zk = _kazoo_client(config)
+        self._make_session_side(config)
         self._start_session()
         try:
             offsets = self._make_offset_store()
@@ -214,6 +176,9 @@ class ZookeeperConsumerConnector:
                                 offsets, self._gate, self._fence, self._commit_lock,
                                 self._shutdown_event, self.log)
         self._make_rebalancer()
+        self._closing = Closing(config, self._zk, self._membership, self._ownership,
+                                self._commits, self._subscription, self._fetcher, self.metrics,
+                                lambda tps, deadline: self._release(tps, deadline), self.log)
         self._lease_keeper.start()
         self._autocommit: threading.Thread | None = None
         if config.auto_commit_enable:
@@ -223,6 +188,43 @@ class ZookeeperConsumerConnector:
             )
             self._autocommit.start()
         self.log.info("connector started for group %s", self.group)
+
+    def _make_state(self, config: ConsumerConfig) -> None:
+        """The locks, the session lease and delivery gate, the lifecycle flags."""
+        self._rebalance_lock = threading.RLock()
+        self._commit_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._shutdown_event = threading.Event()
+        self._lease = SessionLease(LEASE_FRACTION, config.zookeeper_session_timeout_ms / 1000.0)
+        # With zookeeper.outage.delivery=continue, the streams ignore the lease (and the
+        # connection's drops): only a lost session stops them.
+        self._pause_on_outage = config.zookeeper_outage_delivery == "pause"
+        self._gate = DeliveryGate(self._lease.deadline if self._pause_on_outage else None)
+        self._closed = False
+        self._streams_created = False
+        self._streams_ended = False  # shutdown() has put the streams' end and opened the gate
+        # Subscription, fixed once streams are created.
+        self._subscription = Subscription()
+
+    def _make_session_side(self, config: ConsumerConfig) -> None:
+        """The collaborators on the ZooKeeper session: membership, commit fence, lease
+        keeper, ownership."""
+        self._membership = Membership(self._zk, config, self.consumer_id, self._subscription,
+                                      self._lease, self.log)
+        # The membership's, shared: the same objects under the connector's names.
+        self._session_lost = self._membership.session_lost
+        self._session_guard = self._membership.session_guard
+        self._wakeup = self._membership.wakeup
+        self._zk.add_listener(self._on_zk_state)
+        self._fence = CommitFence(self._zk, self.group, self._lease, self.consumer_id,
+                                  self.log, timeout_s=config.zookeeper_session_timeout_ms / 1000.0,
+                                  send_guard=self._membership.live_session)
+        self._lease_keeper = LeaseKeeper(
+            self._zk, self._lease, self._gate if self._pause_on_outage else None,
+            zp.id_path(self.group, self.consumer_id), self.consumer_id, self._shutdown_event,
+            self.log)
+        self._ownership = Ownership(self._membership, config, self._commit_lock, self._fence,
+                                    self.metrics, self.stats, self._shutdown_event, self.log)
 
     def _start_session(self) -> None:
         try:
@@ -246,7 +248,7 @@ class ZookeeperConsumerConnector:
             self.config, self.consumer_id, self._membership, self._ownership, self._commits,
             self._subscription, self._fetcher, self._gate, steps, self.stats, self.metrics,
             self._rebalance_lock, self._shutdown_event, self.log)
-        self._watcher_ = RebalanceWatcher(
+        self._watcher = RebalanceWatcher(
             self.config, self.consumer_id, self._membership, self._ownership, self._rebalancer,
             self._subscription, self.metrics, self._shutdown_event, self.log)
 
@@ -289,14 +291,9 @@ class ZookeeperConsumerConnector:
         for topic, n in topic_count_map.items():
             result[topic] = []
             for thread_id in zp.thread_ids(self.consumer_id, n):
-                q = ChunkQueue(self.config.queued_max_message_chunks)
+                q, s = self._new_stream(key_decoder, value_decoder)
                 self._subscription.queues[(topic, thread_id)] = q
                 self.metrics.watch_queue(topic, thread_id, q)
-                s: KafkaStream[Any, Any] = KafkaStream(
-                    q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                    self.config.client_id, self.metrics, self._gate,
-                )
-                self._subscription.streams.append(s)
                 result[topic].append(s)
         self._subscription.registration = zp.ConsumerRegistration(
             dict(topic_count_map), "static", int(time.time() * 1000),
@@ -320,17 +317,12 @@ class ZookeeperConsumerConnector:
 
         streams: list[KafkaStream[Any, Any]] = []
         for _ in range(num_streams):
-            q = ChunkQueue(self.config.queued_max_message_chunks)
+            q, s = self._new_stream(key_decoder, value_decoder)
             self._subscription.wildcard_queues.append(q)
             # A FetchQueueSize series per topic the filter matches (set at each rebalance).
             self.metrics.watch_wildcard_queue(
                 f"{self.consumer_id}-{len(self._subscription.wildcard_queues) - 1}", q
             )
-            s: KafkaStream[Any, Any] = KafkaStream(
-                q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
-                self.config.client_id, self.metrics, self._gate,
-            )
-            self._subscription.streams.append(s)
             streams.append(s)
         self._subscription.topic_filter = topic_filter
         self._subscription.registration = zp.ConsumerRegistration(
@@ -339,6 +331,16 @@ class ZookeeperConsumerConnector:
         )
         self._register_and_rebalance()
         return streams
+
+    def _new_stream(self, key_decoder: Decoder | None, value_decoder: Decoder | None
+                    ) -> tuple[ChunkQueue, KafkaStream[Any, Any]]:
+        q = ChunkQueue(self.config.queued_max_message_chunks)
+        s: KafkaStream[Any, Any] = KafkaStream(
+            q, self.config.consumer_timeout_ms, key_decoder, value_decoder,
+            self.config.client_id, self.metrics, self._gate,
+        )
+        self._subscription.streams.append(s)
+        return q, s
 
     @overload
     def commit_offsets(self, *, retry_on_failure: bool = True) -> None: ...
@@ -471,17 +473,17 @@ class ZookeeperConsumerConnector:
         self.log.info("shutting down")
         self._shutdown_event.set()
         self._wakeup.set()
-        for t in (self._watcher, self._autocommit):
+        for t in (self._watcher.thread, self._autocommit):
             if t is not None:
-                self._join_unless_disconnected(t)
+                join_unless_disconnected(self._zk, t)
         self._lease_keeper.join(self._lease.length() + 1.0)
-        locked = self._acquire_unless_disconnected(self._rebalance_lock)
+        locked = acquire_unless_disconnected(self._zk, self._rebalance_lock)
         if not locked:
             self.log.warning("ZooKeeper is unreachable and a rebalance is waiting for it; "
                              "shutting down without committing or leaving the group "
                              "explicitly (the session's end releases everything)")
         try:
-            self._end_streams(locked)
+            self._closing.end_streams(locked)
         finally:
             if locked:
                 self._rebalance_lock.release()
@@ -490,109 +492,10 @@ class ZookeeperConsumerConnector:
             # Iterators waiting at the gate go on to the shutdown sentinel.
             self._gate.drop_lease()
             self._gate.open()
-            self._close_clients()
+            self._closing.close_clients()
         self.log.info("shut down")
 
-    def _end_streams(self, locked: bool) -> None:
-        """Stop fetching, commit (when ``locked``: with ``_rebalance_lock``, ZooKeeper
-        reachable), end the streams and leave the group."""
-        self._fetcher.stop_connections()
-        for q in self._subscription.all_queues():
-            q.clear()
-        for s in self._subscription.streams:
-            s.clear()
-        # While the partitions are still ours; with ZooKeeper unreachable, failed at once.
-        self._commits.async_commits.close(
-            self.config.zookeeper_session_timeout_ms / 1000.0 if locked else 0.0)
-        if locked and self.config.auto_commit_enable:
-            try:
-                # strict: told when paused (the connection dropped, before or during it).
-                self._commits.commit(retry_on_failure=True, strict=True)
-            except CONNECTION_ERRORS as e:
-                self.log.warning("final commit not made: the ZooKeeper connection or "
-                                 "session is gone (%r); what was consumed since the last "
-                                 "commit will be delivered again", e)
-            except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
-                self.log.exception("final commit failed")
-        for q in self._subscription.all_queues():
-            q.put_shutdown()
-        self._ownership.registry = {}
-        # Leave the group now, before the slow part (closing the fetch clients): the
-        # others rebalance as soon as the registration and owners are gone.
-        if locked:
-            self._leave_group()
-
-    def _close_clients(self) -> None:
-        try:
-            self._fetcher.shutdown()
-        finally:
-            try:
-                self._commits.offsets.close()
-            finally:
-                self._membership.stop_client()
-                # Owns nothing now, whether or not it could leave the group explicitly.
-                self.metrics.set_owned_partitions(())
-                self.metrics.close()
-
     # -- internals -------------------------------------------------------------------------
-    def _join_unless_disconnected(self, t: threading.Thread) -> None:
-        """Join ``t``, but stop waiting after a second without a ZooKeeper connection (then
-        ``t`` may wait for it in a kazoo call, which only the client's stop() ends)."""
-        if t is threading.current_thread() or not t.is_alive():
-            return
-        deadline = time.monotonic() + SHUTDOWN_WAIT_S
-        disconnected_since: float | None = None
-        while t.is_alive() and time.monotonic() < deadline:
-            t.join(0.05)
-            if self._zk.connected:
-                disconnected_since = None
-            elif disconnected_since is None:
-                disconnected_since = time.monotonic()
-            elif time.monotonic() - disconnected_since > 1.0:
-                return
-
-    def _acquire_unless_disconnected(self, lock: threading.RLock) -> bool:
-        """Like :meth:`_join_unless_disconnected`, for a lock; True when acquired."""
-        deadline = time.monotonic() + SHUTDOWN_WAIT_S
-        disconnected_since: float | None = None
-        while time.monotonic() < deadline:
-            if lock.acquire(timeout=0.05):
-                return True
-            if self._zk.connected:
-                disconnected_since = None
-            elif disconnected_since is None:
-                disconnected_since = time.monotonic()
-            elif time.monotonic() - disconnected_since > 1.0:
-                return False
-        return False
-
-    def _leave_group(self) -> None:
-        """Release every owner znode, then delete the registration (ids znode).
-
-        Every answer is awaited until one session timeout from now at most: kazoo holds a
-        request made while disconnected until the connection is back, and shutdown() must not
-        wait for an outage (the session's end removes the znodes anyway).
-        """
-        if not self._zk.connected or self._session_lost.is_set():
-            # Nothing to delete: a lost session's ephemerals are gone, and the session's end
-            # takes a live one's.
-            self._ownership.owned.clear()
-            self._ownership.uncertain.clear()
-            return
-        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0
-        try:
-            self._release(set(self._ownership.owned), deadline)
-            if self._subscription.registration is not None:
-                self._membership.unregister(deadline)
-        except NoNodeError:
-            pass
-        except Exception as e:  # noqa: BLE001 - closing the session removes them anyway
-            self.log.warning("leaving the group explicitly failed (%r); the session close "
-                             "will remove the znodes", e)
-        self._ownership.owned.clear()
-        self._ownership.uncertain.clear()
-        self.metrics.set_owned_partitions(self._ownership.owned)
-
     def zookeeper_offset_store(self, timeout_s: float | None = None) -> ZkOffsetStore:
         """A store of the group's ZooKeeper offsets on this member's session: its commits are
         sent only while the session that owns the partitions lives, as the connector's own
@@ -627,8 +530,8 @@ class ZookeeperConsumerConnector:
             self._streams_created = True
 
     def _check(self) -> None:
-        self._watcher_.check_fetcher()
-        error = self._watcher_.bg_error
+        self._watcher.check_fetcher()
+        error = self._watcher.bg_error
         if error is not None:
             raise BackgroundThreadError(
                 f"{self.consumer_id}: a background thread failed: {error!r}"
@@ -637,10 +540,10 @@ class ZookeeperConsumerConnector:
     def _register_and_rebalance(self) -> None:
         try:
             self._membership.register()
-            self._watcher_.first_rebalance()
+            self._watcher.first_rebalance()
             # Only now: one thread rebalances at a time. Events during the first rebalance
             # left _wakeup set, so the watcher's first pass looks at the group again.
-            self._watcher_.thread.start()
+            self._watcher.thread.start()
         except BaseException:
             # The caller never gets the streams: leave the group, rather than stay a member
             # the others give partitions to that nobody reads (as the original did).
@@ -675,47 +578,7 @@ class ZookeeperConsumerConnector:
             if self._session_lost.is_set() or self._membership.rebalance_owed:
                 self._wakeup.set()
 
-    # -- the collaborators' state and steps under the connector's names ---------------------
-    # (what tests and tools reach into; the steps are wrapped by tests on this object)
-    @property
-    def _owned(self) -> dict[TopicPartition, str]:
-        return self._ownership.owned
-
-    @_owned.setter
-    def _owned(self, owned: dict[TopicPartition, str]) -> None:
-        self._ownership.owned = owned
-
-    @property
-    def _uncertain(self) -> set[TopicPartition]:
-        return self._ownership.uncertain
-
-    @property
-    def _offsets(self) -> OffsetStore:
-        return self._commits.offsets
-
-    @_offsets.setter
-    def _offsets(self, store: OffsetStore) -> None:
-        self._commits.offsets = store
-
-    @property
-    def _session_gen(self) -> int:
-        return self._membership.session_gen
-
-    @property
-    def _bg_error(self) -> BaseException | None:
-        return self._watcher_.bg_error
-
-    @property
-    def _watcher(self) -> threading.Thread:
-        return self._watcher_.thread
-
-    def _all_queues(self) -> list[ChunkQueue]:
-        return self._subscription.all_queues()
-
-    def _send(self, call: Callable[..., IAsyncResult], *args: Any, **kwargs: Any
-              ) -> IAsyncResult:
-        return self._membership.send(call, *args, **kwargs)
-
+    # -- the rebalance's steps, on this object: tests wrap them here ----------------------
     def _read_view(self) -> GroupView:
         return self._membership.read_view()
 
@@ -725,9 +588,16 @@ class ZookeeperConsumerConnector:
     def _release(self, tps: set[TopicPartition], deadline: float | None = None) -> None:
         self._ownership.release(tps, deadline)
 
-    def _write_offsets(self, offsets: Mapping[TopicPartition, int], retry_on_failure: bool,
-                       made_in: int) -> CommitFencedError | None:
-        return self._commits.write_offsets(offsets, retry_on_failure, made_in)
+
+def _kazoo_client(config: ConsumerConfig) -> KazooClient:
+    """The member's ZooKeeper client: reconnects for ever, retries a command three times."""
+    return KazooClient(
+        hosts=config.zookeeper_connect,
+        **kazoo_security_kwargs(config),
+        timeout=config.zookeeper_session_timeout_ms / 1000.0,
+        connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+        command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+    )
 
 
 def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
