@@ -60,6 +60,7 @@ from zkconsumer.ops.migrate_stores import (
     read_kafka_offsets,
     read_zk_offsets,
 )
+from zkconsumer.zk import paths as zp
 
 #: Partition classes, in the order they are checked (the first that applies wins).
 CLASSES = (
@@ -455,14 +456,8 @@ def migration_status(
         modern_state, modern_members = _modern_group(admin, group)
         _require_group(zk, group, kafka_all, modern_members)
 
-        names: set[str] = {tp.topic for tp in zk_offsets} | {tp.topic for tp in owners}
-        names |= {tp.topic for tp in kafka_all}
-        for reg in members.values():
-            if reg is not None and not reg.is_wildcard:
-                names |= set(reg.subscription)
-        for m in modern_members:
-            names |= {tp.topic for tp in m.partitions}
-        known = set(names)
+        known = _topics_of(zk_offsets, owners, kafka_all, members, modern_members)
+        names = set(known)
         if wanted is not None:
             # Every topic asked for is shown, also one the group has nothing for yet (its
             # partitions: no_offset); one that exists nowhere either is refused below.
@@ -482,42 +477,78 @@ def migration_status(
         (starts, ends, error), described = _described_log_range(
             admin, bootstrap, sorted(tp for tp in tps if parts_of.get(tp.topic) is not None),
             timeout_ms, kafka, log_range)
-        exists = {**parts_of, **described}  # the brokers' word, where they gave one
-        rows = []
-        listed: list[TopicPartition] = []  # missing on the brokers, listed in ZooKeeper
-        for tp in sorted(tps):
-            z, k = zk_offsets.get(tp), kafka_all.get(tp)
-            start, end = starts.get(tp), ends.get(tp)
-            state = classify(z, k, start, end, topic_exists=exists.get(tp.topic) is not None,
-                             partition_exists=tp.partition in (exists.get(tp.topic) or ())
-                             or tp.topic not in exists)
-            if (state in ("topic_missing", "partition_missing")
-                    and tp.partition in (parts_of.get(tp.topic) or ())):
-                listed.append(tp)
-            rows.append(PartitionState(
-                tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end), state,
-                owners.get(tp),
-            ))
+        rows, listed = _partition_rows(sorted(tps), zk_offsets, kafka_all, owners, starts,
+                                       ends, parts_of, {**parts_of, **described})
         safe, reason, blockers, warnings = verdict(
             group, rows, list(members), owners, modern_members, log_range_error=error,
             listed_in_zookeeper=listed,
         )
         if checks < 1:
             raise MigrationError(f"checks must be >= 1, got {checks}")
-        for look in range(2, checks + 1 if safe else 0):
-            sleep(check_interval_s)
-            live = _live_consumers(zk, admin, group)
-            if live:
-                safe = False
-                reason = (f"a consumer was seen on look {look} of {checks}: "
-                          f"{_fmt_live(live)}; run status again once the group has stopped")
-                blockers = [reason]
-                break
-        else:
-            if safe and checks > 1:
-                reason += f" (no consumer seen on {checks} looks, {check_interval_s:g} s apart)"
+        if safe:
+            safe, reason, blockers = _looks_idle(zk, admin, group, checks, check_interval_s,
+                                                 sleep, reason, blockers)
         return MigrationStatus(group, rows, sorted(members), owners, modern_state,
                                modern_members, safe, reason, blockers, warnings)
     finally:
         if own_admin:
             admin.close()
+
+
+def _topics_of(zk_offsets: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str],
+               kafka_all: Mapping[TopicPartition, int],
+               members: Mapping[str, zp.ConsumerRegistration | None],
+               modern_members: Sequence[ModernMember]) -> set[str]:
+    """The topics the group has an offset for (in either store), owns, or subscribes to
+    (static subscriptions of live legacy members; modern members' assignments)."""
+    names = {tp.topic for tp in zk_offsets} | {tp.topic for tp in owners}
+    names |= {tp.topic for tp in kafka_all}
+    for reg in members.values():
+        if reg is not None and not reg.is_wildcard:
+            names |= set(reg.subscription)
+    for m in modern_members:
+        names |= {tp.topic for tp in m.partitions}
+    return names
+
+
+def _partition_rows(
+    tps: Sequence[TopicPartition], zk_offsets: Mapping[TopicPartition, int],
+    kafka_all: Mapping[TopicPartition, int], owners: Mapping[TopicPartition, str],
+    starts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int],
+    parts_of: Mapping[str, list[int] | None], exists: Mapping[str, list[int] | None],
+) -> tuple[list[PartitionState], list[TopicPartition]]:
+    """Each partition's row, classified; and those the brokers lack that ZooKeeper lists.
+    ``exists``: each topic's partitions as the brokers (else ZooKeeper) say."""
+    rows = []
+    listed: list[TopicPartition] = []  # missing on the brokers, listed in ZooKeeper
+    for tp in tps:
+        z, k = zk_offsets.get(tp), kafka_all.get(tp)
+        start, end = starts.get(tp), ends.get(tp)
+        state = classify(z, k, start, end, topic_exists=exists.get(tp.topic) is not None,
+                         partition_exists=tp.partition in (exists.get(tp.topic) or ())
+                         or tp.topic not in exists)
+        if (state in ("topic_missing", "partition_missing")
+                and tp.partition in (parts_of.get(tp.topic) or ())):
+            listed.append(tp)
+        rows.append(PartitionState(
+            tp.topic, tp.partition, z, k, start, end, _lag(z, end), _lag(k, end), state,
+            owners.get(tp),
+        ))
+    return rows, listed
+
+
+def _looks_idle(zk: KazooClient, admin: Any, group: str, checks: int, interval_s: float,
+                sleep: Callable[[float], None], reason: str, blockers: list[str],
+                ) -> tuple[bool, str, list[str]]:
+    """Looks 2..``checks`` for a live consumer (the first was the full read): the verdict's
+    safety, reason and blockers after them."""
+    for look in range(2, checks + 1):
+        sleep(interval_s)
+        live = _live_consumers(zk, admin, group)
+        if live:
+            reason = (f"a consumer was seen on look {look} of {checks}: "
+                      f"{_fmt_live(live)}; run status again once the group has stopped")
+            return False, reason, [reason]
+    if checks > 1:
+        reason += f" (no consumer seen on {checks} looks, {interval_s:g} s apart)"
+    return True, reason, blockers
