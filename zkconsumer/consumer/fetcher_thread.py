@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.backends import FetchBackend
+from zkconsumer.broker.backends import FetchBackend, PollResult
 from zkconsumer.consumer.fetch_lookups import fmt_tps, network_errors
 from zkconsumer.consumer.partition import INVALID_OFFSET, PartitionTopicInfo
 
@@ -275,60 +275,77 @@ class _FetcherThread(threading.Thread):
                 # rise as the application falls behind; the legacy fetcher stopped then).
                 metrics.record_fetch_request(self.metrics_key)
                 recorded = now
-            got: set[TopicPartition] = set()
-            refused: list[TopicPartition] = []
-            again: dict[TopicPartition, int] = {}
-            for tp, batch in result.batches:
-                info = infos.get(tp)
-                if info is None or not batch or info.revoked:
-                    continue  # (revoked: given away; removed from this thread next round)
-                got.add(tp)
-                held = self._held.get(tp)
-                if held is not None:
-                    # Data of a paused partition (the client had it already): it must not
-                    # overtake the held chunk, so it is fetched again after that one.
-                    again[tp] = held.next_offset
-                    continue
-                next_offset = batch[-1].offset + 1
-                with self._gate:
-                    if self.stopping:
-                        return
-                    put = info.try_enqueue(batch, next_offset, self._wake)
-                    if put and metrics is not None:
-                        # Under the gate: once stopped, a fetcher brings back no lag of a
-                        # partition a rebalance gave away.
-                        metrics.update_lag(tp.topic, tp.partition, info, backend.highwater(tp))
-                if put:
-                    stats.add(chunks=1, records=len(batch))
-                else:
-                    self._held[tp] = _Held(info, batch, next_offset, now)
-                    refused.append(tp)
-            if again:
-                backend.add(again)
-                refused.extend(again)
-            if refused:
-                backend.pause(refused)
+            delivered = self._deliver(backend, result, infos, now)
+            if delivered is None:
+                return  # stopping
+            got, again = delivered
             if result.error is not None:
                 self._fetch_failed(backend, result.error)
                 continue
             if result.partition_errors:
                 self._partitions_failed(backend, result.partition_errors)
-            for tp, (offset, next_offset, error) in result.corrupt.items():
-                if tp in again:
-                    continue  # re-sought to before it: reported when fetched again
-                # Skipped, not retried for ever: the consumed offset will pass it (see the
-                # module docstring), so this line is all that tells of the lost message(s).
-                log.error(
-                    "%s: corrupt data in %s:%d at offset %d (%s); skipped, never delivered: "
-                    "fetching on from offset %d",
-                    self.name, tp.topic, tp.partition, offset, error, next_offset,
-                )
+            self._log_corrupt(result, again)
             if metrics is not None and len(got) < len(infos):
                 self._first_lags(backend, metrics, infos, got)
             out_of_range = dict(result.out_of_range)
             out_of_range.update(self._beyond_log_end(backend, infos, got))
             if out_of_range:
                 self._reset_out_of_range(backend, out_of_range)
+
+    def _deliver(self, backend: FetchBackend, result: PollResult,
+                 infos: Mapping[TopicPartition, PartitionTopicInfo], now: float,
+                 ) -> tuple[set[TopicPartition], dict[TopicPartition, int]] | None:
+        """Put each batch of the poll in its partition's queue, or hold it (queue full);
+        pause the partitions held. The partitions with data, and those to fetch again from
+        an offset (data behind a held chunk); None when the thread is stopping."""
+        stats = self.manager._stats
+        metrics = self.manager.metrics
+        got: set[TopicPartition] = set()
+        refused: list[TopicPartition] = []
+        again: dict[TopicPartition, int] = {}
+        for tp, batch in result.batches:
+            info = infos.get(tp)
+            if info is None or not batch or info.revoked:
+                continue  # (revoked: given away; removed from this thread next round)
+            got.add(tp)
+            held = self._held.get(tp)
+            if held is not None:
+                # Data of a paused partition (the client had it already): it must not
+                # overtake the held chunk, so it is fetched again after that one.
+                again[tp] = held.next_offset
+                continue
+            next_offset = batch[-1].offset + 1
+            with self._gate:
+                if self.stopping:
+                    return None
+                put = info.try_enqueue(batch, next_offset, self._wake)
+                if put and metrics is not None:
+                    # Under the gate: once stopped, a fetcher brings back no lag of a
+                    # partition a rebalance gave away.
+                    metrics.update_lag(tp.topic, tp.partition, info, backend.highwater(tp))
+            if put:
+                stats.add(chunks=1, records=len(batch))
+            else:
+                self._held[tp] = _Held(info, batch, next_offset, now)
+                refused.append(tp)
+        if again:
+            backend.add(again)
+            refused.extend(again)
+        if refused:
+            backend.pause(refused)
+        return got, again
+
+    def _log_corrupt(self, result: PollResult, again: Mapping[TopicPartition, int]) -> None:
+        for tp, (offset, next_offset, error) in result.corrupt.items():
+            if tp in again:
+                continue  # re-sought to before it: reported when fetched again
+            # Skipped, not retried for ever: the consumed offset will pass it (see the
+            # module docstring), so this line is all that tells of the lost message(s).
+            log.error(
+                "%s: corrupt data in %s:%d at offset %d (%s); skipped, never delivered: "
+                "fetching on from offset %d",
+                self.name, tp.topic, tp.partition, offset, error, next_offset,
+            )
 
     def _first_lags(
         self,
