@@ -481,62 +481,53 @@ class ConsumerMetrics:
             queue_sizes = self._queue_snapshot({})
         queue_sizes.update({k: q.qsize() for k, q in watched.items()})
 
-        m = CounterMetricFamily(LEGACY_NAMES["MessagesPerSec"],
-                                "Messages handed to the application (legacy MessagesPerSec)",
-                                labels=["client_id", "consumer_id", "topic"])
-        for topic, n in sorted(messages.items()):
-            m.add_metric([cid, mid, topic], n)
-        yield m
-        m = CounterMetricFamily(LEGACY_NAMES["BytesPerSec"],
-                                "Bytes handed to the application, key + value (legacy BytesPerSec)",
-                                labels=["client_id", "consumer_id", "topic"])
-        for topic, n in sorted(nbytes.items()):
-            m.add_metric([cid, mid, topic], n)
-        yield m
+        ids = [cid, mid]
+
+        def family(cls: type[CounterMetricFamily | GaugeMetricFamily], legacy: str, doc: str,
+                   labels: list[str], rows: Iterable[tuple[list[str], float]]) -> Metric:
+            """A family of the legacy metric's name, one series per row (its labels after
+            client_id and consumer_id)."""
+            m = cls(LEGACY_NAMES[legacy], f"{doc} (legacy {legacy})",
+                    labels=["client_id", "consumer_id", *labels])
+            for values, n in rows:
+                m.add_metric([*ids, *values], n)
+            return m
+
+        yield family(CounterMetricFamily, "MessagesPerSec", "Messages handed to the "
+                     "application", ["topic"], (([t], n) for t, n in sorted(messages.items())))
+        yield family(CounterMetricFamily, "BytesPerSec", "Bytes handed to the application, "
+                     "key + value", ["topic"], (([t], n) for t, n in sorted(nbytes.items())))
         for kind, legacy in (("kafka", "KafkaCommitsPerSec"),
                              ("zookeeper", "ZooKeeperCommitsPerSec")):
-            m = CounterMetricFamily(LEGACY_NAMES[legacy],
-                                    f"Partition offsets committed to {kind} (legacy {legacy})",
-                                    labels=["client_id", "consumer_id"])
-            m.add_metric([cid, mid], commits[kind])
-            yield m
+            yield family(CounterMetricFamily, legacy, f"Partition offsets committed to {kind}",
+                         [], [([], commits[kind])])
+        yield self._rebalance_histogram(ids, reb_count, reb_sum, reb_buckets)
+        yield family(GaugeMetricFamily, "OwnedPartitionsCount", "Partitions owned", ["topic"],
+                     (([t], n) for t, n in sorted(owned.items())))
+        yield family(GaugeMetricFamily, "FetchQueueSize", "Chunks queued per stream",
+                     ["topic", "thread_id"],
+                     (([t, th], n) for (t, th), n in sorted(queue_sizes.items())))
+        yield family(GaugeMetricFamily, "ConsumerLag", "Log end minus consumed offset",
+                     ["topic", "partition"],
+                     (([t, str(p)], lag) for (t, p), lag in sorted(lags.items())))
+        yield family(GaugeMetricFamily, "MaxLag", "Largest ConsumerLag", [],
+                     [([], max(lags.values(), default=0))])
+        yield family(GaugeMetricFamily, "MinFetchRate", "Lowest fetch request rate of the "
+                     "fetcher threads, per second", [], [([], min_rate)])
+
+    @staticmethod
+    def _rebalance_histogram(ids: list[str], count: int, total: float,
+                             counts: list[int]) -> Metric:
         h = HistogramMetricFamily(LEGACY_NAMES["RebalanceRateAndTime"],
                                   "Rebalances and their duration (legacy RebalanceRateAndTime)",
                                   labels=["client_id", "consumer_id"])
         cumulative, buckets = 0, []
-        for bound, n in zip([*map(str, REBALANCE_BUCKETS), "+Inf"], reb_buckets, strict=True):
+        for bound, n in zip([*map(str, REBALANCE_BUCKETS), "+Inf"], counts, strict=True):
             cumulative += n
             buckets.append((bound, float(cumulative)))
-        h.add_metric([cid, mid], buckets, reb_sum)
-        assert cumulative == reb_count
-        yield h
-        g = GaugeMetricFamily(LEGACY_NAMES["OwnedPartitionsCount"],
-                              "Partitions owned (legacy OwnedPartitionsCount)",
-                              labels=["client_id", "consumer_id", "topic"])
-        for topic, n in sorted(owned.items()):
-            g.add_metric([cid, mid, topic], n)
-        yield g
-        g = GaugeMetricFamily(LEGACY_NAMES["FetchQueueSize"],
-                              "Chunks queued per stream (legacy FetchQueueSize)",
-                              labels=["client_id", "consumer_id", "topic", "thread_id"])
-        for (topic, thread), size in sorted(queue_sizes.items()):
-            g.add_metric([cid, mid, topic, thread], size)
-        yield g
-        g = GaugeMetricFamily(LEGACY_NAMES["ConsumerLag"],
-                              "Log end minus consumed offset (legacy ConsumerLag)",
-                              labels=["client_id", "consumer_id", "topic", "partition"])
-        for (topic, partition), lag in sorted(lags.items()):
-            g.add_metric([cid, mid, topic, str(partition)], lag)
-        yield g
-        g = GaugeMetricFamily(LEGACY_NAMES["MaxLag"], "Largest ConsumerLag (legacy MaxLag)",
-                              labels=["client_id", "consumer_id"])
-        g.add_metric([cid, mid], max(lags.values(), default=0))
-        yield g
-        g = GaugeMetricFamily(LEGACY_NAMES["MinFetchRate"],
-                              "Lowest fetch request rate of the fetcher threads, per second "
-                              "(legacy MinFetchRate)", labels=["client_id", "consumer_id"])
-        g.add_metric([cid, mid], min_rate)
-        yield g
+        h.add_metric(ids, buckets, total)
+        assert cumulative == count
+        return h
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry (what the HTTP server answers)."""
