@@ -45,6 +45,7 @@ from zkconsumer._errors import (
     ZkConsumerError,
     ZkConsumerSourceError,
     ZkDataError,
+    ZooKeeperChangedError,
     ZooKeeperRefusedError,
     ZooKeeperUnreachableError,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "ZkConsumerError",
     "ZkConsumerSourceError",
     "ZkDataError",
+    "ZooKeeperChangedError",
     "ZooKeeperRefusedError",
     "ZooKeeperUnreachableError",
     "ZookeeperConsumerConnector",

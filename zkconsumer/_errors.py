@@ -25,6 +25,7 @@ The hierarchy (a test keeps it equal to the classes below)::
     │   ├── UnknownTopicError                    no /brokers/topics/<topic>
     │   ├── GroupActiveError                     the group has registered members
     │   │   └── KafkaGroupActiveError            ... or active members in Kafka
+    │   ├── ZooKeeperChangedError                the tree changed under a transaction
     │   ├── AclRefusedError                      a znode's ACL refused the operation
     │   ├── OffsetFileError                      an offsets file has malformed lines
     │   └── KafkaUnknownError                    Kafka not asked before offsets were written
@@ -210,6 +211,15 @@ class UnknownTopicError(AdminError):
 
 class GroupActiveError(AdminError):
     """The operation needs a group without registered members."""
+
+
+class ZooKeeperChangedError(AdminError):
+    """The tree changed between planning and committing a transaction; ``written``:
+    operations of the same command that earlier transactions applied."""
+
+    def __init__(self, message: str, written: int = 0) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 class AclRefusedError(AdminError):

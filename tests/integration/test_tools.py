@@ -1413,13 +1413,13 @@ def test_a_write_zookeeper_refuses_for_good_is_reported_at_once(
     from zkconsumer.ops import offset_files as _offset_files
 
     commits: list[str] = []
-    real_commit = _offset_files._commit
+    real_commit = _offset_files.commit_transaction
 
     def counted(tx: Any, what: str, written: int = 0) -> None:
         commits.append(what)
         real_commit(tx, what, written)
 
-    monkeypatch.setattr(_offset_files, "_commit", counted)
+    monkeypatch.setattr(_offset_files, "commit_transaction", counted)
     g, t = names.group, names.topic
     lines = tmp_path / "offsets.txt"
     lines.write_text(f"{zp.offset_path(g, t, 0)}:5\n")

@@ -16,7 +16,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
 
-from zkconsumer._errors import AdminError, UnknownTopicError
+from zkconsumer._errors import AdminError, UnknownTopicError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition, partition_lag
 from zkconsumer.ops.brokers import _log_end_offsets, _reason
 from zkconsumer.ops.group_reads import (
@@ -48,11 +48,10 @@ from zkconsumer.zk.read import children, children_of, consumers_for_topic
 from zkconsumer.zk.session import acl_refused
 from zkconsumer.zk.transactions import (
     MAX_TRANSACTION_OPS,
-    _Changed,
-    _commit,
-    _members_guard,
-    _require_no_members,
-    _written,
+    commit_transaction,
+    members_guard,
+    require_no_members,
+    written_count,
 )
 
 log = logging.getLogger("zkconsumer.admin")
@@ -318,7 +317,7 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
         f"delete topic {topic!r} of group {group!r}"
     )
     for _ in range(3):
-        _require_no_members(zk, group, action)
+        require_no_members(zk, group, action)
         whole = topic is None
         if topic is not None:
             topics = set(children(zk, zp.offsets_dir(group))) | set(
@@ -344,25 +343,25 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
             if len(paths) + 2 <= MAX_TRANSACTION_OPS:
                 tx = zk.transaction()
                 if not whole:
-                    _members_guard(tx, zk, group, action)
+                    members_guard(tx, zk, group, action)
                 for p in paths:
                     tx.delete(p)
-                _commit(tx, action)
+                commit_transaction(tx, action)
             else:
                 # Too big for one multi: delete in order, members checked just before.
-                _require_no_members(zk, group, action)
+                require_no_members(zk, group, action)
                 for i, p in enumerate(paths):
                     try:
                         zk.delete(p)
                     except NoNodeError:
                         pass
                     except NoAuthError:
-                        raise acl_refused(zk, "delete", p, action, _written(i)) from None
+                        raise acl_refused(zk, "delete", p, action, written_count(i)) from None
                     except NotEmptyError:
                         # A member registered after the check (it refuses if run again).
                         raise AdminError(f"{action}: {zk.unchroot(p)} got a child meanwhile; "
-                                         f"{_written(i)}") from None
-        except _Changed:
+                                         f"{written_count(i)}") from None
+        except ZooKeeperChangedError:
             continue
         return DeleteResult(group, topic, len(paths), whole)
     raise AdminError(f"{action}: the group kept changing; nothing deleted")

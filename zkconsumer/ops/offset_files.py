@@ -23,7 +23,7 @@ from typing import Any, Literal
 from kazoo.client import KazooClient
 
 from zkconsumer._config_keys import _JAVA_INT_MAX
-from zkconsumer._errors import AdminError, OffsetFileError, ZkDataError
+from zkconsumer._errors import AdminError, OffsetFileError, ZkDataError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition
 from zkconsumer.ops.brokers import _log_end_offsets, _reachable_brokers, _reason
 from zkconsumer.ops.common import Progress
@@ -41,11 +41,10 @@ from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import children, get_many
 from zkconsumer.zk.transactions import (
     MAX_TRANSACTION_OPS,
-    _Changed,
-    _commit,
-    _members_guard,
-    _require_no_members,
-    _written,
+    commit_transaction,
+    members_guard,
+    require_no_members,
+    written_count,
 )
 
 log = logging.getLogger("zkconsumer.admin")
@@ -259,7 +258,7 @@ def import_offsets(
         _check_legal_name(topic, "topic")
     if not force:
         for group in groups:
-            _require_no_members(zk, group, *_IMPORT_REFUSAL)
+            require_no_members(zk, group, *_IMPORT_REFUSAL)
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, groups, bootstrap, kafka,
                                                           _IMPORT_REFUSAL[0])
     with plan:
@@ -334,18 +333,18 @@ def _import_zookeeper(
     """The ZooKeeper part of :func:`import_offsets` (and of :func:`reset_offsets`): checked,
     planned and written, planned again from a fresh read when ZooKeeper changed meanwhile.
     ``refusal``: the action and hint of the refusal while a group has registered members
-    (:func:`_require_no_members`)."""
+    (:func:`require_no_members`)."""
     written = 0
     for _ in range(3):
         if not force:
             for group in groups:
-                _require_no_members(zk, group, *refusal)
+                require_no_members(zk, group, *refusal)
         try:
             return _import_once(zk, entries, groups, force, progress, dry_run, refusal)
-        except _Changed as e:
+        except ZooKeeperChangedError as e:
             written += e.written  # planned again: what is written now counts as unchanged
             continue
-    raise AdminError(f"ZooKeeper kept changing; {_written(written)}")
+    raise AdminError(f"ZooKeeper kept changing; {written_count(written)}")
 
 
 def _import_once(
@@ -394,25 +393,25 @@ def _import_once(
             # The guard's own checks (the ACL it must keep), on a transaction never sent.
             tx = zk.transaction()
             for group in guard_groups:
-                _members_guard(tx, zk, group, "")
+                members_guard(tx, zk, group, "")
         return ImportResult(list(entries), created, updated, unchanged, len(chunks),
                             changes=changes)
     if len(chunks) > 1 and not force:
         # Not atomic any more: check again just before writing.
         for group in groups:
-            _require_no_members(zk, group, *refusal)
+            require_no_members(zk, group, *refusal)
         guard_groups = []
     done = 0
     for chunk in chunks:
         tx = zk.transaction()
         for group in guard_groups:
-            _members_guard(tx, zk, group, "", done)
+            members_guard(tx, zk, group, "", done)
         for op, path, payload in chunk:
             if op == "create":
                 tx.create(path, payload)
             else:
                 tx.set_data(path, payload)
-        _commit(tx, "", done)
+        commit_transaction(tx, "", done)
         done += len(chunk)
         if progress is not None:
             progress(done, len(ops))

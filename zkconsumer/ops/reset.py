@@ -22,7 +22,7 @@ from zkconsumer.ops.offset_files import _import_zookeeper
 from zkconsumer.ops.results import OffsetEntry, ResetRow, ResetTarget, resume_offset
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import topic_partitions
-from zkconsumer.zk.transactions import _require_no_members
+from zkconsumer.zk.transactions import require_no_members
 
 _INT = re.compile(r"[0-9]+")
 
@@ -104,7 +104,7 @@ def reset_offsets(
             f"topic {topic!r} not found in ZooKeeper (no {zp.topic_path(topic)})"
         )
     if not force:
-        _require_no_members(zk, group, *_RESET_REFUSAL)
+        require_no_members(zk, group, *_RESET_REFUSAL)
     tps = [TopicPartition(topic, p) for p in partitions]
     servers = _reachable_brokers(zk, bootstrap, kafka)
     plan = _KafkaPlan() if zookeeper_only else _ask_kafka(zk, [group], servers, kafka,

@@ -337,8 +337,8 @@ def check_chroot(zk: KazooClient) -> None:
     """AdminError when the chroot of ``zk``'s connect string (``host:port/chroot``) does
     not exist: every read would find nothing there (no groups, topics or brokers) and every
     write be refused, so a typo in it is named at once rather than answered with
-    "nothing there". The write path names it too (:func:`_commit`), for callers that do not
-    check first."""
+    "nothing there". The write path names it too (:func:`commit_transaction`), for callers
+    that do not check first."""
     if zk.chroot and zk.exists("/") is None:
         raise AdminError(f"{_no_chroot(zk.chroot)}; check --zookeeper")
 

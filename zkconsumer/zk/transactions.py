@@ -7,7 +7,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from zkconsumer._errors import AdminError, GroupActiveError
+from zkconsumer._errors import AdminError, GroupActiveError, ZooKeeperChangedError
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import children, transaction_cause
 from zkconsumer.zk.session import ACL_ENV, AUTH_ENV, _no_chroot, acl_refused
@@ -39,7 +39,7 @@ def acl_unreadable(path: str, why: str) -> str:
             "the ACL the znodes should get")
 
 
-def _members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int = 0) -> None:
+def members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int = 0) -> None:
     """Add ops that make ``tx`` fail if a member registers in ``group`` before it commits.
 
     ZooKeeper has no "check children" op; deleting ``/consumers/G/ids`` fails with NotEmpty
@@ -54,7 +54,7 @@ def _members_guard(tx: Any, zk: KazooClient, group: str, what: str, written: int
             # kazoo's fallback is world-open: the group's protection would go.
             raise AdminError(_failed(what, acl_unreadable(
                 ids, f"re-create {ids} (the guard against members registering meanwhile)"),
-                _written(written)))
+                written_count(written)))
         tx.delete(ids)
         tx.create(ids, b"", acl=acl)
     elif zk.exists(zp.group_dir(group)) is not None:
@@ -70,9 +70,9 @@ _TX_VERBS = {"Create": "create", "Delete": "delete", "SetData": "write", "CheckV
 _RACES = ("NodeExistsError", "NotEmptyError", "BadVersionError", "NoNodeError")
 
 
-def _commit(tx: Any, what: str, written: int = 0) -> None:
-    """Commit; on failure (nothing of ``tx`` applied) raise :class:`_Changed` naming the
-    first cause when a concurrent change explains it.
+def commit_transaction(tx: Any, what: str, written: int = 0) -> None:
+    """Commit; on failure (nothing of ``tx`` applied) raise :class:`ZooKeeperChangedError`
+    naming the first cause when a concurrent change explains it.
 
     Callers retry from their checks, which then raise the precise error (a member that
     registered meanwhile gives GroupActiveError). Failures retrying cannot help are raised
@@ -84,7 +84,7 @@ def _commit(tx: Any, what: str, written: int = 0) -> None:
     prefix names.
     """
     results = tx.commit()
-    told = _written(written)
+    told = written_count(written)
     client = tx.client
     cause = transaction_cause(tx.operations, results)
     if cause is not None:
@@ -103,9 +103,10 @@ def _commit(tx: Any, what: str, written: int = 0) -> None:
                 f"({name})", told))
         if name not in _RACES:
             raise AdminError(_failed(what, f"ZooKeeper refused to {verb} {path} ({name})", told))
-        raise _Changed(_failed(what, f"{path} changed meanwhile ({name})", told), written)
+        raise ZooKeeperChangedError(_failed(what, f"{path} changed meanwhile ({name})", told),
+                                    written)
     if any(isinstance(r, Exception) for r in results):
-        raise _Changed(_failed(what, "ZooKeeper changed meanwhile", told), written)
+        raise ZooKeeperChangedError(_failed(what, "ZooKeeper changed meanwhile", told), written)
 
 
 def _failed(what: str, text: str, told: str) -> str:
@@ -114,7 +115,7 @@ def _failed(what: str, text: str, told: str) -> str:
     return f"{what}: {text}; {told}" if what else f"{text}; {told}"
 
 
-def _written(n: int) -> str:
+def written_count(n: int) -> str:
     """What a failed write left behind, for its message."""
     if not n:
         return "nothing written"
@@ -122,16 +123,7 @@ def _written(n: int) -> str:
             f"one this big is split into transactions of {MAX_TRANSACTION_OPS} operations")
 
 
-class _Changed(AdminError):
-    """The tree changed between planning and committing a transaction; ``written``:
-    operations of the same command that earlier transactions applied."""
-
-    def __init__(self, message: str, written: int = 0) -> None:
-        super().__init__(message)
-        self.written = written
-
-
-def _require_no_members(zk: KazooClient, group: str, action: str, hint: str = "") -> None:
+def require_no_members(zk: KazooClient, group: str, action: str, hint: str = "") -> None:
     ids = sorted(children(zk, zp.ids_dir(group)))
     if ids:
         shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
