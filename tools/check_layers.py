@@ -13,6 +13,8 @@ The layers, lowest first (a module may import its own package and any lower laye
 Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``stack``) do not import
 each other. An import of a zkconsumer module inside a function is refused too: it is how a
 cycle hides. Imports under ``if TYPE_CHECKING:`` count for the layers but not for cycles.
+A name with a leading underscore is private to its sub-package (the leaves count as one):
+another sub-package may not import it.
 
 Run: ``python tools/check_layers.py [PACKAGE_DIR]``; prints one line per violation and exits
 1, or exits 0 silently.
@@ -37,7 +39,8 @@ FACADE_LAYER = 3
 
 @dataclass(frozen=True)
 class Import:
-    """One import of a zkconsumer module by another (``line`` in ``path``)."""
+    """One import of a zkconsumer module by another (``line`` in ``path``); ``private``:
+    the names with a leading underscore it takes from that module."""
 
     importer: str
     imported: str
@@ -45,6 +48,7 @@ class Import:
     line: int
     in_function: bool
     type_checking: bool
+    private: tuple[str, ...] = ()
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -56,6 +60,12 @@ def group_of(module: str) -> str:
     """The unit a layer is given to: a leaf module, a sub-package, or the facade ("")."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
+
+
+def _package_of(module: str) -> str:
+    """The sub-package a module belongs to ("" for the leaves and the facade)."""
+    group = group_of(module)
+    return group if group in LAYERS else ""
 
 
 def layer_of(module: str) -> float | None:
@@ -120,9 +130,12 @@ def imports(root: Path) -> Iterator[Import]:
             modules = {n for n in names if n in known}
             if len(names) > 1 and modules - {names[0]}:
                 modules.discard(names[0])
+            private = tuple(a.name for a in getattr(node, "names", ())
+                            if isinstance(node, ast.ImportFrom) and a.name.startswith("_")
+                            and not a.name.startswith("__") and names and names[0] in modules)
             for target in modules - {module}:
                 yield Import(module, target, path, node.lineno, node.lineno in in_function,
-                             node.lineno in checking)
+                             node.lineno in checking, private if target == names[0] else ())
 
 
 def layer_violations(found: list[Import]) -> Iterator[str]:
@@ -139,6 +152,10 @@ def layer_violations(found: list[Import]) -> Iterator[str]:
             yield f"{where}: {imp.importer} imports {imp.imported}, on {why}"
         if imp.in_function and not imp.imported.endswith("._speedups"):
             yield f"{where}: {imp.importer} imports {imp.imported} inside a function"
+        if imp.private and _package_of(imp.importer) != _package_of(imp.imported) \
+                and not imp.imported.endswith("._speedups"):
+            yield (f"{where}: {imp.importer} imports {', '.join(imp.private)} from "
+                   f"{imp.imported}: private to another package")
 
 
 def cycles(found: list[Import]) -> list[list[str]]:

@@ -34,7 +34,7 @@ __all__ = [
 REDACTED = "******"
 """What a secret value is replaced with in ``repr()``, ``str()``, messages and properties."""
 
-_JAVA_INT_MAX = 2**31 - 1
+JAVA_INT_MAX = 2**31 - 1
 _LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]+")
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 _HOST_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
@@ -391,16 +391,16 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="ZooKeeper ensemble, e.g. `zk1:2181,zk2:2181/kafka`; may carry a chroot.",
     ),
     ConfigKey(
-        "zookeeper.session.timeout.ms", "int", default=6000, min=1, max=_JAVA_INT_MAX,
+        "zookeeper.session.timeout.ms", "int", default=6000, min=1, max=JAVA_INT_MAX,
         doc="ZooKeeper session timeout; a consumer silent this long is considered dead.",
     ),
     ConfigKey(
         "zookeeper.connection.timeout.ms", "int", derived_from="zookeeper.session.timeout.ms",
-        min=1, max=_JAVA_INT_MAX,
+        min=1, max=JAVA_INT_MAX,
         doc="Longest wait for the ZooKeeper connection to be established.",
     ),
     ConfigKey(
-        "zookeeper.sync.time.ms", "int", default=2000, min=0, max=_JAVA_INT_MAX,
+        "zookeeper.sync.time.ms", "int", default=2000, min=0, max=JAVA_INT_MAX,
         doc="How far a ZooKeeper follower may be behind the leader.",
     ),
     ConfigKey(
@@ -417,35 +417,35 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="Client id sent to the brokers with each request.",
     ),
     ConfigKey(
-        "socket.timeout.ms", "int", default=30000, min=1, max=_JAVA_INT_MAX,
+        "socket.timeout.ms", "int", default=30000, min=1, max=JAVA_INT_MAX,
         doc="Network request timeout to brokers; must be >= fetch.wait.max.ms.",
     ),
     ConfigKey(
-        "socket.receive.buffer.bytes", "int", default=65536, min=-1, max=_JAVA_INT_MAX,
+        "socket.receive.buffer.bytes", "int", default=65536, min=-1, max=JAVA_INT_MAX,
         modern_name="receive.buffer.bytes",
         doc="Socket receive buffer size for broker connections; -1 or 0: the operating "
             "system's default (as the original).",
     ),
     ConfigKey(
-        "fetch.message.max.bytes", "int", default=1048576, min=1, max=_JAVA_INT_MAX,
+        "fetch.message.max.bytes", "int", default=1048576, min=1, max=JAVA_INT_MAX,
         modern_name="max.partition.fetch.bytes",
         doc="Bytes fetched per partition per request.",
     ),
     ConfigKey(
-        "num.consumer.fetchers", "int", default=1, min=1, max=_JAVA_INT_MAX,
+        "num.consumer.fetchers", "int", default=1, min=1, max=JAVA_INT_MAX,
         doc="Fetcher threads per broker.",
     ),
     ConfigKey(
-        "fetch.min.bytes", "int", default=1, min=0, max=_JAVA_INT_MAX,
+        "fetch.min.bytes", "int", default=1, min=0, max=JAVA_INT_MAX,
         doc="Minimum bytes a broker should have before answering a fetch.",
     ),
     ConfigKey(
-        "fetch.wait.max.ms", "int", default=100, min=0, max=_JAVA_INT_MAX,
+        "fetch.wait.max.ms", "int", default=100, min=0, max=JAVA_INT_MAX,
         modern_name="fetch.max.wait.ms",
         doc="Longest a broker waits for fetch.min.bytes before answering a fetch.",
     ),
     ConfigKey(
-        "queued.max.message.chunks", "int", default=2, min=1, max=_JAVA_INT_MAX,
+        "queued.max.message.chunks", "int", default=2, min=1, max=JAVA_INT_MAX,
         doc="Capacity of each stream's queue, in fetched chunks.",
     ),
     ConfigKey(
@@ -453,7 +453,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="Commit consumed offsets periodically (and on rebalance and shutdown).",
     ),
     ConfigKey(
-        "auto.commit.interval.ms", "int", default=60000, min=1, max=_JAVA_INT_MAX,
+        "auto.commit.interval.ms", "int", default=60000, min=1, max=JAVA_INT_MAX,
         doc="Auto-commit period; the first commit is one interval after start.",
     ),
     ConfigKey(
@@ -462,20 +462,20 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="Where to start when there is no committed offset or it is out of range.",
     ),
     ConfigKey(
-        "consumer.timeout.ms", "int", default=-1, min=-1, max=_JAVA_INT_MAX,
+        "consumer.timeout.ms", "int", default=-1, min=-1, max=JAVA_INT_MAX,
         doc="-1: iterators block; >= 0: raise ConsumerTimeoutException after that long idle.",
     ),
     ConfigKey(
-        "rebalance.max.retries", "int", default=4, min=1, max=_JAVA_INT_MAX,
+        "rebalance.max.retries", "int", default=4, min=1, max=JAVA_INT_MAX,
         doc="Rebalance attempts before ConsumerRebalanceFailedException.",
     ),
     ConfigKey(
         "rebalance.backoff.ms", "int", derived_from="zookeeper.sync.time.ms",
-        min=0, max=_JAVA_INT_MAX,
+        min=0, max=JAVA_INT_MAX,
         doc="Pause between rebalance attempts.",
     ),
     ConfigKey(
-        "refresh.leader.backoff.ms", "int", default=200, min=0, max=_JAVA_INT_MAX,
+        "refresh.leader.backoff.ms", "int", default=200, min=0, max=JAVA_INT_MAX,
         doc="Pause before looking again for the leader of a leaderless partition.",
     ),
     ConfigKey(
@@ -500,15 +500,15 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         doc="With offsets.storage=kafka, also commit to ZooKeeper (for migration).",
     ),
     ConfigKey(
-        "offsets.channel.backoff.ms", "int", default=1000, min=0, max=_JAVA_INT_MAX,
+        "offsets.channel.backoff.ms", "int", default=1000, min=0, max=JAVA_INT_MAX,
         doc="Pause before retrying the offsets channel to the coordinator.",
     ),
     ConfigKey(
-        "offsets.channel.socket.timeout.ms", "int", default=10000, min=1, max=_JAVA_INT_MAX,
+        "offsets.channel.socket.timeout.ms", "int", default=10000, min=1, max=JAVA_INT_MAX,
         doc="Socket timeout of offset commit and fetch requests to the coordinator.",
     ),
     ConfigKey(
-        "offsets.commit.max.retries", "int", default=5, min=0, max=_JAVA_INT_MAX,
+        "offsets.commit.max.retries", "int", default=5, min=0, max=JAVA_INT_MAX,
         doc="Retries of a failed offset commit to Kafka (the shutdown commit).",
     ),
     # ---- zkconsumer extensions ----
@@ -672,7 +672,7 @@ def _valid_doc(key: ConfigKey) -> str:
         return "`true`, `false`"
     if key.kind == "int":
         lo, hi = key.min, key.max
-        if hi == _JAVA_INT_MAX:
+        if hi == JAVA_INT_MAX:
             return f">= {lo}"
         return f"{lo}..{hi}"
     return key.check_doc or "any string"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
-from operator import attrgetter
 from typing import Any, Generic, NamedTuple, TypeVar
 
 K = TypeVar("K")
@@ -59,11 +58,3 @@ def make_messages(*iterables: Iterable[Any]) -> Iterator[MessageAndMetadata[Any,
 
 
 Decoder = Callable[[bytes], Any]
-
-#: Longest single wait on a stream's Condition before its state is looked at again.
-_RECHECK_S = 0.5
-
-_END: Any = object()  # next_chunk's "no more chunks, ever" (it took the shutdown sentinel)
-_offset_of = attrgetter("offset")
-
-

@@ -84,3 +84,12 @@ def test_imports_for_type_checking_count_for_layers_not_cycles(package: Path) ->
     _plant(package, "zk/read.py", "if TYPE_CHECKING:\n    from zkconsumer.ops import common")
     assert any("zkconsumer.zk.read imports zkconsumer.ops.common" in p
                for p in problems(package))
+
+
+def test_a_private_name_of_another_package_is_refused(package: Path) -> None:
+    _plant(package, "ops/common.py", "from zkconsumer.zk.session import _no_chroot  # noqa")
+    assert any("zkconsumer.ops.common imports _no_chroot from zkconsumer.zk.session: private "
+               "to another package" in p for p in problems(package))
+    # Within its own package it is the package's business.
+    _plant(package, "zk/read.py", "from zkconsumer.zk.session import _no_chroot  # noqa")
+    assert not any("zkconsumer.zk.read imports _no_chroot" in p for p in problems(package))

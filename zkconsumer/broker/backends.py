@@ -17,7 +17,7 @@ from operator import itemgetter, ne
 from typing import Any, Protocol, overload
 
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._message import MessageAndMetadata, _tuple_new, make_messages
+from zkconsumer._message import MessageAndMetadata, make_messages
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import (
     MAX_POLL_RECORDS,
@@ -32,6 +32,9 @@ except ImportError:  # built without a C compiler (see setup.py): _group_py does
     split_messages = None  # type: ignore[assignment]
 
 log = logging.getLogger("zkconsumer.fetcher")
+
+#: tuple.__new__, called directly: a NamedTuple's own __new__ costs an argument parse.
+_tuple_new = tuple.__new__
 
 #: Messages taken from librdkafka's queue per confluent poll. Small enough that a poll's
 #: columns (about 1 MB of 100-byte messages) are still in the CPU's cache when the streams

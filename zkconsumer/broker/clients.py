@@ -71,14 +71,14 @@ logging.getLogger("kafka.net.transport").addFilter(_DELIBERATE_CLOSE)
 # -- small helpers ---------------------------------------------------------------------------
 
 
-def _request_timeout_ms(config: ConsumerConfig) -> int:
+def request_timeout_ms(config: ConsumerConfig) -> int:
     # kafka-python needs fetch_max_wait_ms < request_timeout_ms.
     return max(config.socket_timeout_ms, config.fetch_wait_max_ms + 1000)
 
 
 def kafka_python_kwargs(config: ConsumerConfig, bootstrap: Sequence[str]) -> dict[str, Any]:
     """Keyword arguments of a fetching ``kafka.KafkaConsumer`` (assign mode, no group)."""
-    request_timeout = _request_timeout_ms(config)
+    request_timeout = request_timeout_ms(config)
     kwargs: dict[str, Any] = {
         "bootstrap_servers": list(bootstrap),
         "group_id": None,

@@ -98,6 +98,7 @@ from zkconsumer._errors import (
     ZkConsumerError,
 )
 from zkconsumer._filters import TopicFilter
+from zkconsumer._message import Decoder
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.async_commit import CommitCallback
 from zkconsumer.consumer.closing import (
@@ -131,7 +132,6 @@ __all__ = ["ConsumerRebalanceListener", "ZookeeperConsumerConnector", "create_co
 
 log = logging.getLogger("zkconsumer.connector")
 
-Decoder = Callable[[bytes], Any]
 
 
 class ZookeeperConsumerConnector:

@@ -20,10 +20,10 @@ from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._tls import with_tls_deadline
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import (
-    _request_timeout_ms,
     kafka_consumer,
     kafka_python_kwargs,
     log_end_offsets,
+    request_timeout_ms,
 )
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class _OffsetClient(_SharedClient):
         """Where auto.offset.reset says to start: log start (smallest) or log end (largest)."""
         from kafka import TopicPartition as KTP
 
-        timeout_ms = _request_timeout_ms(self._manager.config)
+        timeout_ms = request_timeout_ms(self._manager.config)
         with self._in_use():
             consumer = self._client()
             if self._manager.config.auto_offset_reset == "smallest":
@@ -115,7 +115,7 @@ class _OffsetClient(_SharedClient):
     ) -> dict[TopicPartition, int]:
         """:func:`log_end_offsets` within ``timeout_ms`` (default: the request timeout)."""
         if timeout_ms is None:
-            timeout_ms = _request_timeout_ms(self._manager.config)
+            timeout_ms = request_timeout_ms(self._manager.config)
         with self._in_use():
             return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
 
@@ -143,7 +143,7 @@ class _MetadataClient(_SharedClient):
             if self._admin is None:
                 m = self._manager
                 kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
-                kwargs["request_timeout_ms"] = _request_timeout_ms(m.config)
+                kwargs["request_timeout_ms"] = request_timeout_ms(m.config)
                 self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
             described = self._admin.describe_topics(sorted(topics))
         out: dict[TopicPartition, int] = {}

@@ -550,8 +550,8 @@ class ConsumerMetrics:
             try:
                 family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
                                             flags=socket.AI_PASSIVE)[0][0]
-                server_class = type("_Server", (_MetricsServer,), {"address_family": family})
-                handler = type("_Handler", (_QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
+                server_class = type("_Server", (MetricsServer,), {"address_family": family})
+                handler = type("_Handler", (QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
                 server = server_class((addr, port), handler)
             except OSError as e:
                 why = e.strerror or str(e)
@@ -612,7 +612,7 @@ def _metrics_path_only(app: Any) -> Any:
     return only
 
 
-class _QuietHandler(WSGIRequestHandler):
+class QuietHandler(WSGIRequestHandler):
     """A request handler that logs nothing and ends a connection silent for ``timeout``."""
 
     def handle(self) -> None:
@@ -625,7 +625,7 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
-class _MetricsServer(socketserver.ThreadingMixIn, WSGIServer):
+class MetricsServer(socketserver.ThreadingMixIn, WSGIServer):
     """The wsgiref server, a daemon thread per connection, :data:`MAX_CLIENTS` at most, each
     cut after :data:`CLIENT_DEADLINE_S` (checked by the serving thread between requests);
     :meth:`server_close` neither waits for them nor leaves their connections open.

@@ -72,7 +72,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from heapq import heappop, heappush
 from itertools import chain, islice, repeat
-from operator import length_hint
+from operator import attrgetter, length_hint
 from typing import Any, Generic, TypeVar, cast
 
 from zkconsumer._errors import (
@@ -81,12 +81,8 @@ from zkconsumer._errors import (
     MessageDecodeError,
 )
 from zkconsumer._message import (
-    _END,
-    _RECHECK_S,
     Decoder,
     MessageAndMetadata,
-    _offset_of,
-    _tuple_new,
     make_messages,
 )
 from zkconsumer.consumer.gate import DeliveryGate
@@ -97,6 +93,15 @@ from zkconsumer.consumer.partition import (
     FetcherFailed,
     PartitionTopicInfo,
 )
+
+#: tuple.__new__, called directly: a NamedTuple's own __new__ costs an argument parse.
+_tuple_new = tuple.__new__
+#: Longest single wait on a stream's Condition before its state is looked at again.
+_RECHECK_S = 0.5
+
+_END: Any = object()  # next_chunk's "no more chunks, ever" (it took the shutdown sentinel)
+_offset_of = attrgetter("offset")
+
 
 log = logging.getLogger("zkconsumer.stream")
 

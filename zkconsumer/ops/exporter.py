@@ -49,8 +49,8 @@ from zkconsumer._types import TopicPartition, partition_lag
 from zkconsumer.consumer.metrics import (
     CLIENT_TIMEOUT_S,
     METRICS_PATH,
-    _MetricsServer,
-    _QuietHandler,
+    MetricsServer,
+    QuietHandler,
 )
 from zkconsumer.ops import brokers
 from zkconsumer.zk import paths as zp
@@ -508,8 +508,8 @@ class ExporterServer:
     def __init__(self, monitor: LagMonitor, port: int, addr: str = "127.0.0.1") -> None:
         family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM,
                                     flags=socket.AI_PASSIVE)[0][0]
-        server_class = type("_Server", (_MetricsServer,), {"address_family": family})
-        handler = type("_Handler", (_QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
+        server_class = type("_Server", (MetricsServer,), {"address_family": family})
+        handler = type("_Handler", (QuietHandler,), {"timeout": CLIENT_TIMEOUT_S})
         self._server = server_class((addr, port), handler)
         self._server.set_app(self._app)
         self._monitor = monitor

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from kazoo.client import KazooClient
 
-from zkconsumer._config_keys import _JAVA_INT_MAX
+from zkconsumer._config_keys import JAVA_INT_MAX
 from zkconsumer._errors import AdminError, OffsetFileError, ZkDataError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition
 from zkconsumer.ops.brokers import _log_end_offsets, _reachable_brokers, _reason
@@ -140,8 +140,8 @@ def _json_entry(item: object) -> tuple[OffsetEntry | None, str | None]:
     if not isinstance(group, str) or not isinstance(topic, str):
         return None, "group and topic must be strings"
     if not isinstance(partition, int) or isinstance(partition, bool) or not (
-            0 <= partition <= _JAVA_INT_MAX):
-        return None, f"partition must be an integer from 0 to {_JAVA_INT_MAX}, got {partition!r}"
+            0 <= partition <= JAVA_INT_MAX):
+        return None, f"partition must be an integer from 0 to {JAVA_INT_MAX}, got {partition!r}"
     if not isinstance(offset, int) or isinstance(offset, bool):
         return None, f"offset must be an integer, got {offset!r}"
     problem = _offset_problem(offset)

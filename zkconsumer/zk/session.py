@@ -25,7 +25,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 
 from zkconsumer._config import ConsumerConfig
-from zkconsumer._config_keys import CONFIG_KEYS
+from zkconsumer._config_keys import CONFIG_KEYS, JAVA_INT_MAX
 from zkconsumer._errors import (
     AclRefusedError,
     AdminError,
@@ -74,7 +74,6 @@ SECURITY_HELP = (
 
 # Keys ConsumerConfig requires, to validate the environment variables through it.
 _VALIDATION_BASE = {"zookeeper.connect": "localhost:2181", "group.id": "zkconsumer-tools"}
-_JAVA_INT_MAX = 2**31 - 1
 
 
 def security_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -108,7 +107,7 @@ def security_config(
     security = security_settings(environ)
     if not security:
         return None
-    timeout_ms = int(min(max(timeout_s * 1000, 1), _JAVA_INT_MAX))
+    timeout_ms = int(min(max(timeout_s * 1000, 1), JAVA_INT_MAX))
     try:
         return ConsumerConfig({
             "zookeeper.connect": zookeeper, "group.id": _VALIDATION_BASE["group.id"],
