@@ -16,8 +16,8 @@ a requested topic the group has no offset for that exists nowhere
 
 The live alternative needs no tool: run the legacy connectors with ``offsets.storage=kafka``
 and ``dual.commit.enabled=true`` (commits go to both stores, reads take the max), roll,
-then turn dual commit off, roll again; the README's section "Migrating to the modern group
-protocol" has the whole procedure.
+then turn dual commit off, roll again; docs/migration.md, "Migrating to the modern group
+protocol", has the whole procedure.
 
 Offsets below zero (Kafka answers -1 for "nothing committed") count as absent everywhere.
 Offsets of topics that exist neither in ``/brokers/topics`` nor on the brokers (deleted long
