@@ -136,6 +136,9 @@ def result_header(name: str) -> dict[str, Any]:
         "commit": measured_commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
+        # os.getloadavg() (1, 5, 15 min) as the result is written: the machine is shared,
+        # and figures are read with the load they ran under.
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
