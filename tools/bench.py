@@ -2,7 +2,7 @@
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
     tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6 --gap-window 3]
-    tools/bench throughput [--messages 200000]
+    tools/bench throughput [--messages 200000 --rounds 3 --no-jvm]
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
