@@ -72,10 +72,11 @@ def _compiled(release: str) -> str:
     return str(out)
 
 
-def java_argv(release: str, *args: str) -> list[str]:
-    """``java ... Member <args>`` for ``release``."""
+def java_argv(release: str, *args: str, flags: Iterable[str] | None = None) -> list[str]:
+    """``java ... Member <args>`` for ``release``; ``flags``: the JVM's options instead of the
+    tests' (small heap, quick start; tools/bench throughput gives its own)."""
     cp = f"{_compiled(release)}{os.pathsep}{classpath(release)}"
-    return ["java", *_JVM_FLAGS, "-cp", cp, "Member", *args]
+    return ["java", *(_JVM_FLAGS if flags is None else flags), "-cp", cp, "Member", *args]
 
 
 @dataclass(frozen=True)

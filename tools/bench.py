@@ -2,7 +2,7 @@
 
     tools/bench rebalance [--members 10 --partitions 100 --changes 20]
     tools/bench storm [--sizes 20,50 --rounds 3 --partitions 100 --changes 6 --gap-window 3]
-    tools/bench throughput [--messages 200000]
+    tools/bench throughput [--messages 200000 --rounds 3 --no-jvm]
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
@@ -136,6 +136,9 @@ def result_header(name: str) -> dict[str, Any]:
         "commit": measured_commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
+        # os.getloadavg() (1, 5, 15 min) as the result is written: the machine is shared,
+        # and figures are read with the load they ran under.
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 

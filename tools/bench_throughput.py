@@ -14,6 +14,17 @@ clients poll in one thread. zkconsumer runs, on each backend:
   client's is the cost of zkconsumer's fetch path; the rest of the gap is handing the chunks
   to the application's threads and making the messages there.
 
+And, as the anchor the others are read against, the original: Kafka 1.1.1's own
+``kafka.javaapi.consumer.ZookeeperConsumerConnector`` (tools/jvm/src/Member.java with
+``--output count``), 4 streams drained by 4 threads, a fresh group per round reading from the
+start (``auto.offset.reset=smallest``, ``queued.max.message.chunks=10`` as zkconsumer's), timed
+from its first message to its last as the others are (the JVM's start-up, its connection to
+ZooKeeper and its first rebalance are not counted; its JIT warming up is). It fetches with
+Fetch v3, so the Kafka 3.9 broker down-converts every batch to the v1 message format for it
+(no zero-copy send). Member.java is compiled once per run, before the first round; each round
+starts a JVM. ``ratio_to_jvm`` is zkconsumer's 4-stream rate over the JVM's in the same round.
+``--no-jvm`` leaves the row out (no Java, or no ``tools/jvm/resolve``).
+
 A round runs every client once, one after the other, raw client first, each after a full
 garbage collection; ``--rounds`` rounds (default 3) run in one process. A ratio is
 zkconsumer's rate over the raw client's in the same round; the JSON gives the per-round rates
@@ -29,7 +40,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -40,9 +54,30 @@ from tools.bench import Made, progress, stack, write_result
 
 #: How long one client's run may take to read every message (all four kinds of client).
 DEADLINE_S = 600.0
+#: The JVM legacy consumer measured: the last release that has it.
+JVM_RELEASE = "1.1.1"
+#: How long a JVM member may take to start, register and rebalance, besides DEADLINE_S.
+JVM_START_S = 60.0
+
+
+def jvm_flags() -> list[str]:
+    """The JVM's options: its own defaults (full JIT, its default collector), a 1 GB heap and
+    the members' log4j settings; not the tests' quick-start flags (C1 only, a small heap)."""
+    from tests.jvm import LOG4J
+
+    return ["-Xmx1g", f"-Dlog4j.configuration=file:{LOG4J}"]
+
+
+def java_version() -> str:
+    done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60)
+    return (done.stderr or done.stdout).splitlines()[0].strip()
+
+
 #: The goals' message count: its results go to throughput.json, other counts' (a longer,
 #: steadier run, say) to throughput_<count>.json beside it.
 GOAL_MESSAGES = 200_000
+#: The JVM's row in the results.
+JVM_ROW = "jvm_legacy_1_1_1"
 
 
 def _produce(bootstrap: str, topic: str, n: int, size: int) -> None:
@@ -172,6 +207,51 @@ def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int =
     return n / (end - min(first))
 
 
+def jvm_argv(zk: str, topic: str, n: int) -> list[str]:
+    """``java ... Member member ...`` without its ``--group``, for :func:`jvm_streams`; compiles
+    Member.java (once: the compiled class is kept for the run, and for later runs of the same
+    source)."""
+    from tests.jvm import java_argv
+
+    return java_argv(JVM_RELEASE, "member", "--zookeeper", zk, "--topics", topic,
+                     "--streams", "4", "--commit", "none", "--output", "count",
+                     "--target", str(n), "--prop", "auto.offset.reset=smallest",
+                     "--prop", "queued.max.message.chunks=10", flags=jvm_flags())
+
+
+def jvm_streams(argv: list[str], n: int, made: Made | None = None,
+                timeout_s: float = DEADLINE_S) -> float:
+    """Kafka's own legacy consumer (``argv`` from :func:`jvm_argv`) in a fresh group: its
+    rate from its first message handed out to its ``n``-th, as the JVM timed them."""
+    group = f"bench-jvm-{uuid.uuid4().hex[:8]}"
+    if made is not None:
+        made.groups.add(group)
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([*argv, "--group", group], stdout=subprocess.PIPE, stderr=err,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout_s + JVM_START_S)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # its shutdown hook prints the count so far
+            try:
+                out, _ = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    counts = [line.split() for line in out.decode(errors="replace").splitlines()
+              if line.startswith("COUNT ")]
+    if not counts:
+        raise RuntimeError(f"JVM {JVM_RELEASE} member exited with {proc.returncode} and no "
+                           f"count:\n{stderr[-3000:]}")
+    got, first, last = (int(w) for w in counts[-1][1:4])
+    if got < n or last < 0:
+        tail = stderr.strip().splitlines()[-1:] or [""]
+        raise _late(f"JVM {JVM_RELEASE}", got, n, timeout_s + JVM_START_S, tail[0])
+    return n / ((last - first) / 1e9)
+
+
 def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: str) -> float:
     from zkconsumer import ConsumerConfig
     from zkconsumer._types import TopicPartition
@@ -239,8 +319,13 @@ def bench_throughput(args: argparse.Namespace) -> None:
             ("zkconsumer_confluent_poll_only",
              lambda: zkconsumer_poll_only(zk, bootstrap, topic, n, "confluent")),
         ]
+        if args.jvm:
+            argv = jvm_argv(zk, topic, n)  # compiled here, before the first round
+            clients.append((JVM_ROW, lambda: jvm_streams(argv, n, made=made)))
         runs: dict[str, list[int]] = {name: [] for name, _ in clients}
+        load_per_round: list[list[float]] = []
         for round_no in range(1, args.rounds + 1):
+            load_per_round.append([round(x, 2) for x in os.getloadavg()])
             for name, fn in clients:
                 progress(f"round {round_no}/{args.rounds}: running {name}")
                 # Each run starts on a collected heap: none pays for the garbage of the run
@@ -254,10 +339,35 @@ def bench_throughput(args: argparse.Namespace) -> None:
         for suffix in ("", "_1stream", "_poll_only"):
             zkc = runs[f"zkconsumer_{backend}{suffix}"]
             ratios[f"{backend}{suffix}"] = [round(z / r, 3) for z, r in zip(zkc, raw, strict=True)]
+    if args.jvm:
+        for backend in ("kafka_python", "confluent"):
+            ratios[f"{backend}_to_jvm"] = [
+                round(z / j, 3)
+                for z, j in zip(runs[f"zkconsumer_{backend}"], runs[JVM_ROW], strict=True)]
     median_ratio = {k: round(statistics.median(v), 3) for k, v in ratios.items()}
     goals = {"kafka_python": 0.9, "confluent": 0.8}
     from zkconsumer.broker import backends
 
+    jvm: dict[str, Any] = {}
+    if args.jvm:
+        jvm = {
+            "jvm": {
+                "row": JVM_ROW,
+                "consumer": f"kafka_2.12:{JVM_RELEASE} "
+                            "kafka.javaapi.consumer.ZookeeperConsumerConnector "
+                            "(tools/jvm/src/Member.java --output count)",
+                "java": java_version(), "flags": jvm_flags()[:-1],
+                "properties": {"auto.offset.reset": "smallest", "auto.commit.enable": "false",
+                               "queued.max.message.chunks": "10"},
+                "fetch": "Fetch v3: the Kafka 3.9 broker down-converts each batch to the v1 "
+                         "message format for it",
+                "timing": "from its first message handed out to its last, by the JVM "
+                          "(System.nanoTime); start-up, registration and first rebalance "
+                          "not counted, JIT warm-up counted (a new JVM each round)",
+            },
+            "ratio_to_jvm": {k: median_ratio[f"{k}_to_jvm"] for k in goals},
+            "ratio_to_jvm_per_round": {k: ratios[f"{k}_to_jvm"] for k in goals},
+        }
     write_result("throughput" if n == GOAL_MESSAGES else f"throughput_{n}", {
         "messages": n, "message_bytes": args.size, "partitions": 4, "rounds": args.rounds,
         # Whether zkconsumer._speedups (C) made the confluent backend's columns and messages.
@@ -268,9 +378,14 @@ def bench_throughput(args: argparse.Namespace) -> None:
             "zkconsumer_*_1stream": "1 stream over the 4 partitions, drained by 1 thread",
             "zkconsumer_*_poll_only": "diagnostic: the fetch backend alone, polled in one "
                                       "thread, chunks dropped (no streams, no messages made)",
+            **({JVM_ROW: "the original: Kafka 1.1.1's ZookeeperConsumerConnector, 4 streams "
+                         "drained by 4 threads"} if args.jvm else {}),
         },
         "msgs_per_s": {name: int(statistics.median(v)) for name, v in runs.items()},
         "msgs_per_s_per_round": runs,
+        # The machine's load average (1, 5, 15 min) as each round started; the header's
+        # load_average is the one at the end.
+        "load_average_per_round": load_per_round,
         "ratio": {k: median_ratio[k] for k in goals},
         "ratio_per_round": {k: ratios[k] for k in goals},
         "ratio_1stream": {k: median_ratio[f"{k}_1stream"] for k in goals},
@@ -279,6 +394,7 @@ def bench_throughput(args: argparse.Namespace) -> None:
         "ratio_poll_only_per_round": {k: ratios[f"{k}_poll_only"] for k in goals},
         "goals": {k: f">= {v}" for k, v in goals.items()},
         "goal_met": {k: median_ratio[k] >= v for k, v in goals.items()},
+        **jvm,
     })
 
 
@@ -302,4 +418,6 @@ def register(sub: Any) -> None:
     p.add_argument("--size", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds of all clients in one process; ratios are per round")
+    p.add_argument("--no-jvm", dest="jvm", action="store_false",
+                   help=f"leave out the JVM {JVM_RELEASE} legacy consumer's row")
     p.set_defaults(func=bench_throughput)

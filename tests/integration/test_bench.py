@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+
 from kafka import KafkaAdminClient
 
 from tests.support import wait_until
-from tools import bench
+from tools import bench, bench_throughput
 from zkconsumer import ConsumerConfig, create_consumer_connector
 from zkconsumer.zk import paths as zp
 
@@ -50,3 +53,24 @@ def test_a_benchmark_on_the_users_stack_deletes_its_topics_and_groups(
         err = capsys.readouterr().err
         assert f"left on the stack: group {live} (" in err, err
         assert names.group not in err and "never-created" not in err, err
+
+
+def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkconsumer(
+        stack, monkeypatch, tmp_path) -> None:
+    """One round on 4,000 messages: the JVM 1.1.1 row is there, with zkconsumer's ratio to it
+    on both backends (the figures themselves mean nothing at this size)."""
+    monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
+    monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    bench_throughput.bench_throughput(
+        argparse.Namespace(messages=4000, size=100, rounds=1, jvm=True))
+    result = json.loads((tmp_path / "throughput_4000.json").read_text())
+    row = bench_throughput.JVM_ROW
+    assert result["msgs_per_s"][row] > 0, result["msgs_per_s"]
+    assert len(result["msgs_per_s_per_round"][row]) == 1
+    for backend in ("kafka_python", "confluent"):
+        [per_round] = result["ratio_to_jvm_per_round"][backend]
+        expected = result["msgs_per_s"][f"zkconsumer_{backend}"] / result["msgs_per_s"][row]
+        assert per_round == result["ratio_to_jvm"][backend] == round(expected, 3)
+    assert "ZookeeperConsumerConnector" in result["jvm"]["consumer"]
+    assert len(result["load_average"]) == 3 and len(result["load_average_per_round"]) == 1

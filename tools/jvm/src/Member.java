@@ -6,7 +6,7 @@
 //   java -cp '.jvm/legacy-1.1.1/*' tools/jvm/src/Member.java member \
 //        --zookeeper HOST:PORT --group G (--topics T1,T2 | --whitelist REGEX) \
 //        [--streams N] [--strategy range|roundrobin] [--commit auto|each|none] \
-//        [--prop key=value]...
+//        [--prop key=value]... [--output messages|count] [--target N]
 //   java -cp '.jvm/legacy-1.1.1/*' tools/jvm/src/Member.java assign \
 //        --zookeeper HOST:PORT --strategy range|roundrobin [--group G] --scenario /CHROOT...
 //
@@ -18,6 +18,13 @@
 // turns auto-commit off and commits each message's partition after printing it (a kill in
 // between leaves that one message to be handed out again), none turns auto-commit off,
 // auto (default) leaves the legacy properties in charge.
+// --output count (for tools/bench throughput) prints nothing per message: the streams count
+// what they hand out (reading each message's payload, as an application would) and, when
+// --target N messages have been handed out, the member prints
+// "COUNT <count> <first nanos> <last nanos>" (System.nanoTime of the first message handed
+// out and of the Nth) and exits (the shutdown hook closes the connector, CLOSED follows). A
+// SIGTERM before the target prints "COUNT <count> <first nanos> -1" (first -1 before any
+// message). --output messages (the default) is the MSG output above.
 //
 // assign: for each scenario (a ZooKeeper chroot holding a group and its topics, so that
 // scenarios stay apart), runs the JVM's own PartitionAssignor (range or roundrobin) for
@@ -33,6 +40,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import kafka.common.OffsetAndMetadata;
 import kafka.common.TopicAndPartition;
@@ -116,6 +125,7 @@ public class Member {
         props.put("group.id", one(opts, "group", null));
         props.put("partition.assignment.strategy", one(opts, "strategy", "range"));
         String commit = one(opts, "commit", "auto");
+        boolean each = commit.equals("each");
         if (commit.equals("each") || commit.equals("none")) {
             props.put("auto.commit.enable", "false");
         } else if (!commit.equals("auto")) {
@@ -127,6 +137,13 @@ public class Member {
             props.put(kv.substring(0, eq), kv.substring(eq + 1));
         }
         int streams = Integer.parseInt(one(opts, "streams", "1"));
+        String output = one(opts, "output", "messages");
+        if (!output.equals("messages") && !output.equals("count")) {
+            fail("--output must be messages or count, got " + output);
+        }
+        boolean counting = output.equals("count");
+        long target = Long.parseLong(one(opts, "target", "0"));
+        if (counting && each) fail("--output count is for reading alone: not with --commit each");
         ConsumerConnector connector =
             kafka.consumer.Consumer.createJavaConsumerConnector(new ConsumerConfig(props));
         String id = consumerId(connector);
@@ -142,9 +159,10 @@ public class Member {
                 all.addAll(list);
             }
         }
-        boolean each = commit.equals("each");
         CountDownLatch closed = new CountDownLatch(1);
+        Counter counter = counting ? new Counter(target) : null;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (counter != null) counter.report(counter.count.get());  // unless at the target
             connector.shutdown();
             emit("CLOSED " + id);
             closed.countDown();
@@ -154,12 +172,64 @@ public class Member {
         for (int i = 0; i < all.size(); i++) {
             KafkaStream<byte[], byte[]> stream = all.get(i);
             int index = i;
-            Thread t = new Thread(() -> drain(connector, stream, index, each), "stream-" + i);
+            Thread t = new Thread(counter != null ? () -> count(stream, counter)
+                                                  : () -> drain(connector, stream, index, each),
+                                  "stream-" + i);
             t.setDaemon(true);
             t.start();
             threads.add(t);
         }
         closed.await();  // the shutdown hook ends the process's work
+    }
+
+    /** What the streams of a counting member have handed out, and when (System.nanoTime). */
+    static final class Counter {
+        final long target;
+        final AtomicLong count = new AtomicLong();
+        final AtomicLong first = new AtomicLong(-1);
+        volatile long last = -1;  // when the target was reached
+        final AtomicBoolean reported = new AtomicBoolean();
+        long sink;  // payload bytes read (kept, so that reading them is not optimised away)
+
+        Counter(long target) {
+            this.target = target;
+        }
+
+        /** One message handed out; at the target, report and exit. */
+        void handed() {
+            if (first.get() < 0) first.compareAndSet(-1, System.nanoTime());
+            long n = count.incrementAndGet();
+            if (n == target) {
+                last = System.nanoTime();
+                report(n);
+                System.exit(0);  // the shutdown hook closes the connector
+            }
+        }
+
+        /** The COUNT line, once: the target's, or (from the shutdown hook) the count so far. */
+        void report(long n) {
+            if (reported.compareAndSet(false, true)) {
+                emit("COUNT " + n + " " + first.get() + " " + last);
+            }
+        }
+    }
+
+    static void count(KafkaStream<byte[], byte[]> stream, Counter counter) {
+        ConsumerIterator<byte[], byte[]> it = stream.iterator();
+        long bytes = 0;
+        try {
+            while (it.hasNext()) {
+                byte[] payload = it.next().message();
+                bytes += payload == null ? 0 : payload.length;
+                counter.handed();
+            }
+        } catch (RuntimeException e) {
+            // the iterator ends with an exception when the connector shuts down under it
+        } finally {
+            synchronized (counter) {
+                counter.sink += bytes;
+            }
+        }
     }
 
     static void drain(ConsumerConnector connector, KafkaStream<byte[], byte[]> stream,
