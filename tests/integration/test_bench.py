@@ -5,7 +5,7 @@ from __future__ import annotations
 from kafka import KafkaAdminClient
 
 from tests.support import wait_until
-from tools import bench
+from tools import bench, bench_pykafka
 from zkconsumer import ConsumerConfig, create_consumer_connector
 from zkconsumer.zk import paths as zp
 
@@ -50,3 +50,23 @@ def test_a_benchmark_on_the_users_stack_deletes_its_topics_and_groups(
         err = capsys.readouterr().err
         assert f"left on the stack: group {live} (" in err, err
         assert names.group not in err and "never-created" not in err, err
+
+
+def test_the_pykafka_storm_row_converges_and_counts(stack, zk) -> None:
+    """The peer row of issue 30: pykafka's BalancedConsumers started at once converge on
+    pykafka's own assignment, read from its owner znodes; the row says so."""
+    made = bench.Made()
+    try:
+        row = bench_pykafka.storm_row(made, zk, stack.zookeeper, stack.bootstrap, [3], 1, 6,
+                                      timeout=60)
+    finally:
+        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+    assert row["client"].startswith("pykafka 2.8.0 BalancedConsumer"), row
+    (storm,) = row["storms"]
+    assert (storm["members"], storm["partitions"], storm["converged_rounds"]) == (3, 6, 1), row
+    (r,) = storm["rounds"]
+    assert r["converged"] is True and 0 < r["seconds"] < 60, r
+    # Every member rebalanced at least once (pykafka's log, counted), none gave up.
+    assert r["rebalances"] >= 3 and r["gave_up"] == 0 and r["stopped_on_error"] == 0, r
+    assert storm["failed_attempts"] == r["failed_attempts"] >= 0, r
+    assert storm["seconds_median"] == storm["seconds_max"] == r["seconds"], storm
