@@ -45,6 +45,11 @@ setup(
         "compare": ["matplotlib>=3.7"],
         "spark": ["pyspark>=4.2,<5", "pyarrow>=15"],
         "fast": ["confluent-kafka>=2.3,<3"],
+        # tools/bench's peer rows (tools/bench_pykafka.py): pykafka 2.8.0's own requirements
+        # but kazoo. pykafka itself pins kazoo==2.5.0, which our kazoo>=2.10 rules out (pip:
+        # ResolutionImpossible), and runs on ours: tools/_bootstrap.sh installs it with
+        # --no-deps after this extra.
+        "bench": ["six>=1.10", "tabulate>=0.7"],
     },
     entry_points={"console_scripts": ["zkconsumer = zkconsumer.cli:main"]},
 )

@@ -6,6 +6,8 @@
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
+rebalance (range) and storm add pykafka 2.8.0's BalancedConsumer as a peer row
+(tools/bench_pykafka.py; ``--no-pykafka`` leaves it out).
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
 """
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
+from tools import bench_pykafka  # noqa: E402 - pykafka itself only imported when a row runs
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
 from zkconsumer.stack.local import running_stack  # noqa: E402
 from zkconsumer.zk import paths as zp  # noqa: E402
@@ -136,10 +139,20 @@ def result_header(name: str) -> dict[str, Any]:
         "commit": measured_commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
-        # os.getloadavg() (1, 5, 15 min) as the result is written: the machine is shared,
-        # and figures are read with the load they ran under.
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        # The machine's load (1, 5, 15 min) when the run started and ended: other work on a
+        # 2-core machine shows in the figures.
+        "load_average": {"start": load_at_start(), "end": _load()},
     }
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+@functools.cache
+def load_at_start() -> list[float]:
+    """The load average when the run started (read first by :func:`main`)."""
+    return _load()
 
 
 def write_result(name: str, data: dict[str, Any]) -> Path:
@@ -163,6 +176,9 @@ def _owners_async(zk: KazooClient, group: str, topic: str, partitions: int) -> d
 
 
 def bench_rebalance(args: argparse.Namespace) -> None:
+    pykafka_row = args.strategy == "range" and not args.no_pykafka
+    if pykafka_row:
+        bench_pykafka.require()  # before the run, not after zkconsumer's row
     made = Made()
     with stack(made) as (zk_addr, bootstrap):
         topic = f"bench-rb-{int(time.time())}"
@@ -243,6 +259,11 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                      "failed_attempts": sum(m.stats.failures for m in members + joined)}
         for m in members + ([extra] if extra else []):
             m.shutdown()
+        peers: dict[str, Any] = {}
+        if pykafka_row:
+            peers["pykafka_balanced"] = bench_pykafka.rebalance_row(
+                made, zk, zk_addr, bootstrap, args.members, args.partitions, args.changes,
+                fetch=not args.no_fetch)
         zk.stop()
         zk.close()
     lat = sorted(latencies)
@@ -270,6 +291,7 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                  "its closing of fetch clients after it left the group not waited for",
         # The first goal was p99 < 1 s; issue 30 set these, per strategy.
         "goal": f"p99 < {goal_ms} ms", "goal_met": p99 * 1000 < goal_ms,
+        **({"peers": peers} if peers else {}),
     })
 
 
@@ -549,6 +571,8 @@ def _gap_run(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: An
 
 
 def bench_storm(args: argparse.Namespace) -> None:
+    if not args.no_pykafka:
+        bench_pykafka.require()  # before the run, not after zkconsumer's rows
     made = Made()
     sizes = [int(x) for x in args.sizes.split(",")]
     goals_s = {20: 1.0, 50: 3.0}
@@ -598,6 +622,11 @@ def bench_storm(args: argparse.Namespace) -> None:
             if args.gap_window > 0:
                 gaps = [_gap_run(made, zk, zk_addr, bootstrap, args, full)
                         for full in (False, True)]
+            peers: dict[str, Any] = {}
+            if not args.no_pykafka:
+                peers["pykafka_balanced"] = bench_pykafka.storm_row(
+                    made, zk, zk_addr, bootstrap, sizes, args.rounds, args.partitions,
+                    fetch=args.fetch)
         finally:
             zk.stop()
             zk.close()
@@ -630,6 +659,7 @@ def bench_storm(args: argparse.Namespace) -> None:
             and sticky["leave_others_moved_max"] == 0,
         },
         **gap_result,
+        **({"peers": peers} if peers else {}),
     })
 
 
@@ -645,6 +675,8 @@ def main() -> None:
     p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "sticky"),
                    help="partition.assignment.strategy (results: rebalance_<strategy>.json "
                         "but for range, and _<members>x<partitions> but at 10 x 100)")
+    p.add_argument("--no-pykafka", action="store_true",
+                   help="skip the pykafka peer row (tools/bench_pykafka.py; range only)")
     p.set_defaults(func=bench_rebalance)
     p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
                                      "join and leave, per strategy")
@@ -661,6 +693,8 @@ def main() -> None:
                    "while the delivery gaps are measured")
     p.add_argument("--gap-partitions", type=int, default=48)
     p.add_argument("--gap-rounds", type=int, default=3, help="joins and leaves per mode")
+    p.add_argument("--no-pykafka", action="store_true",
+                   help="skip the pykafka peer rows (tools/bench_pykafka.py)")
     p.set_defaults(func=bench_storm)
     from tools import bench_exporter, bench_stack, bench_throughput
 
@@ -676,6 +710,7 @@ def main() -> None:
         bench_spark.register(sub)
     args = parser.parse_args()
     measured_commit()
+    load_at_start()
     args.func(args)
 
 

@@ -384,7 +384,7 @@ def bench_throughput(args: argparse.Namespace) -> None:
         "msgs_per_s": {name: int(statistics.median(v)) for name, v in runs.items()},
         "msgs_per_s_per_round": runs,
         # The machine's load average (1, 5, 15 min) as each round started; the header's
-        # load_average is the one at the end.
+        # load_average has the run's start and end.
         "load_average_per_round": load_per_round,
         "ratio": {k: median_ratio[k] for k in goals},
         "ratio_per_round": {k: ratios[k] for k in goals},

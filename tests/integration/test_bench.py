@@ -8,7 +8,7 @@ import json
 from kafka import KafkaAdminClient
 
 from tests.support import wait_until
-from tools import bench, bench_throughput
+from tools import bench, bench_pykafka, bench_throughput
 from zkconsumer import ConsumerConfig, create_consumer_connector
 from zkconsumer.zk import paths as zp
 
@@ -73,4 +73,25 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
         expected = result["msgs_per_s"][f"zkconsumer_{backend}"] / result["msgs_per_s"][row]
         assert per_round == result["ratio_to_jvm"][backend] == round(expected, 3)
     assert "ZookeeperConsumerConnector" in result["jvm"]["consumer"]
-    assert len(result["load_average"]) == 3 and len(result["load_average_per_round"]) == 1
+    assert len(result["load_average"]["end"]) == 3
+    assert len(result["load_average_per_round"]) == 1
+
+
+def test_the_pykafka_storm_row_converges_and_counts(stack, zk) -> None:
+    """The peer row of issue 30: pykafka's BalancedConsumers started at once converge on
+    pykafka's own assignment, read from its owner znodes; the row says so."""
+    made = bench.Made()
+    try:
+        row = bench_pykafka.storm_row(made, zk, stack.zookeeper, stack.bootstrap, [3], 1, 6,
+                                      timeout=60)
+    finally:
+        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+    assert row["client"].startswith("pykafka 2.8.0 BalancedConsumer"), row
+    (storm,) = row["storms"]
+    assert (storm["members"], storm["partitions"], storm["converged_rounds"]) == (3, 6, 1), row
+    (r,) = storm["rounds"]
+    assert r["converged"] is True and 0 < r["seconds"] < 60, r
+    # Every member rebalanced at least once (pykafka's log, counted), none gave up.
+    assert r["rebalances"] >= 3 and r["gave_up"] == 0 and r["stopped_on_error"] == 0, r
+    assert storm["failed_attempts"] == r["failed_attempts"] >= 0, r
+    assert storm["seconds_median"] == storm["seconds_max"] == r["seconds"], storm
