@@ -251,8 +251,7 @@ def kafka_member_kwargs(args: Any) -> dict[str, Any]:
 def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Event) -> None:
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-    # kafka-python's own default, as before (the harness made the topic beforehand).
-    consumer = kafka_consumer(**{"allow_auto_create_topics": True, **kafka_member_kwargs(args)})
+    consumer = kafka_consumer(**kafka_member_kwargs(args))
     current: set[int] = set()
     held: list[Any] = []  # partitions paused until GO
 
