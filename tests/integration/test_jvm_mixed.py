@@ -330,12 +330,16 @@ def test_a_mixed_group_shares_partitions_and_offsets(
         settle(zk, group, strategy, release, [j1, z1])
         j2 = jvm(running)
         settle(zk, group, strategy, release, [j1, z1, j2], jvm_too=True)
+        # Each side hands over only what it has handed out: under load the flow can lag the
+        # rebalances, and a member killed before its first message hands nothing over.
+        wait_until(lambda: bool(z1.handed()), 60, "the first zkconsumer member handing out")
         z1.kill()
         settle(zk, group, strategy, release, [j1, j2])
         z2 = ours(running)
         settle(zk, group, strategy, release, [j1, j2, z2], jvm_too=True)
         j1.terminate()
         settle(zk, group, strategy, release, [j2, z2])
+        wait_until(lambda: bool(j2.handed()), 60, "the second JVM member handing out")
         j2.kill()
         settle(zk, group, strategy, release, [z2])
         sent = flow.stop()

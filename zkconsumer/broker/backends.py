@@ -21,7 +21,7 @@ from zkconsumer._message import MessageAndMetadata, make_messages
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import (
     MAX_POLL_RECORDS,
-    confluent_conf,
+    confluent_consumer,
     kafka_consumer,
     kafka_python_kwargs,
 )
@@ -360,9 +360,7 @@ class ConfluentBackend:
     Not thread-safe: one fetcher thread owns it."""
 
     def __init__(self, config: ConsumerConfig, bootstrap: Sequence[str], consumer_id: str) -> None:
-        from confluent_kafka import Consumer
-
-        self._consumer = Consumer(confluent_conf(config, bootstrap, consumer_id))
+        self._consumer = confluent_consumer(config, bootstrap, consumer_id)
         self._consumer_id = consumer_id
         self._assigned: set[TopicPartition] = set()
         # Partition -> the offset this backend last moved it to past corrupt data.

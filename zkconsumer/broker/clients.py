@@ -201,6 +201,21 @@ def kafka_consumer(**kwargs: Any) -> KafkaConsumer:
     return consumer
 
 
+def kafka_admin(**kwargs: Any) -> Any:
+    """A kafka-python ``KafkaAdminClient``, as given (the callers set their own timeouts and
+    client ids; :func:`modern_admin` is the tools' one, with their checks first)."""
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(**kwargs)
+
+
+def confluent_consumer(config: ConsumerConfig, bootstrap: Sequence[str], client_id: str) -> Any:
+    """A confluent-kafka ``Consumer`` configured by :func:`confluent_conf`."""
+    from confluent_kafka import Consumer
+
+    return Consumer(confluent_conf(config, bootstrap, client_id))
+
+
 def kafka_producer(**kwargs: Any) -> Any:
     """A kafka-python ``KafkaProducer`` (``zkconsumer compare``'s workload), as given."""
     from kafka import KafkaProducer

@@ -20,6 +20,7 @@ from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._tls import with_tls_deadline
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import (
+    kafka_admin,
     kafka_consumer,
     kafka_python_kwargs,
     log_end_offsets,
@@ -137,14 +138,13 @@ class _MetadataClient(_SharedClient):
 
     def leaders(self, topics: Collection[str]) -> dict[TopicPartition, int]:
         """Partition -> leader broker id (-1: none) of these topics; unknown topics left out."""
-        from kafka import KafkaAdminClient
 
         with self._in_use():
             if self._admin is None:
                 m = self._manager
                 kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
                 kwargs["request_timeout_ms"] = request_timeout_ms(m.config)
-                self._admin = KafkaAdminClient(bootstrap_servers=m._bootstrap(), **kwargs)
+                self._admin = kafka_admin(bootstrap_servers=m._bootstrap(), **kwargs)
             described = self._admin.describe_topics(sorted(topics))
         out: dict[TopicPartition, int] = {}
         for topic in described:

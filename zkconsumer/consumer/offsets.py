@@ -32,6 +32,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError, SessionExpiredError
 from zkconsumer._errors import CommitFencedError, OffsetCommitError, ZkDataError
 from zkconsumer._tls import with_tls_deadline
 from zkconsumer._types import TopicPartition
+from zkconsumer.broker.clients import kafka_admin
 from zkconsumer.consumer.fence import CommitFence, missing_offset_nodes
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import transaction_cause
@@ -312,7 +313,6 @@ class KafkaOffsetStore:
         self._admin: Any = None
 
     def _client(self) -> Any:
-        from kafka import KafkaAdminClient
         from kafka.errors import KafkaConnectionError
 
         if self._admin is None:
@@ -324,7 +324,7 @@ class KafkaOffsetStore:
             # Also the wait for a first broker (kafka-python's default is 30 s): with the
             # retries, an unreachable cluster held the rebalance for minutes.
             kwargs["bootstrap_timeout_ms"] = self._config.offsets_channel_socket_timeout_ms
-            self._admin = KafkaAdminClient(bootstrap_servers=brokers, **kwargs)
+            self._admin = kafka_admin(bootstrap_servers=brokers, **kwargs)
         return self._admin
 
     def read(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:

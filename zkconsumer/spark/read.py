@@ -21,7 +21,7 @@ from pyspark.sql.datasource import InputPartition
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import confluent_conf, kafka_consumer, kafka_python_kwargs
+from zkconsumer.broker.clients import confluent_consumer, kafka_consumer, kafka_python_kwargs
 from zkconsumer.spark.offsets import _OffsetLookup
 from zkconsumer.spark.options import SCHEMA
 
@@ -438,12 +438,11 @@ def _poll_kafka_python(consumer: Any, ktp: Any, rng: OffsetRange,
 
 
 def _read_confluent(rng: OffsetRange, config: ConsumerConfig) -> Iterator[pa.RecordBatch]:
-    from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CTP
 
     key = ("confluent", rng.bootstrap, rng.props)
-    conf = confluent_conf(config, rng.bootstrap, f"spark-{os.getpid()}")
-    consumer = _take_client(key, lambda: Consumer(conf))
+    consumer = _take_client(key, lambda: confluent_consumer(config, rng.bootstrap,
+                                                            f"spark-{os.getpid()}"))
     schema = _arrow_schema()
     ctp = CTP(rng.topic, rng.partition)
     ends = _LogEndCheck(rng, config)

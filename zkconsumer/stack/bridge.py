@@ -82,6 +82,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer._config_keys import legal_id_problem
 from zkconsumer._errors import ZkConsumerError, ZooKeeperRefusedError
+from zkconsumer.broker.clients import kafka_admin
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import (
     check_kazoo_login,
@@ -497,9 +498,7 @@ class Bridge:
         self._adopt_registrations()
         try:
             if self._admin is None:
-                from kafka import KafkaAdminClient
-
-                self._admin = KafkaAdminClient(
+                self._admin = kafka_admin(
                     bootstrap_servers=self._bootstrap,
                     request_timeout_ms=3000,
                     bootstrap_timeout_ms=3000,

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer._errors import StackError
+from zkconsumer.broker.clients import kafka_admin
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import connect
 
@@ -631,12 +632,11 @@ class LocalStack:
         at the first FindCoordinator, and answers COORDINATOR_NOT_AVAILABLE (then
         COORDINATOR_LOAD_IN_PROGRESS) until it is ready: a tool or test starting at once
         failed on it."""
-        from kafka import KafkaAdminClient
         from kafka.errors import GroupIdNotFoundError
 
         try:
-            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
-                                     client_id="zkconsumer-stack")
+            admin = kafka_admin(bootstrap_servers=self.bootstrap, request_timeout_ms=5000,
+                                client_id="zkconsumer-stack")
         except Exception:  # noqa: BLE001 - not answering yet
             return False
         try:
