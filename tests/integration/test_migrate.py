@@ -136,6 +136,10 @@ def modern_consumer(stack: StackInfo, group: str, topic: str) -> Any:
         heartbeat_interval_ms=500,
         max_poll_interval_ms=6000,
     )
+    # The topic's metadata first: kafka-python 3.0's group leader assigns from what metadata
+    # it has when the group forms, and one without the topic's ("No partition metadata")
+    # assigned nothing until its next metadata refresh (a run timed out at 90 s).
+    wait_until(lambda: bool(consumer.partitions_for_topic(topic)), 30, f"{topic}'s metadata")
     consumer.subscribe([topic])
     return consumer
 
