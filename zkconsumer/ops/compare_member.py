@@ -267,6 +267,12 @@ def _kafka_member(args: Any, out: _Out, stop: threading.Event, go: threading.Eve
                 held.extend(assigned)
             out.line(f"A {time.time():.6f} {_fmt_parts(current)}")
 
+    # The topic's metadata before joining: kafka-python 3.0's group leader assigns from the
+    # metadata it has when the group forms, and without the topic's ("No partition metadata
+    # for topic") it assigned nothing until a metadata refresh minutes later.
+    deadline = time.monotonic() + 30
+    while not consumer.partitions_for_topic(args.topic) and time.monotonic() < deadline:
+        time.sleep(0.1)
     consumer.subscribe([args.topic], listener=Listener())
     out.line(f"R {time.time():.6f} {args.name}")
     released = go.is_set()
