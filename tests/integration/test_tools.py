@@ -1691,6 +1691,8 @@ def modern_member(stack: StackInfo, group: str, topic: str) -> Any:
                              client_id="modern", enable_auto_commit=False,
                              auto_offset_reset="earliest", session_timeout_ms=6000,
                              heartbeat_interval_ms=500, max_poll_interval_ms=6000)
+    # The topic's metadata before joining (kafka-python 3.0's leader may assign without it).
+    wait_until(lambda: bool(consumer.partitions_for_topic(topic)), 30, f"{topic}'s metadata")
     consumer.subscribe([topic])
     try:
         wait_until(lambda: consumer.poll(timeout_ms=100) is not None and consumer.assignment(),
