@@ -260,9 +260,9 @@ class Membership:
         if (registration is not None and not registration.is_wildcard
                 and self.consumer_id not in refused):
             my_topics |= set(registration.subscription)
-        partitions = self._read_partitions(sorted(set(cft) | my_topics))
+        partitions, brokers = self._read_topics_and_brokers(sorted(set(cft) | my_topics))
         cft = {t: ids for t, ids in cft.items() if t in partitions}
-        return GroupView(everyone, cversion, cft, partitions, self._read_brokers(), refused)
+        return GroupView(everyone, cversion, cft, partitions, brokers, refused)
 
     def _read_members(self) -> tuple[dict[str, zp.ConsumerRegistration], int, dict[str, str],
                                       dict[str, zp.ConsumerRegistration]]:
@@ -301,10 +301,13 @@ class Membership:
         kept = {cid: reg for cid, reg in members.items() if cid not in refused}
         return kept, stat.cversion, refused, members
 
-    def _read_partitions(self, topics: list[str]) -> dict[str, list[int]]:
-        """Each topic's partitions; a topic not created yet is watched for its creation."""
+    def _read_topics_and_brokers(self, topics: list[str]
+                                 ) -> tuple[dict[str, list[int]], list[int]]:
+        """Each topic's partitions and the registered brokers' ids, in one pipelined round
+        trip; a topic not created yet is watched for its creation, and so is the first
+        broker's registration when none is registered."""
         zk = self.zk
-        partitions: dict[str, list[int]] = {}
+        reads: list[tuple[str, str, IAsyncResult]] = []
         for topic in topics:
             try:
                 path = zp.topic_path(topic)
@@ -313,32 +316,36 @@ class Membership:
                 # exist, as the JVM finds (no /brokers/topics znode), and the others go on.
                 self.log.warning("ignoring topic %r a member subscribes to: %s", topic, e)
                 continue
-            self.zk_ops += 1
+            reads.append((topic, path, zk.get_async(path, watch=self.on_watch)))
+        broker_ids = zk.get_children_async(zp.BROKER_IDS)
+        self.zk_ops += len(reads) + 1
+        partitions: dict[str, list[int]] = {}
+        for topic, path, result in reads:
             try:
-                data, _ = zk.get(path, watch=self.on_watch)
+                data, _ = result.get()
             except NoNodeError:
-                # Watch for the topic's creation.
-                zk.exists(path, watch=self.on_watch)
+                self.zk_ops += 1
+                zk.exists(path, watch=self.on_watch)  # watch for the topic's creation
                 continue
             try:
                 partitions[topic] = sorted(zp.TopicAssignment.decode(data, path).partitions)
             except ZkDataError as e:
                 self.log.error("ignoring topic %s: %s", topic, e)
-        return partitions
-
-    def _read_brokers(self) -> list[int]:
-        """The registered brokers' ids; none: watched for the first to register."""
-        zk = self.zk
-        self.zk_ops += 1
         try:
-            brokers = zk.get_children(zp.BROKER_IDS)
+            brokers = broker_ids.get()
         except NoNodeError:
             brokers = []
         if not brokers:
-            self.zk_ops += 1
-            zk.exists(zp.BROKER_IDS, watch=self.on_watch)
-            try:
-                brokers = zk.get_children(zp.BROKER_IDS, watch=self.on_watch)
-            except NoNodeError:
-                brokers = []
-        return sorted(i for b in brokers if (i := zp.parse_id(b)) is not None)
+            brokers = self._watch_brokers()
+        return partitions, sorted(i for b in brokers if (i := zp.parse_id(b)) is not None)
+
+    def _watch_brokers(self) -> list[str]:
+        """No broker is registered: watch for the first one (the directory's creation, or a
+        child), reading the children once more with the watch set."""
+        zk = self.zk
+        self.zk_ops += 2
+        zk.exists(zp.BROKER_IDS, watch=self.on_watch)
+        try:
+            return list(zk.get_children(zp.BROKER_IDS, watch=self.on_watch))
+        except NoNodeError:
+            return []

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.interfaces import IAsyncResult
@@ -43,6 +44,14 @@ from zkconsumer.consumer.membership import Membership
 from zkconsumer.consumer.metrics import ConsumerMetrics
 from zkconsumer.consumer.partition import PartitionTopicInfo
 from zkconsumer.zk import paths as zp
+
+
+@dataclass
+class OwnedReads:
+    """The owner znodes' reads :meth:`Ownership.read_owned` sent, and the session sending."""
+
+    session: int
+    reads: list[tuple[TopicPartition, IAsyncResult]]
 
 
 class Ownership:
@@ -294,8 +303,23 @@ class Ownership:
         self.uncertain.clear()
         self.fence.forget()
 
-    def verify_owned(self) -> None:
-        """Read this session's owner znodes back rather than trusting ``owned``.
+    def read_owned(self) -> OwnedReads:
+        """Send the reads of :meth:`verify_owned` (pipelined, so that they travel with the
+        group view's reads rather than after them)."""
+        certain = sorted(tp for tp in self.owned if tp not in self.uncertain)
+        if not certain:
+            return OwnedReads(0, [])
+        with self.membership.live_session():
+            session = self.membership.session_id()
+            reads = [(tp, self.membership.send(self.zk.get_async,
+                                     zp.owner_path(self.group, tp.topic, tp.partition)))
+                     for tp in certain]
+        self.membership.zk_ops += len(reads)
+        return OwnedReads(session, reads)
+
+    def verify_owned(self, sent: OwnedReads) -> None:
+        """Read this session's owner znodes back (:meth:`read_owned`, sent earlier in the
+        same rebalance) rather than trusting ``owned``.
 
         One was deleted behind our back (by hand, or by a tool): it becomes uncertain, so the
         claim creates it again. One held by another session (deleted, then claimed by
@@ -303,20 +327,16 @@ class Ownership:
         the claim waits for it if the assignment still gives it to us. One of ours naming
         another of our threads is rewritten by the claim.
         """
-        certain = sorted(tp for tp in self.owned if tp not in self.uncertain)
-        if not certain:
+        session, reads = sent.session, sent.reads
+        if not reads:
             return
-        with self.membership.live_session():
-            session = self.membership.session_id()
-            reads = [(tp, self.membership.send(self.zk.get_async,
-                                     zp.owner_path(self.group, tp.topic, tp.partition)))
-                     for tp in certain]
-        self.membership.zk_ops += len(reads)
         # A missing one stays owned (uncertain) until the claim: its consumed offset is still
         # committed meanwhile, as it was before it went (the next owner reads it after claiming).
         with self.commit_lock:
             try:
                 for tp, result in reads:
+                    if tp not in self.owned:
+                        continue  # released since the read was sent
                     try:
                         data, stat = result.get()
                     except NoNodeError:

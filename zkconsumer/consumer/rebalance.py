@@ -302,6 +302,8 @@ class Rebalancer:
         forced = self.force_requested
         # Before the view: an event from here on makes a waiting claim restart.
         gen = self.membership.view_gen
+        # Sent first: they travel with the view's reads (the answers are taken below).
+        owned_reads = self.ownership.read_owned()
         # 1. read the group's members, the topics' partitions, the brokers
         view = self.steps.read_view()
         self.check_strategy(view)
@@ -318,7 +320,7 @@ class Rebalancer:
             self.settled_view = None
             self.log.warning("no broker is registered in ZooKeeper; waiting for one")
             return True
-        self.ownership.verify_owned()
+        self.ownership.verify_owned(owned_reads)
         # 5 (computed first: partitions staying here keep their owner znodes, and an
         # unchanged group changes nothing)
         global_assignment = assign(
