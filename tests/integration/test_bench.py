@@ -77,6 +77,23 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
     assert len(result["load_average_per_round"]) == 1
 
 
+def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_path) -> None:
+    """Three members, each in its own process, a fourth joining and leaving twice: every
+    change is timed from the change to the end of the last rebalance it caused (the members'
+    own clocks), and counted in ZooKeeper operations."""
+    monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
+    monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    bench.bench_rebalance(argparse.Namespace(members=3, partitions=8, changes=4, no_fetch=True,
+                                             strategy="roundrobin", no_pykafka=True))
+    result = json.loads((tmp_path / "rebalance_roundrobin_3x8.json").read_text())
+    assert result["samples"] == 4 and result["members"] == 3
+    assert all(0 < ms < 30000 for ms in result["latency_ms"]["all"]), result["latency_ms"]
+    # A join rebalances all four members, a leave the three left: each reads the group.
+    assert result["zk_ops_per_rebalance"]["per_member_median"] >= 4, result
+    assert result["conflicts"]["failed_attempts"] == 0, result
+
+
 def test_the_pykafka_storm_row_converges_and_counts(stack, zk) -> None:
     """The peer row of issue 30: pykafka's BalancedConsumers started at once converge on
     pykafka's own assignment, read from its owner znodes; the row says so."""

@@ -109,6 +109,7 @@ class RebalanceStats:
     incremental: int = 0
     last_kept: int = 0
     last_duration_s: float = 0.0
+    last_done_at: float = 0.0  # time.time() when the last rebalance ended (0: none yet)
     last_zk_ops: int = 0
     # The last 1000 rebalances' (a long-lived process rebalances without end).
     durations_s: deque[float] = field(default_factory=lambda: deque(maxlen=1000))

@@ -270,6 +270,7 @@ class Rebalancer:
         duration = time.monotonic() - start
         self.stats.rebalances += 1
         self.stats.last_duration_s = duration
+        self.stats.last_done_at = time.time()
         self.stats.last_zk_ops = self.membership.zk_ops
         self.stats.durations_s.append(duration)
         self.metrics.record_rebalance(duration)
