@@ -86,19 +86,32 @@ class Ownership:
     def claim(self, mine: Mapping[TopicPartition, str], gen: int, view: GroupView) -> None:
         """Create every owner znode in ``mine``, waiting out members that are releasing;
         :class:`_Restart` as soon as the group view moves on from generation ``gen``.
-        ``view``: the group as read, for the hint when a holder never lets go."""
+        ``view``: the group as read, for the hint when a holder never lets go.
+
+        The creates go in one pipelined round; after waiting for the first partition still
+        held, every one still held is tried again in one round (the holders release at about
+        the same time, so one wait usually covers them all)."""
         deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000.0 + (
             self.config.rebalance_backoff_ms / 1000.0
         )
         todo = sorted((tp, th) for tp, th in mine.items()
                       if self.owned.get(tp) != th or tp in self.uncertain)
-        for tp, thread in self._create_all(todo):
-            self._claim_held(tp, thread, gen, view, deadline)
+        held = self._create_all(todo)
+        while held:
+            if self.membership.view_changed(gen):
+                raise _Restart()
+            if self.shutdown_event.is_set():
+                raise _Conflict("shutting down")
+            tp, thread = held[0]
+            if self._wait_released(tp, thread, gen, view, deadline):
+                held = held[1:]  # ours already
+            else:
+                held = self._create_all(held)
 
     def _create_all(self, todo: list[tuple[TopicPartition, str]]
                     ) -> list[tuple[TopicPartition, str]]:
         """Every create at once (pipelined: one round trip, not one per partition); returns
-        the conflicts, for the one-by-one wait of :meth:`_claim_held`."""
+        the conflicts (held by another member, or maybe ours: see :meth:`_wait_released`)."""
         self.membership.zk_ops += len(todo)
         with self.membership.live_session():
             pending = [
@@ -132,51 +145,35 @@ class Ownership:
             raise refused
         return conflicts
 
-    def _claim_held(self, tp: TopicPartition, thread: str, gen: int, view: GroupView,
-                    deadline: float) -> None:
-        """Claim ``tp``, which another member held: wait for its owner znode's deletion (a
-        watch), until ``deadline`` (:class:`_Conflict`) or a group change (:class:`_Restart`)."""
+    def _wait_released(self, tp: TopicPartition, thread: str, gen: int, view: GroupView,
+                       deadline: float) -> bool:
+        """Wait for the deletion of ``tp``'s owner znode (a watch), until ``deadline``
+        (:class:`_Conflict`), a group change or shutdown; True if it turns out to be this
+        session's own (a create whose reply was lost), taken back for ``thread``."""
         path = zp.owner_path(self.group, tp.topic, tp.partition)
-        data = zp.encode_owner(thread)
-        while True:
-            if self.membership.view_changed(gen):
-                raise _Restart()
-            if self.shutdown_event.is_set():
-                raise _Conflict("shutting down")
+        gone = threading.Event()
+        try:
             self.membership.zk_ops += 1
-            with self.membership.live_session():
-                created = self.zk.create_async(path, data, ephemeral=True, makepath=True)
-            try:
-                created.get()
-                self.own(tp, thread)
-                return
-            except NodeExistsError:
-                pass
-            except CONNECTION_ERRORS:
-                self.own(tp, thread, uncertain=True)  # maybe created, as above
-                raise
-            gone = threading.Event()
-            try:
-                self.membership.zk_ops += 1
-                holder, stat = self.zk.get(path, watch=lambda _e, g=gone: g.set())
-            except NoNodeError:
-                continue
-            holder_thread = holder.decode(errors="replace")
-            if stat.ephemeralOwner == self.membership.session_id():
-                self._take_back(tp, thread, path, holder_thread, stat.version)
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._warn_if_release_mismatch(view, tp, holder_thread)
-                raise _Conflict(f"{path} is still held by {holder_thread!r}")
-            self.log.debug("%s held by %s; waiting for its release", path, holder_thread)
-            self.stats.claim_waits += 1
-            # Wake on the deletion, on a group change, or on shutdown.
-            end = time.monotonic() + remaining
-            while not gone.is_set() and time.monotonic() < end:
-                if self.membership.view_changed(gen) or self.shutdown_event.is_set():
-                    break
-                gone.wait(0.05)
+            holder, stat = self.zk.get(path, watch=lambda _e, g=gone: g.set())
+        except NoNodeError:
+            return False  # released meanwhile
+        holder_thread = holder.decode(errors="replace")
+        if stat.ephemeralOwner == self.membership.session_id():
+            self._take_back(tp, thread, path, holder_thread, stat.version)
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            self._warn_if_release_mismatch(view, tp, holder_thread)
+            raise _Conflict(f"{path} is still held by {holder_thread!r}")
+        self.log.debug("%s held by %s; waiting for its release", path, holder_thread)
+        self.stats.claim_waits += 1
+        # Wake on the deletion, on a group change, or on shutdown.
+        end = time.monotonic() + remaining
+        while not gone.is_set() and time.monotonic() < end:
+            if self.membership.view_changed(gen) or self.shutdown_event.is_set():
+                break
+            gone.wait(0.05)
+        return False
 
     def _take_back(self, tp: TopicPartition, thread: str, path: str, holder_thread: str,
                    version: int) -> None:
