@@ -85,9 +85,11 @@ def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     bench.bench_rebalance(argparse.Namespace(members=3, partitions=8, changes=4, no_fetch=True,
-                                             strategy="roundrobin", no_pykafka=True))
+                                             strategy="roundrobin", no_pykafka=True,
+                                             warmup=1))
     result = json.loads((tmp_path / "rebalance_roundrobin_3x8.json").read_text())
     assert result["samples"] == 4 and result["members"] == 3
+    assert len(result["warmup_ms"]["all"]) == 1
     assert all(0 < ms < 30000 for ms in result["latency_ms"]["all"]), result["latency_ms"]
     # A join rebalances all four members, a leave the three left: each reads the group.
     assert result["zk_ops_per_rebalance"]["per_member_median"] >= 4, result
