@@ -6,7 +6,7 @@
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
-rebalance (range) and storm add pykafka 2.8.0's BalancedConsumer as a peer row
+rebalance (range and roundrobin: pykafka has no sticky) and storm add pykafka 2.8.0's BalancedConsumer as a peer row
 (tools/bench_pykafka.py; ``--no-pykafka`` leaves it out).
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
@@ -293,7 +293,7 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
 
 
 def bench_rebalance(args: argparse.Namespace) -> None:
-    pykafka_row = args.strategy == "range" and not args.no_pykafka
+    pykafka_row = args.strategy in bench_pykafka.STRATEGIES and not args.no_pykafka
     if pykafka_row:
         bench_pykafka.require()  # before the run, not after zkconsumer's row
     made = Made()
@@ -335,9 +335,15 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 m.close()
         peers: dict[str, Any] = {}
         if pykafka_row:
-            peers["pykafka_balanced"] = bench_pykafka.rebalance_row(
-                made, zk, zk_addr, bootstrap, args.members, args.partitions, args.changes,
-                fetch=not args.no_fetch)
+            peers["pykafka_balanced"] = {
+                **bench_pykafka.rebalance_row(made, zk, zk_addr, bootstrap, args.members,
+                                              args.partitions, args.changes,
+                                              fetch=not args.no_fetch,
+                                              strategy=args.strategy),
+                "member_processes": "none: every member in this one process (pykafka's "
+                                    "members are threads of the benchmark)"}
+        elif not args.no_pykafka:
+            peers["pykafka_balanced"] = {"not_run": bench_pykafka.NO_STICKY}
         zk.stop()
         zk.close()
     conflicts = {"claim_waits": totals["claim_waits"], "failed_attempts": totals["failures"]}
@@ -761,7 +767,8 @@ def main() -> None:
                    help="partition.assignment.strategy (results: rebalance_<strategy>.json "
                         "but for range, and _<members>x<partitions> but at 10 x 100)")
     p.add_argument("--no-pykafka", action="store_true",
-                   help="skip the pykafka peer row (tools/bench_pykafka.py; range only)")
+                   help="skip the pykafka peer row (tools/bench_pykafka.py; range and "
+                        "roundrobin: pykafka has no sticky)")
     p.set_defaults(func=bench_rebalance)
     p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
                                      "join and leave, per strategy")

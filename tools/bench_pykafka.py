@@ -44,6 +44,10 @@ from zkconsumer.zk import paths as zp
 #: picks its request versions from it; "0.9.0", "0.10.0" and "1.0.0" all work on Kafka 3.9).
 PYKAFKA_VERSION = "2.8.0"
 BROKER_VERSION = "1.0.0"
+NO_STICKY = ("pykafka 2.8.0 has no sticky strategy: its BalancedConsumer balances over "
+             "ZooKeeper with range or roundrobin only (pykafka.membershipprotocol)")
+#: The strategies a pykafka row can be run with (pykafka.membershipprotocol's names).
+STRATEGIES = ("range", "roundrobin")
 EXTRA = ("pykafka 2.8.0 is missing: install the bench extra and pykafka without its pinned "
          "kazoo 2.5.0 (pip install -e '.[bench]' && pip install --no-deps pykafka==2.8.0; "
          "tools/bench does both)")
@@ -184,6 +188,7 @@ class _Group:
     topic: str
     partitions: int
     fetch: bool
+    strategy: str = "range"  # pykafka's own range or roundrobin (see expected())
     client: Any = None  # the observer's KafkaClient
     observer: Any = None  # its topic: the partitions as pykafka sees them
     members: list[_Member] = field(default_factory=list)
@@ -204,6 +209,7 @@ class _Group:
         zk.start()
         consumer = _consumer_class(self.fetch)(
             kafka.topics[self.topic.encode()], kafka.cluster, consumer_group=self.group.encode(),
+            membership_protocol=_protocol(self.strategy).protocol,
             zookeeper=zk, auto_start=False, use_rdkafka=False, auto_commit_enable=False,
             zookeeper_connection_timeout_ms=6000, rebalance_backoff_ms=2000,
             consumer_timeout_ms=100)
@@ -229,14 +235,13 @@ class _Group:
         return out
 
     def expected(self, ids: list[str]) -> dict[int, str]:
-        """pykafka's own range assignment for these members."""
-        from pykafka.membershipprotocol import decide_partitions_range
-
+        """pykafka's own assignment (its range or roundrobin) for these members."""
+        decide = _protocol(self.strategy).decide
         parts = self.observer.partitions
         participants = sorted(i.encode() for i in ids)
         out = {}
         for cid in participants:
-            for p in decide_partitions_range(participants, parts, cid):
+            for p in decide(participants, parts, cid):
                 out[p.id] = cid.decode()
         return out
 
@@ -270,14 +275,28 @@ class _Group:
         _disconnect(self.client)
 
 
+@dataclass
+class _Protocol:
+    protocol: Any  # for BalancedConsumer(membership_protocol=...)
+    decide: Any  # its decide_partitions(participants, partitions, consumer_id)
+
+
+def _protocol(strategy: str) -> _Protocol:
+    from pykafka import membershipprotocol as mp
+
+    if strategy == "roundrobin":
+        return _Protocol(mp.RoundRobinProtocol, mp.decide_partitions_roundrobin)
+    return _Protocol(mp.RangeProtocol, mp.decide_partitions_range)
+
+
 def _fresh(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, partitions: int,
-           fetch: bool, stem: str) -> _Group:
+           fetch: bool, stem: str, strategy: str = "range") -> _Group:
     name = f"bench-pykafka-{stem}-{time.time_ns()}"
     made.topics.add(name)
     made.groups.add(name)
     create_topic(bootstrap, name, partitions)
     wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
-    return _Group(zk, zk_addr, bootstrap, name, name, partitions, fetch)
+    return _Group(zk, zk_addr, bootstrap, name, name, partitions, fetch, strategy)
 
 
 def _why_not(g: _Group) -> str:
@@ -288,7 +307,8 @@ def _why_not(g: _Group) -> str:
     return (f"{len(ids)} of {len(g.members)} members registered ({stopped} stopped "
             f"themselves), {sum(1 for o in owners.values() if o in live)} of {g.partitions} "
             f"partitions owned by a live member, "
-            f"{'' if owners == g.expected(ids) else 'not '}as pykafka's range assigns them")
+            f"{'' if owners == g.expected(ids) else 'not '}as pykafka's {g.strategy} assigns "
+            "them")
 
 
 def _storm_round(g: _Group, n: int, timeout: float) -> dict[str, Any]:
@@ -355,14 +375,21 @@ def storm_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, sizes: l
     return {**_about(pykafka, fetch), "storms": out}
 
 
-def _about(pykafka: Any, fetch: bool) -> dict[str, Any]:
+ASSIGNMENTS = {
+    "range": "pykafka's range: partitions sorted as the strings "
+             "'<topic>-<leader>-<partition>', one slice per consumer",
+    "roundrobin": "pykafka's roundrobin: partitions sorted as the strings "
+                  "'<topic>-<leader>-<partition>', dealt to the sorted consumer ids in turn",
+}
+
+
+def _about(pykafka: Any, fetch: bool, strategy: str = "range") -> dict[str, Any]:
     return {
         "client": f"pykafka {pykafka.__version__} BalancedConsumer (pure Python, "
                   f"use_rdkafka=False, broker_version={BROKER_VERSION!r})",
         "fetchers": "real (its internal SimpleConsumer started)" if fetch
         else "none (its internal SimpleConsumer never started)",
-        "assignment": "pykafka's range: partitions sorted as the strings "
-                      "'<topic>-<leader>-<partition>', one slice per consumer",
+        "assignment": ASSIGNMENTS[strategy],
         "failed_attempts": "rebalance attempts that met a partition still owned "
                            "(PartitionOwnedError) and started again after the backoff, "
                            "counted from pykafka's log: it keeps no counter",
@@ -371,13 +398,13 @@ def _about(pykafka: Any, fetch: bool) -> dict[str, Any]:
 
 def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, members: int,
                   partitions: int, changes: int, fetch: bool = True,
-                  timeout: float = 60.0) -> dict[str, Any]:
+                  timeout: float = 60.0, strategy: str = "range") -> dict[str, Any]:
     """pykafka's join and leave latency, measured as zkconsumer's: from the membership change
     (the joiner made, or the leaver's ``stop()`` begun) to the group owning every partition
     as its assignment says for the new membership; and the partitions moved by each."""
     pykafka = require()
     _log()
-    g = _fresh(made, zk, zk_addr, bootstrap, partitions, fetch, "rb")
+    g = _fresh(made, zk, zk_addr, bootstrap, partitions, fetch, "rb", strategy)
     latencies: dict[str, list[float]] = {"join": [], "leave": []}
     moves: list[dict[str, Any]] = []
     failure: str | None = None
@@ -439,7 +466,7 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
     joins = [m for m in moves if m["change"] == "join"]
     leaves = [m for m in moves if m["change"] == "leave"]
     return {
-        **_about(pykafka, fetch),
+        **_about(pykafka, fetch, strategy),
         "members": members, "partitions": partitions, "changes": changes,
         "latency_ms": {**pct(both), "all": [round(x * 1000, 1) for x in both]},
         "join_latency_ms": pct(latencies["join"]),
