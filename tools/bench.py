@@ -6,8 +6,8 @@
     tools/bench stack [--rounds 3]
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
-rebalance (range and roundrobin: pykafka has no sticky) and storm add pykafka 2.8.0's BalancedConsumer as a peer row
-(tools/bench_pykafka.py; ``--no-pykafka`` leaves it out).
+rebalance (range and roundrobin: pykafka has no sticky) and storm add pykafka 2.8.0's
+BalancedConsumer as a peer row (tools/bench_pykafka.py; ``--no-pykafka`` leaves it out).
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
 """

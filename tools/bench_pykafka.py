@@ -396,6 +396,20 @@ def _about(pykafka: Any, fetch: bool, strategy: str = "range") -> dict[str, Any]
     }
 
 
+def _start_members(g: _Group, members: int, budget: float) -> str | None:
+    """Start ``members`` members one after the other (each ``start()`` returns after its
+    first rebalance); why not, if they are not all started within ``budget`` seconds."""
+    t0 = time.monotonic()
+    for k in range(members):
+        if time.monotonic() - t0 > budget:
+            return (f"only {k} of {members} members started within {budget:g} s: each "
+                    "start, and every member's rebalance at each start, reads every owner "
+                    "znode one at a time (BalancedConsumer._get_held_partitions), "
+                    f"{g.partitions} sequential reads per rebalance")
+        g.new_member()
+    return None
+
+
 def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, members: int,
                   partitions: int, changes: int, fetch: bool = True,
                   timeout: float = 60.0, strategy: str = "range") -> dict[str, Any]:
@@ -411,11 +425,11 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
     counts: dict[str, Any] = {}
     try:
         _progress(f"starting {members} members on {partitions} partitions")
-        for _ in range(members):
-            g.new_member()
+        failure = _start_members(g, members, 3 * timeout)
         log0 = _log().snapshot()
         try:
-            wait_until(lambda: g.converged(members), timeout, "initial assignment")
+            if failure is None:
+                wait_until(lambda: g.converged(members), timeout, "initial assignment")
         except Exception:  # noqa: BLE001 - the row says why
             failure = f"the first assignment not settled within {timeout:g} s: {_why_not(g)}"
         extra: _Member | None = None
