@@ -113,8 +113,8 @@ def progress(msg: str) -> None:
 @functools.cache
 def measured_commit() -> str | None:
     """``git rev-parse HEAD`` of the checkout (``+dirty`` with uncommitted changes outside
-    ``bench-results``), or None outside a git checkout. Read once, when the run starts (see
-    :func:`main`): what was measured, whatever is edited while it runs."""
+    ``bench-results`` and ``docs``), or None outside a git checkout. Read once, when the run
+    starts (see :func:`main`): what was measured, whatever is edited while it runs."""
     import subprocess
 
     try:
@@ -122,7 +122,7 @@ def measured_commit() -> str | None:
                               text=True, check=True, timeout=10).stdout.strip()
         # Results files written since are not changes to the code measured.
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":!bench-results"],
+                                ".", ":!bench-results", ":!docs"],
                                cwd=ROOT, capture_output=True, text=True, check=True,
                                timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
