@@ -37,6 +37,7 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
 from tools import bench_pykafka  # noqa: E402 - pykafka itself only imported when a row runs
+from tools.bench_procs import MemberProcess  # noqa: E402
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
 from zkconsumer.stack.local import running_stack  # noqa: E402
 from zkconsumer.zk import paths as zp  # noqa: E402
@@ -175,49 +176,8 @@ def _owners_async(zk: KazooClient, group: str, topic: str, partitions: int) -> d
     return out
 
 
-class _MemberProcess:
-    """A member in its own process (tools/bench_member.py), told to join, leave and report."""
-
-    def __init__(self, zk_addr: str, group: str, topic: str, props: dict[str, str],
-                 fetch: bool) -> None:
-        import subprocess
-
-        argv = [sys.executable, "-m", "tools.bench_member", zk_addr, group, topic,
-                f"fetch={int(fetch)}", *(f"{k}={v}" for k, v in props.items())]
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.id = ""
-
-    def send(self, command: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"tools/bench: a member process exited ({self.proc.wait()}) "
-                             f"on {command!r}")
-        answer: dict[str, Any] = json.loads(line)
-        if "error" in answer:
-            raise SystemExit(f"tools/bench: a member process: {answer['error']}")
-        return answer
-
-    def join(self) -> float:
-        answer = self.send("join")
-        self.id = answer["id"]
-        return float(answer["at"])
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(30)
-        except Exception:  # noqa: BLE001 - a member that does not stop is killed
-            self.proc.kill()
-            self.proc.wait()
-
-
 def _rebalanced(zk: KazooClient, group: str, topic: str, partitions: int, strategy: str,
-                members: list[_MemberProcess], before: dict[str, int]
+                members: list[MemberProcess], before: dict[str, int]
                 ) -> dict[str, dict[str, Any]] | None:
     """Every member's stats once each has rebalanced since ``before`` (id -> rebalances)
     and the owner znodes are what the assignor computes for exactly these members; else
@@ -234,8 +194,8 @@ def _rebalanced(zk: KazooClient, group: str, topic: str, partitions: int, strate
 
 
 def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
-             members: list[_MemberProcess], spare: _MemberProcess,
-             new_member: Callable[[], _MemberProcess]
+             members: list[MemberProcess], spare: MemberProcess,
+             new_member: Callable[[], MemberProcess]
              ) -> tuple[list[float], list[int], list[float], dict[str, int], list[float]]:
     """Alternate joins (the spare process joins) and leaves (the one that joined leaves);
     each timed from the change (in the member's process) to the end of the last rebalance
@@ -247,7 +207,7 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
     zk_ops: list[int] = []
     per_member: list[float] = []
     totals = {"claim_waits": 0, "failures": 0}
-    extra: _MemberProcess | None = None
+    extra: MemberProcess | None = None
     for i in range(args.warmup + args.changes):
         before = {m.id: m.send("stats")["rebalances"] for m in members}
         if extra is None:
@@ -265,7 +225,7 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
             live = list(members)
         found: list[dict[str, dict[str, Any]]] = []
 
-        def settled(live: list[_MemberProcess] = live, before: dict[str, int] = before,
+        def settled(live: list[MemberProcess] = live, before: dict[str, int] = before,
                     found: list[dict[str, dict[str, Any]]] = found) -> bool:
             stats = _rebalanced(zk, group, topic, args.partitions, args.strategy, live, before)
             if stats is not None:
@@ -309,14 +269,14 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         props = {"auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
                  "partition.assignment.strategy": args.strategy}
 
-        spawned: list[_MemberProcess] = []
+        spawned: list[MemberProcess] = []
 
-        def new_member() -> _MemberProcess:
-            spawned.append(_MemberProcess(zk_addr, group, topic, props,
-                                          fetch=not args.no_fetch))
+        def new_member() -> MemberProcess:
+            spawned.append(MemberProcess(zk_addr, group, topic, props,
+                                         fetch=not args.no_fetch))
             return spawned[-1]
 
-        members: list[_MemberProcess] = []
+        members: list[MemberProcess] = []
         spare = new_member()  # started ahead: its interpreter's start is not the join's
         try:
             progress(f"starting {args.members} member processes on {args.partitions} "
@@ -335,13 +295,9 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 m.close()
         peers: dict[str, Any] = {}
         if pykafka_row:
-            peers["pykafka_balanced"] = {
-                **bench_pykafka.rebalance_row(made, zk, zk_addr, bootstrap, args.members,
-                                              args.partitions, args.changes,
-                                              fetch=not args.no_fetch,
-                                              strategy=args.strategy),
-                "member_processes": "none: every member in this one process (pykafka's "
-                                    "members are threads of the benchmark)"}
+            peers["pykafka_balanced"] = bench_pykafka.rebalance_row(
+                made, zk, zk_addr, bootstrap, args.members, args.partitions, args.changes,
+                fetch=not args.no_fetch, strategy=args.strategy)
         elif not args.no_pykafka:
             peers["pykafka_balanced"] = {"not_run": bench_pykafka.NO_STICKY}
         zk.stop()

@@ -1,20 +1,25 @@
-"""One group member in its own process, driven over stdin by ``tools/bench rebalance``.
+"""One group member in its own process, driven over stdin by ``tools/bench rebalance``
+(through :class:`tools.bench_procs.MemberProcess`).
 
-    python -m tools.bench_member ZK GROUP TOPIC [key=value ...]   (fetch=0: no fetchers)
+    python -m tools.bench_member ZK GROUP TOPIC [fetch=0|1] [kind=zkconsumer|pykafka]
+        [key=value ...]
 
 A group's members are separate processes, as they are in production: run in one process,
 ten members share one interpreter lock, and every ZooKeeper answer waits its turn behind the
 other members' threads, which measures the benchmark's packing rather than the rebalance.
+``kind=pykafka`` runs pykafka 2.8.0's BalancedConsumer instead (its peer row; the extra
+``strategy=range|roundrobin`` picks its membership protocol).
 
 Commands, one per line; each answer is one line of JSON on stdout:
 
-- ``join``: create the connector and its stream; ``{"at": <time.time() before creating>,
-  "id": <consumer id>}`` once the first rebalance is done.
-- ``stats``: the connector's rebalance counters, and ``done_at``, the time.time() at which
-  its last rebalance ended.
-- ``leave``: ``{"at": <time.time()>}`` at once, then ``shutdown()`` (the group does not wait
-  for the fetch clients to close once the member has left it).
-- end of input: shut down and exit.
+- ``join``: make the member (its clients too) and start it; ``{"at": <time.time() before
+  making it>, "id": <consumer id>}`` once its first rebalance is done.
+- ``stats``: zkconsumer's rebalance counters, with ``done_at``, the time.time() at which its
+  last rebalance ended; pykafka's log counts (it keeps no counters).
+- ``leave``: ``{"at": <time.time()>}`` at once, then the member leaves (zkconsumer's
+  ``shutdown()``, pykafka's ``stop()``).
+- end of input: the member stops (pykafka's without leaving the group, so that the others
+  do not rebalance at a run's end) and the process exits.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import time
 from typing import Any
 
 from tests.support import NullFetcher
+from tools import bench_pykafka
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
 
 
@@ -33,39 +39,83 @@ def answer(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def stats(connector: ZookeeperConsumerConnector | None) -> dict[str, Any]:
-    if connector is None:
-        return {}
-    s = connector.stats
-    return {"rebalances": s.rebalances, "done_at": s.last_done_at,
-            "zk_ops": s.last_zk_ops, "claim_waits": s.claim_waits, "failures": s.failures,
-            "restarts": s.restarts}
+class ZkConsumerMember:
+    def __init__(self, zk: str, group: str, topic: str, fetch: bool,
+                 props: dict[str, str]) -> None:
+        self.topic = topic
+        self.fetch = fetch
+        self.props = {"zookeeper.connect": zk, "group.id": group, **props}
+        self.connector: ZookeeperConsumerConnector | None = None
+
+    def join(self) -> str:
+        self.connector = ZookeeperConsumerConnector(
+            ConsumerConfig(self.props), fetcher_factory=None if self.fetch else NullFetcher)
+        self.connector.create_message_streams({self.topic: 1})
+        return self.connector.consumer_id
+
+    def stats(self) -> dict[str, Any]:
+        if self.connector is None:
+            return {}
+        s = self.connector.stats
+        return {"rebalances": s.rebalances, "done_at": s.last_done_at,
+                "zk_ops": s.last_zk_ops, "claim_waits": s.claim_waits,
+                "failures": s.failures, "restarts": s.restarts}
+
+    def leave(self) -> None:
+        if self.connector is not None:
+            self.connector.shutdown()
+            self.connector = None
+
+    stop = leave
+
+
+class PykafkaMember:
+    def __init__(self, zk: str, group: str, topic: str, fetch: bool,
+                 props: dict[str, str]) -> None:
+        self.group = bench_pykafka.group_of_one(zk, props["bootstrap"], group, topic, fetch,
+                                                props.get("strategy", "range"))
+        self.member: Any = None
+
+    def join(self) -> str:
+        self.member = self.group.new_member()
+        return str(self.member.id)
+
+    def stats(self) -> dict[str, Any]:
+        return dict(bench_pykafka.log_counts())
+
+    def leave(self) -> None:
+        if self.member is not None:
+            self.member.close(True)
+            self.member = None
+
+    def stop(self) -> None:
+        if self.member is not None:
+            self.member.close(False)
+            self.member = None
 
 
 def main() -> None:
     zk, group, topic = sys.argv[1:4]
     extra = dict(arg.split("=", 1) for arg in sys.argv[4:])
     fetch = extra.pop("fetch", "1") == "1"
-    props = {"zookeeper.connect": zk, "group.id": group, **extra}
-    connector: ZookeeperConsumerConnector | None = None
+    kind = extra.pop("kind", "zkconsumer")
+    member = (PykafkaMember if kind == "pykafka" else ZkConsumerMember)(
+        zk, group, topic, fetch, extra)
+    joined = False
     for line in sys.stdin:
         command = line.strip()
-        if command == "join" and connector is None:
+        if command == "join" and not joined:
             at = time.time()
-            connector = ZookeeperConsumerConnector(
-                ConsumerConfig(props), fetcher_factory=None if fetch else NullFetcher)
-            connector.create_message_streams({topic: 1})
-            answer({"at": at, "id": connector.consumer_id})
+            answer({"at": at, "id": member.join()})
+            joined = True
         elif command == "stats":
-            answer(stats(connector))
-        elif command == "leave" and connector is not None:
+            answer(member.stats())
+        elif command == "leave" and joined:
             answer({"at": time.time()})
-            connector.shutdown()
-            connector = None
+            member.leave()
         else:
             answer({"error": f"unknown or out-of-turn command {command!r}"})
-    if connector is not None:
-        connector.shutdown()
+    member.stop()
 
 
 if __name__ == "__main__":

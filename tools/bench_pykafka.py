@@ -38,6 +38,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from tests.support import create_topic, wait_until
+from tools.bench_procs import MemberProcess
 from zkconsumer.zk import paths as zp
 
 #: What the rows measure, and the protocol version pykafka is told the brokers speak (it
@@ -109,8 +110,14 @@ def _log() -> _Log:
     return _LOG
 
 
-def _log_delta(before: Counter[str]) -> dict[str, Any]:
-    now = _log().snapshot()
+def log_counts() -> Counter[str]:
+    """This process's pykafka log, counted (see :class:`_Log`)."""
+    return _log().snapshot()
+
+
+def _log_delta(before: Counter[str], now: Counter[str] | None = None) -> dict[str, Any]:
+    if now is None:
+        now = _log().snapshot()
     d = {k: now[k] - before.get(k, 0) for k in now if now[k] - before.get(k, 0)}
     return {
         # Attempts that found a partition still owned and started again after the backoff:
@@ -289,6 +296,14 @@ def _protocol(strategy: str) -> _Protocol:
     return _Protocol(mp.RangeProtocol, mp.decide_partitions_range)
 
 
+def group_of_one(zk_addr: str, bootstrap: str, group: str, topic: str, fetch: bool,
+                 strategy: str) -> _Group:
+    """What a member process (tools/bench_member.py) makes its one member with."""
+    _log()
+    return _Group(None, zk_addr, bootstrap, group, topic, 0, fetch,  # type: ignore[arg-type]
+                  strategy)
+
+
 def _fresh(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, partitions: int,
            fetch: bool, stem: str, strategy: str = "range") -> _Group:
     name = f"bench-pykafka-{stem}-{time.time_ns()}"
@@ -299,12 +314,15 @@ def _fresh(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, partitions:
     return _Group(zk, zk_addr, bootstrap, name, name, partitions, fetch, strategy)
 
 
-def _why_not(g: _Group) -> str:
+def _why_not(g: _Group, n_members: int | None = None) -> str:
+    """What is missing, for the row's failure: ``n_members`` expected when the members run
+    in processes of their own (else ``g.members``, this process's)."""
     ids = g.ids()
     owners = g.owners()
     live = set(ids)
+    expected = len(g.members) if n_members is None else n_members
     stopped = sum(1 for m in g.members if not m.consumer._running)
-    return (f"{len(ids)} of {len(g.members)} members registered ({stopped} stopped "
+    return (f"{len(ids)} of {expected} members registered ({stopped} stopped "
             f"themselves), {sum(1 for o in owners.values() if o in live)} of {g.partitions} "
             f"partitions owned by a live member, "
             f"{'' if owners == g.expected(ids) else 'not '}as pykafka's {g.strategy} assigns "
@@ -396,8 +414,9 @@ def _about(pykafka: Any, fetch: bool, strategy: str = "range") -> dict[str, Any]
     }
 
 
-def _start_members(g: _Group, members: int, budget: float) -> str | None:
-    """Start ``members`` members one after the other (each ``start()`` returns after its
+def _start_processes(live: list[MemberProcess], spawn: Any, members: int, budget: float,
+                     partitions: int) -> str | None:
+    """Start ``members`` member processes one after the other (each join returns after its
     first rebalance); why not, if they are not all started within ``budget`` seconds."""
     t0 = time.monotonic()
     for k in range(members):
@@ -405,57 +424,84 @@ def _start_members(g: _Group, members: int, budget: float) -> str | None:
             return (f"only {k} of {members} members started within {budget:g} s: each "
                     "start, and every member's rebalance at each start, reads every owner "
                     "znode one at a time (BalancedConsumer._get_held_partitions), "
-                    f"{g.partitions} sequential reads per rebalance")
-        g.new_member()
+                    f"{partitions} sequential reads per rebalance")
+        m = spawn()
+        m.join()
+        live.append(m)
     return None
+
+
+def _settles(g: _Group, n_members: int, timeout: float) -> bool:
+    try:
+        wait_until(functools.partial(g.converged, n_members), timeout, "pykafka's assignment",
+                   every=0.01)
+    except Exception:  # noqa: BLE001 - the row says why
+        return False
+    return True
+
+
+def _summed(members: list[MemberProcess]) -> Counter[str]:
+    """The members' pykafka log counts, added up."""
+    total = Counter[str]()
+    for m in members:
+        total.update(Counter(m.send("stats")))
+    return total
 
 
 def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, members: int,
                   partitions: int, changes: int, fetch: bool = True,
                   timeout: float = 60.0, strategy: str = "range") -> dict[str, Any]:
-    """pykafka's join and leave latency, measured as zkconsumer's: from the membership change
-    (the joiner made, or the leaver's ``stop()`` begun) to the group owning every partition
-    as its assignment says for the new membership; and the partitions moved by each."""
+    """pykafka's join and leave latency, measured as zkconsumer's, each member in its own
+    process (tools/bench_member.py, ``kind=pykafka``): from the membership change (in the
+    member's process: the joiner's clients made, or the leaver's ``stop()`` begun) to the
+    group owning every partition as its assignment says for the new membership (polled
+    every 10 ms from here: pykafka keeps no record of when a rebalance ended); and the
+    partitions moved by each."""
     pykafka = require()
-    _log()
     g = _fresh(made, zk, zk_addr, bootstrap, partitions, fetch, "rb", strategy)
+    props = {"strategy": strategy, "bootstrap": bootstrap}
+    spawned: list[MemberProcess] = []
+
+    def spawn() -> MemberProcess:
+        spawned.append(MemberProcess(zk_addr, g.group, g.topic, props, fetch, kind="pykafka"))
+        return spawned[-1]
+
     latencies: dict[str, list[float]] = {"join": [], "leave": []}
     moves: list[dict[str, Any]] = []
-    failure: str | None = None
     counts: dict[str, Any] = {}
+    live: list[MemberProcess] = []
+    left = Counter[str]()  # the log counts of members that left
     try:
-        _progress(f"starting {members} members on {partitions} partitions")
-        failure = _start_members(g, members, 3 * timeout)
-        log0 = _log().snapshot()
-        try:
-            if failure is None:
-                wait_until(lambda: g.converged(members), timeout, "initial assignment")
-        except Exception:  # noqa: BLE001 - the row says why
-            failure = f"the first assignment not settled within {timeout:g} s: {_why_not(g)}"
-        extra: _Member | None = None
+        _progress(f"starting {members} member processes on {partitions} partitions")
+        spare = spawn()
+        failure = _start_processes(live, spawn, members, 3 * timeout, partitions)
+        if failure is None and not _settles(g, members, timeout):
+            failure = (f"the first assignment not settled within {timeout:g} s: "
+                       f"{_why_not(g, members)}")
+        log0 = _summed(live)
+        extra: MemberProcess | None = None
         for i in range(changes if failure is None else 0):
             before = g.owners()
-            t0 = time.perf_counter()
             if extra is None:
-                kind = "join"
-                extra = g.new_member()
-                who = extra.id
+                kind, extra = "join", spare
+                t0 = extra.join()
+                live.append(extra)
+                leaver = None
             else:
-                kind, who = "leave", extra.id
-                g.members.remove(extra)
-                leaving = threading.Thread(target=extra.close, args=(True,), daemon=True)
-                leaving.start()
-                extra = None
-            try:
-                wait_until(functools.partial(g.converged, members + (kind == "join")), timeout,
-                           f"assignment after change {i}", every=0.01)
-            except Exception:  # noqa: BLE001 - the row says why
+                kind = "leave"
+                left.update(Counter(extra.send("stats")))
+                t0 = float(extra.send("leave")["at"])
+                live.remove(extra)
+                leaver, extra = extra, None
+                spare = spawn()  # the next joiner, started ahead
+            who = (leaver or extra).id  # type: ignore[union-attr]
+            if not _settles(g, members + (kind == "join"), timeout):
                 failure = (f"change {i + 1} ({kind}) not settled within {timeout:g} s: "
-                           f"{_why_not(g)}")
+                           f"{_why_not(g, members + (kind == 'join'))}")
                 break
-            dt = time.perf_counter() - t0
-            if kind == "leave":
-                leaving.join(60)
+            dt = time.time() - t0
+            if leaver is not None:
+                leaver.close()
             latencies[kind].append(dt)
             after = g.owners()
             mine = before if kind == "leave" else after
@@ -464,9 +510,11 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
                           "minimum": sum(1 for o in mine.values() if o == who)})
             _progress(f"change {i + 1}/{changes} ({kind}): {dt * 1000:.0f} ms, "
                       f"{moves[-1]['moved']} partitions moved")
-        counts = _log_delta(log0)
+        counts = _log_delta(log0, _summed(live) + left)
     finally:
-        g.shutdown()
+        for m in spawned:
+            m.close()
+        _disconnect(g.client)
 
     def pct(xs: list[float]) -> dict[str, Any]:
         if not xs:
@@ -491,9 +539,11 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
         "leave_others_moved_max": max((m["moved"] - m["minimum"] for m in leaves),
                                       default=None),
         **counts,
+        "member_processes": "one per member (tools/bench_member.py kind=pykafka)",
         "join": "timed from making the member (its Kafka client, ZooKeeper session and "
-                "start()) to the new assignment",
+                "start()), in its process started ahead, to the new assignment seen in "
+                "ZooKeeper (polled every 10 ms)",
         "leave": "timed from the start of the leaver's stop() (it deletes its owner and id "
-                 "znodes) to the new assignment",
+                 "znodes) to the new assignment seen in ZooKeeper (polled every 10 ms)",
         "failure": failure,
     }

@@ -114,3 +114,23 @@ def test_the_pykafka_storm_row_converges_and_counts(stack, zk) -> None:
     assert r["rebalances"] >= 3 and r["gave_up"] == 0 and r["stopped_on_error"] == 0, r
     assert storm["failed_attempts"] == r["failed_attempts"] >= 0, r
     assert storm["seconds_median"] == storm["seconds_max"] == r["seconds"], storm
+
+
+def test_the_pykafka_rebalance_row_runs_its_members_in_processes(stack, zk) -> None:
+    """pykafka's roundrobin row, each member in its own process as zkconsumer's are: the
+    joins and leaves settle on pykafka's own assignment, and the members' log counts come
+    back from their processes (every member rebalanced at each change)."""
+    made = bench.Made()
+    try:
+        row = bench_pykafka.rebalance_row(made, zk, stack.zookeeper, stack.bootstrap, 2, 6, 2,
+                                          fetch=False, timeout=60, strategy="roundrobin")
+    finally:
+        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+    assert row["failure"] is None, row["failure"]
+    assert row["member_processes"].startswith("one per member"), row
+    assert "roundrobin" in row["assignment"], row
+    assert row["latency_ms"]["samples"] == 2 and all(
+        0 < ms < 60000 for ms in row["latency_ms"]["all"]), row["latency_ms"]
+    assert [m["change"] for m in row["moves"]] == ["join", "leave"], row["moves"]
+    # The join rebalanced the two members and the joiner, the leave the two left.
+    assert row["rebalances"] >= 5 and row["gave_up"] == 0, row

@@ -1,0 +1,55 @@
+"""The benchmarks' handle on a member process (tools/bench_member.py): zkconsumer's or
+pykafka's, told to join, leave and report over its stdin, one line of JSON back each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class MemberProcess:
+    """A member in its own process, told to join, leave and report (see tools/bench_member)."""
+
+    def __init__(self, zk_addr: str, group: str, topic: str, props: dict[str, str],
+                 fetch: bool, kind: str = "zkconsumer") -> None:
+        argv = [sys.executable, "-m", "tools.bench_member", zk_addr, group, topic,
+                f"fetch={int(fetch)}", f"kind={kind}",
+                *(f"{k}={v}" for k, v in props.items())]
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.id = ""
+
+    def send(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"tools/bench: a member process exited ({self.proc.wait()}) "
+                             f"on {command!r}")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise SystemExit(f"tools/bench: a member process: {answer['error']}")
+        return answer
+
+    def join(self) -> float:
+        """Join the group; the time.time() at which the member began (in its process)."""
+        answer = self.send("join")
+        self.id = answer["id"]
+        return float(answer["at"])
+
+    def close(self) -> None:
+        """End of input: the member stops (without a rebalance of the others for pykafka's,
+        as at a round's end) and its process exits; killed if it does not within 30 s."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
