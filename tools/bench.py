@@ -336,11 +336,26 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                  "rebalance it caused, its closing of fetch clients not waited for",
         # The first goal was p99 < 1 s; issue 30 set these, per strategy.
         "goal": f"p99 < {goal_ms} ms", "goal_met": p99 * 1000 < goal_ms,
+        **({} if p99 * 1000 < goal_ms else {"goal_why_not": (
+            f"every member reads the whole group at each change, all at once: with "
+            f"{args.members + 1} member processes, ZooKeeper and the broker on "
+            f"{os.cpu_count()} cores that burst, not the strategy, sets the time; "
+            f"p50 {p50 * 1000:.0f} ms {'meets' if p50 * 1000 < goal_ms else 'misses'} the "
+            f"goal, p99 is the slowest of {len(lat)} samples")}),
         **({"peers": peers} if peers else {}),
     })
 
 
 # ---- storm: many members starting at once; partitions moved per join and leave ----------
+
+#: Why sticky moves more than the issue's bound (zkconsumer/consumer/assignors/sticky.py
+#: argues it at length; the JSON carries it wherever the goal is not met).
+STICKY_WHY = (
+    "sticky is a pure function of the membership, with no memory of the last assignment (no "
+    "coordinator keeps one): a leave moving only the leaver's partitions, for every subset "
+    "of members, forces plain rendezvous hashing, whose shares are binomial, not balanced; "
+    "the quotas that balance it move a few partitions more (a leave 0 to 11 besides the "
+    "leaver's, a join 9 to 20, over 1,000 random groups of 10 x 100)")
 
 
 @dataclass
@@ -702,6 +717,8 @@ def bench_storm(args: argparse.Namespace) -> None:
                            "only the leaver's partitions",
             "sticky_goal_met": sticky["join_moved_max"] <= join_bound
             and sticky["leave_others_moved_max"] == 0,
+            **({} if sticky["join_moved_max"] <= join_bound
+               and sticky["leave_others_moved_max"] == 0 else {"sticky_goal_why": STICKY_WHY}),
         },
         **gap_result,
         **({"peers": peers} if peers else {}),
