@@ -16,6 +16,9 @@ Commands, one per line; each answer is one line of JSON on stdout:
   making it>, "id": <consumer id>}`` once its first rebalance is done.
 - ``stats``: zkconsumer's rebalance counters, with ``done_at``, the time.time() at which its
   last rebalance ended; pykafka's log counts (it keeps no counters).
+- ``owned`` (zkconsumer): what the member believes it owns, partition -> thread.
+- ``prepare`` (pykafka, before ``join``): make its clients and open its session, so that
+  ``join`` only starts it.
 - ``leave``: ``{"at": <time.time()>}`` at once, then the member leaves (zkconsumer's
   ``shutdown()``, pykafka's ``stop()``).
 - end of input: the member stops (pykafka's without leaving the group, so that the others
@@ -61,6 +64,12 @@ class ZkConsumerMember:
                 "zk_ops": s.last_zk_ops, "claim_waits": s.claim_waits,
                 "failures": s.failures, "restarts": s.restarts}
 
+    def owned(self) -> dict[str, str]:
+        """Partition (as a string) -> thread, as this member believes it owns them."""
+        if self.connector is None:
+            return {}
+        return {str(tp.partition): th for tp, th in self.connector.owned_partitions().items()}
+
     def leave(self) -> None:
         if self.connector is not None:
             self.connector.shutdown()
@@ -76,8 +85,17 @@ class PykafkaMember:
                                                 props.get("strategy", "range"))
         self.member: Any = None
 
+    def prepare(self) -> str:
+        """Its clients made and its session open, not started (a storm's start is timed
+        alone, as the in-process storm's was)."""
+        self.member = self.group.new_member(start=False)
+        return str(self.member.id)
+
     def join(self) -> str:
-        self.member = self.group.new_member()
+        if self.member is None:
+            self.member = self.group.new_member()
+        else:
+            self.member.consumer.start()
         return str(self.member.id)
 
     def stats(self) -> dict[str, Any]:
@@ -110,6 +128,10 @@ def main() -> None:
             joined = True
         elif command == "stats":
             answer(member.stats())
+        elif command == "owned" and isinstance(member, ZkConsumerMember):
+            answer(member.owned())
+        elif command == "prepare" and isinstance(member, PykafkaMember) and not joined:
+            answer({"id": member.prepare()})
         elif command == "leave" and joined:
             answer({"at": time.time()})
             member.leave()

@@ -25,9 +25,17 @@ class MemberProcess:
         self.id = ""
 
     def send(self, command: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.post(command)
+        return self.receive(command)
+
+    def post(self, command: str) -> None:
+        """Send ``command`` without waiting for its answer (:meth:`receive` takes it)."""
+        assert self.proc.stdin is not None
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
+
+    def receive(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             raise SystemExit(f"tools/bench: a member process exited ({self.proc.wait()}) "

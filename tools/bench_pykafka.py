@@ -17,10 +17,12 @@ It balances over the same ZooKeeper tree, with differences that the measure foll
   given up after ``rebalance_max_retries`` (5) until the next watch event; a member whose
   first rebalance gives up stops itself (``start()`` stops the consumer on any error).
 
-Members are made as zkconsumer's are: one ZooKeeper session each (a started ``KazooClient``
-handed in, so that ``stop()`` deletes its owner and id znodes, as zkconsumer's shutdown does)
-and one ``KafkaClient`` each; the storm's with their internal fetching consumer never started
-(zkconsumer's storm runs without fetchers), the rebalance's fetching.
+Members are made as zkconsumer's are, each in its own process (tools/bench_member.py
+``kind=pykafka``): one ZooKeeper session each (a started ``KazooClient`` handed in, so that
+``stop()`` deletes its owner and id znodes, as zkconsumer's shutdown does) and one
+``KafkaClient`` each; the storm's with their internal fetching consumer never started
+(zkconsumer's storm runs without fetchers), the rebalance's fetching. This process only
+watches ZooKeeper for the assignment.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import functools
 import logging
 import statistics
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -330,40 +331,32 @@ def _why_not(g: _Group, n_members: int | None = None) -> str:
 
 
 def _storm_round(g: _Group, n: int, timeout: float) -> dict[str, Any]:
-    """As zkconsumer's: ``n`` members made (sessions and Kafka clients open), then all
-    released by one barrier into ``start()``; the time until the group has converged."""
-    for _ in range(n):
-        g.new_member(start=False)
-    barrier = threading.Barrier(n + 1)
-    errors: list[BaseException] = []
-
-    def join(m: _Member) -> None:
-        barrier.wait()
-        try:
-            m.consumer.start()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    log0 = _log().snapshot()
-    threads = [threading.Thread(target=join, args=(m,), daemon=True) for m in g.members]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join(timeout)
+    """As zkconsumer's: ``n`` member processes, each with its sessions and Kafka clients
+    open, then all told to ``start()`` at once; the time until the group has converged (seen
+    in ZooKeeper, polled every 10 ms)."""
+    props = {"strategy": g.strategy, "bootstrap": g.bootstrap}
+    procs = [MemberProcess(g.zk_addr, g.group, g.topic, props, g.fetch, kind="pykafka")
+             for _ in range(n)]
     row: dict[str, Any]
     try:
-        wait_until(g.converged, max(1.0, timeout - (time.perf_counter() - t0)),
-                   f"{n} members converged", every=0.01)
-    except Exception:  # noqa: BLE001 - the row says why
-        row = {"converged": False, "seconds": None,
-               "why": f"not converged {timeout:g} s after the start: {_why_not(g)}"}
-    else:
-        row = {"converged": True, "seconds": round(time.perf_counter() - t0, 3)}
-    if errors:
-        row["start_errors"] = f"{len(errors)}, e.g. {errors[0]!r}"
-    return {**row, **_log_delta(log0)}
+        for p in procs:
+            p.id = p.send("prepare")["id"]
+        log0 = _summed(procs)
+        t0 = time.time()
+        for p in procs:
+            p.post("join")
+        for p in procs:
+            p.receive("join")
+        if _settles(g, n, timeout):
+            row = {"converged": True, "seconds": round(time.time() - t0, 3)}
+        else:
+            row = {"converged": False, "seconds": None,
+                   "why": f"not converged {timeout:g} s after the start: {_why_not(g, n)}"}
+        row.update(_log_delta(log0, _summed(procs)))
+    finally:
+        for p in procs:
+            p.close()
+    return row
 
 
 def storm_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, sizes: list[int],

@@ -134,3 +134,17 @@ def test_the_pykafka_rebalance_row_runs_its_members_in_processes(stack, zk) -> N
     assert [m["change"] for m in row["moves"]] == ["join", "leave"], row["moves"]
     # The join rebalanced the two members and the joiner, the leave the two left.
     assert row["rebalances"] >= 5 and row["gave_up"] == 0, row
+
+
+def test_a_storm_round_starts_member_processes_at_once(stack, zk) -> None:
+    """The storm benchmark's round: member processes told to join at once converge, timed
+    from the join to the last rebalance's end on the members' clocks, with their counters."""
+    made = bench.Made()
+    args = argparse.Namespace(partitions=6, fetch=False)
+    try:
+        g = bench._fresh_group(made, zk, stack.zookeeper, stack.bootstrap, args, "range", "t")
+        r = bench._storm_round(g, 3)
+    finally:
+        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+    assert 0 < r["seconds"] < 120 and r["failed_attempts"] == 0, r
+    assert r["restarts"] >= 0 and r["claim_waits"] >= 0, r
