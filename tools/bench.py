@@ -37,7 +37,7 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
 from tools import bench_pykafka  # noqa: E402 - pykafka itself only imported when a row runs
-from tools.bench_procs import MemberProcess  # noqa: E402
+from tools.bench_procs import MemberProcess, close_all  # noqa: E402
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
 from zkconsumer.stack.local import running_stack  # noqa: E402
 from zkconsumer.zk import paths as zp  # noqa: E402
@@ -292,8 +292,7 @@ def bench_rebalance(args: argparse.Namespace) -> None:
             latencies, zk_ops, per_member, totals, warmup = _changes(
                 zk, group, topic, args, members, spare, new_member)
         finally:
-            for m in spawned:
-                m.close()
+            close_all(spawned)
         peers: dict[str, Any] = {}
         if pykafka_row:
             peers["pykafka_balanced"] = bench_pykafka.rebalance_row(
@@ -435,8 +434,7 @@ def _storm_round(g: _Group, n: int) -> dict[str, Any]:
                 "restarts": sum(s["restarts"] for s in stats.values()),
                 "claim_waits": sum(s["claim_waits"] for s in stats.values())}
     finally:
-        for p in procs:
-            p.close()
+        close_all(procs)
 
 
 def _storm_converged(g: _Group, procs: list[MemberProcess]

@@ -21,6 +21,8 @@ Commands, one per line; each answer is one line of JSON on stdout:
   ``join`` only starts it.
 - ``leave``: ``{"at": <time.time()>}`` at once, then the member leaves (zkconsumer's
   ``shutdown()``, pykafka's ``stop()``).
+- ``halt``: pykafka's member stops reacting to the group's watches (a run's end: the others
+  leaving then start no rebalance); nothing for zkconsumer's, whose shutdown does so first.
 - end of input: the member stops (pykafka's without leaving the group, so that the others
   do not rebalance at a run's end) and the process exits.
 """
@@ -111,6 +113,12 @@ class PykafkaMember:
             self.member.close(False)
             self.member = None
 
+    def halt(self) -> None:
+        """Stop reacting to the group's watches (as the in-process rows did to every member
+        before closing any): the others leaving at a run's end then start no rebalance."""
+        if self.member is not None:
+            self.member.consumer._running = False
+
 
 def main() -> None:
     zk, group, topic = sys.argv[1:4]
@@ -132,6 +140,10 @@ def main() -> None:
             answer(member.owned())
         elif command == "prepare" and isinstance(member, PykafkaMember) and not joined:
             answer({"id": member.prepare()})
+        elif command == "halt":
+            if isinstance(member, PykafkaMember):
+                member.halt()
+            answer({})  # zkconsumer's: its shutdown stops its rebalancing first anyway
         elif command == "leave" and joined:
             answer({"at": time.time()})
             member.leave()

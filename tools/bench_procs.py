@@ -51,13 +51,39 @@ class MemberProcess:
         self.id = answer["id"]
         return float(answer["at"])
 
-    def close(self) -> None:
-        """End of input: the member stops (without a rebalance of the others for pykafka's,
-        as at a round's end) and its process exits; killed if it does not within 30 s."""
+    def end(self) -> None:
+        """End of input: the member stops and its process exits (see :meth:`close`)."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
+
+    def close(self) -> None:
+        """:meth:`end`, then wait for the process to exit; killed if it does not in 30 s."""
+        self.end()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def close_all(members: list[MemberProcess]) -> None:
+    """End a whole group at once: every member first told to ``halt`` (it stops reacting to
+    the group, so the others' leaving makes no member rebalance), then every input ended
+    before any exit is awaited."""
+    halting = []
+    for m in members:
+        if m.proc.poll() is None and not m.proc.stdin.closed:  # type: ignore[union-attr]
+            try:
+                m.post("halt")
+            except OSError:
+                continue  # exited meanwhile: nothing to halt
+            halting.append(m)
+    for m in halting:
+        try:
+            m.receive("halt")
+        except SystemExit:
+            pass  # exited meanwhile
+    for m in members:
+        m.end()
+    for m in members:
+        m.close()

@@ -39,7 +39,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from tests.support import create_topic, wait_until
-from tools.bench_procs import MemberProcess
+from tools.bench_procs import MemberProcess, close_all
 from zkconsumer.zk import paths as zp
 
 #: What the rows measure, and the protocol version pykafka is told the brokers speak (it
@@ -354,8 +354,7 @@ def _storm_round(g: _Group, n: int, timeout: float) -> dict[str, Any]:
                    "why": f"not converged {timeout:g} s after the start: {_why_not(g, n)}"}
         row.update(_log_delta(log0, _summed(procs)))
     finally:
-        for p in procs:
-            p.close()
+        close_all(procs)
     return row
 
 
@@ -505,8 +504,7 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
                       f"{moves[-1]['moved']} partitions moved")
         counts = _log_delta(log0, _summed(live) + left)
     finally:
-        for m in spawned:
-            m.close()
+        close_all(spawned)
         _disconnect(g.client)
 
     def pct(xs: list[float]) -> dict[str, Any]:
