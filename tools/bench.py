@@ -671,10 +671,7 @@ def bench_storm(args: argparse.Namespace) -> None:
                 rounds = []
                 for r in range(args.rounds):
                     g = _fresh_group(made, zk, zk_addr, bootstrap, args, "range", "storm")
-                    try:
-                        rounds.append(_storm_round(g, n))
-                    finally:
-                        g.shutdown()
+                    rounds.append(_storm_round(g, n))  # its member processes end with it
                     progress(f"storm of {n}, round {r + 1}: {rounds[-1]}")
                 secs = [x["seconds"] for x in rounds]
                 failed = sum(x["failed_attempts"] for x in rounds)

@@ -116,9 +116,7 @@ def log_counts() -> Counter[str]:
     return _log().snapshot()
 
 
-def _log_delta(before: Counter[str], now: Counter[str] | None = None) -> dict[str, Any]:
-    if now is None:
-        now = _log().snapshot()
+def _log_delta(before: Counter[str], now: Counter[str]) -> dict[str, Any]:
     d = {k: now[k] - before.get(k, 0) for k in now if now[k] - before.get(k, 0)}
     return {
         # Attempts that found a partition still owned and started again after the backoff:
@@ -256,31 +254,12 @@ class _Group:
     def ids(self) -> list[str]:
         return list(self.zk.get_children(zp.ids_dir(self.group)))
 
-    def converged(self, n_members: int | None = None) -> bool:
-        """As zkconsumer's: every partition owned by a live member, as pykafka's assignment
-        computes it for the membership in ZooKeeper, and (``n_members`` None) every member's
-        own view agreeing."""
+    def converged(self, n_members: int) -> bool:
+        """As zkconsumer's: ``n_members`` registered, and every partition owned as pykafka's
+        assignment computes it for them (its members run in processes of their own: this
+        process sees ZooKeeper only)."""
         ids = self.ids()
-        if n_members is not None:
-            if len(ids) != n_members:
-                return False
-        elif sorted(ids) != sorted(m.id for m in self.members):
-            return False
-        owners = self.owners()
-        if owners != self.expected(ids):
-            return False
-        if n_members is not None:
-            return True
-        return all(set(m.consumer.partitions) == {p for p, o in owners.items() if o == m.id}
-                   for m in self.members)
-
-    def shutdown(self) -> None:
-        for m in self.members:
-            m.consumer._running = False  # none rebalances on the others leaving
-        for m in self.members:
-            m.close(graceful=False)
-        self.members.clear()
-        _disconnect(self.client)
+        return len(ids) == n_members and self.owners() == self.expected(ids)
 
 
 @dataclass
@@ -315,16 +294,13 @@ def _fresh(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, partitions:
     return _Group(zk, zk_addr, bootstrap, name, name, partitions, fetch, strategy)
 
 
-def _why_not(g: _Group, n_members: int | None = None) -> str:
-    """What is missing, for the row's failure: ``n_members`` expected when the members run
-    in processes of their own (else ``g.members``, this process's)."""
+def _why_not(g: _Group, n_members: int) -> str:
+    """What is missing, for the row's failure."""
     ids = g.ids()
     owners = g.owners()
     live = set(ids)
-    expected = len(g.members) if n_members is None else n_members
-    stopped = sum(1 for m in g.members if not m.consumer._running)
-    return (f"{len(ids)} of {expected} members registered ({stopped} stopped "
-            f"themselves), {sum(1 for o in owners.values() if o in live)} of {g.partitions} "
+    return (f"{len(ids)} of {n_members} members registered, "
+            f"{sum(1 for o in owners.values() if o in live)} of {g.partitions} "
             f"partitions owned by a live member, "
             f"{'' if owners == g.expected(ids) else 'not '}as pykafka's {g.strategy} assigns "
             "them")
@@ -363,7 +339,6 @@ def storm_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, sizes: l
               timeout: float = 120.0) -> dict[str, Any]:
     """pykafka's storms: for each size, ``rounds`` fresh groups on fresh topics."""
     pykafka = require()
-    _log()
     out = []
     for n in sizes:
         rows = []
@@ -372,7 +347,7 @@ def storm_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, sizes: l
             try:
                 rows.append(_storm_round(g, n, timeout))
             finally:
-                g.shutdown()
+                _disconnect(g.client)
             _progress(f"storm of {n}, round {r + 1}: {rows[-1]}")
         secs = [x["seconds"] for x in rows if x["converged"]]
         out.append({
