@@ -125,6 +125,7 @@ from zkconsumer.consumer.rebalance import ConsumerRebalanceListener, Rebalancer,
 from zkconsumer.consumer.stream import KafkaStream
 from zkconsumer.consumer.watcher import RebalanceWatcher
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.handler import kazoo_handler
 from zkconsumer.zk.read import broker_addresses
 from zkconsumer.zk.session import kazoo_security_kwargs, start_and_check_login
 
@@ -595,6 +596,7 @@ def _kazoo_client(config: ConsumerConfig) -> KazooClient:
         hosts=config.zookeeper_connect,
         **kazoo_security_kwargs(config),
         timeout=config.zookeeper_session_timeout_ms / 1000.0,
+        handler=kazoo_handler(),
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
     )

@@ -12,6 +12,7 @@ from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ZkConsumerError, ZkDataError
 from zkconsumer.spark.options import SourceOptions, _fail
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.handler import kazoo_handler
 from zkconsumer.zk.read import broker_addresses, topic_partitions
 from zkconsumer.zk.session import kazoo_security_kwargs, start_and_check_login
 
@@ -27,6 +28,7 @@ def _zk_client(config: ConsumerConfig, long_lived: bool = False) -> KazooClient:
     zk = KazooClient(
         hosts=config.zookeeper_connect,
         timeout=config.zookeeper_session_timeout_ms / 1000.0,
+        handler=kazoo_handler(),
         **kazoo_security_kwargs(config),
         connection_retry={"max_tries": -1 if long_lived else 3, "delay": 0.1,
                           "max_delay": 1.0},

@@ -84,6 +84,7 @@ from zkconsumer._config_keys import legal_id_problem
 from zkconsumer._errors import ZkConsumerError, ZooKeeperRefusedError
 from zkconsumer.broker.clients import kafka_admin
 from zkconsumer.zk import paths as zp
+from zkconsumer.zk.handler import kazoo_handler
 from zkconsumer.zk.session import (
     check_kazoo_login,
     kazoo_security_kwargs,
@@ -422,7 +423,7 @@ class Bridge:
         waits without looking at the stop flag, and SIGTERM must end a bridge waiting for
         ZooKeeper at start too."""
         try:
-            zk = KazooClient(hosts=hosts, timeout=10.0, logger=KAZOO_LOG,
+            zk = KazooClient(hosts=hosts, timeout=10.0, logger=KAZOO_LOG, handler=kazoo_handler(),
                              connection_retry=dict(_CONNECTION_RETRY), **security)
         except ValueError as e:
             raise ZkConsumerError(f"bad ZooKeeper address {self._zk_connect!r}: {e}") from None

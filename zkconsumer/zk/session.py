@@ -35,6 +35,7 @@ from zkconsumer._errors import (
 )
 from zkconsumer._properties import read_properties
 from zkconsumer._tls import with_tls_deadline
+from zkconsumer.zk.handler import kazoo_handler
 
 
 def acl_refused(
@@ -290,6 +291,7 @@ def connect(
                                   "deadline": max(timeout_s, 1.0)},
                 command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
                 logger=_kazoo_log,
+                handler=kazoo_handler(),
                 **security,
             )
         except (ValueError, KazooException) as e:
