@@ -64,6 +64,17 @@ def test_matches_the_greedy_over_all_pairs() -> None:
         assert sticky_topic(topic, threads, parts) == _greedy(topic, threads, parts)
 
 
+def test_kept_scores_change_no_answer() -> None:
+    # The score columns are kept between calls: the same threads over other partitions (or
+    # another topic), and the same call again, answer as the oracle does.
+    _sticky._column.cache_clear()
+    threads = ["g_a-0", "g_b-0", "g_c-0", "g_c-1"]
+    for topic, parts in [("t", range(10)), ("t", range(10)), ("t", [2, 5, 7, 11, 40]),
+                         ("u", range(10)), ("t", range(12))]:
+        assert sticky_topic(topic, threads, parts) == _greedy(topic, threads, list(parts))
+    assert _sticky._column.cache_info().hits == 4
+
+
 def test_registered_as_a_strategy() -> None:
     cft, pft = {"t": ["a-0", "b-0"]}, {"t": range(5)}
     assert assign("sticky", cft, pft) == sticky_assign(cft, pft)
