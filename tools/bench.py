@@ -222,7 +222,6 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
             t0 = float(extra.send("leave")["at"])
             extra.close()
             extra = None
-            spare = new_member()  # the next joiner, started ahead
             live = list(members)
         found: list[dict[str, dict[str, Any]]] = []
 
@@ -234,6 +233,10 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
             return stats is not None
 
         wait_until(settled, 60, f"assignment after change {i}", every=0.25)
+        if kind == "leave":
+            # The next joiner, started ahead, once the group has settled: an interpreter
+            # starting during the change would take the CPU the rebalance is timed on.
+            spare = new_member()
         stats = found[-1]
         rebalanced = {i: s for i, s in stats.items() if s["rebalances"] > before.get(i, 0)}
         dt = max(s["done_at"] for s in rebalanced.values()) - t0
@@ -351,12 +354,13 @@ def bench_rebalance(args: argparse.Namespace) -> None:
 
 # ---- storm: many members starting at once; partitions moved per join and leave ----------
 
-#: Why sticky moves more than the issue's bound (zkconsumer/consumer/assignors/sticky.py
-#: argues it at length; the JSON carries it wherever the goal is not met).
+#: Why sticky moves more than the issue's bound (docs/rebalance.md proves the leave half; the
+#: JSON carries it wherever the goal is not met).
 STICKY_WHY = (
     "sticky is a pure function of the membership, with no memory of the last assignment (no "
-    "coordinator keeps one): a leave moving only the leaver's partitions, for every subset "
-    "of members, forces plain rendezvous hashing, whose shares are binomial, not balanced; "
+    "coordinator keeps one): a leave moving only the leaver's partitions, for every set of "
+    "members, forces a fixed order of the threads per partition (plain rendezvous hashing), "
+    "and by Ramsey's theorem no such orders are balanced for every set (docs/rebalance.md); "
     "the quotas that balance it move a few partitions more (a leave 0 to 11 besides the "
     "leaver's, a join 9 to 20, over 1,000 random groups of 10 x 100)")
 
