@@ -1076,3 +1076,36 @@ def test_a_jvm_member_subscribing_to_an_impossible_topic_name_does_not_stall_the
     with member(stack, g, rebalance_max_retries=2, rebalance_backoff_ms=100) as c:
         c.create_message_streams({topic: 1})
         assert len(c.owned_partitions()) == 2
+
+
+def test_the_topic_and_broker_reads_travel_with_the_members_read(
+        stack, zk, names, topic_factory) -> None:
+    """The group view takes two round trips, not three: this member's own topics and the
+    brokers are read while the members are, before any answer is awaited."""
+    topic = topic_factory(names.topic, 2)
+    with member(stack, names.group) as a:
+        a.create_message_streams({topic: 1})
+        calls: list[str] = []
+        client = a._membership.zk
+        real = {name: getattr(client, name)
+                for name in ("get_children", "get_async", "get_children_async")}
+
+        def recording(name: str) -> Any:
+            def call(path: str, *args: Any, **kwargs: Any) -> Any:
+                calls.append(f"{name} {path}")
+                return real[name](path, *args, **kwargs)
+            return call
+
+        for name in real:
+            setattr(client, name, recording(name))
+        try:
+            before = a.stats.attempts
+            a.rebalance_now()
+            wait_until(lambda: a.stats.attempts > before and not a.paused, 20, "a rebalance")
+        finally:
+            for name, fn in real.items():
+                setattr(client, name, fn)
+        members_read = calls.index(f"get_children {zp.ids_dir(names.group)}")
+        assert f"get_async {zp.topic_path(topic)}" in calls[:members_read], calls
+        assert f"get_children_async {zp.BROKER_IDS}" in calls[:members_read], calls
+        assert f"get_async {zp.topic_path(topic)}" not in calls[members_read:], calls

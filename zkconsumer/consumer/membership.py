@@ -243,7 +243,16 @@ class Membership:
 
     def read_view(self) -> GroupView:
         """Step 1 of a rebalance: the group's members, the topics' partitions, the brokers;
-        watches on each (:meth:`on_watch`) ask for the next rebalance."""
+        watches on each (:meth:`on_watch`) ask for the next rebalance. The reads of this
+        member's own topics and of the brokers are sent with the members' (one round trip
+        less); a topic only other members subscribe to is read once they are known."""
+        registration = self.subscription.registration
+        own_topics: list[str] = []
+        if registration is not None and not registration.is_wildcard:
+            own_topics = sorted(registration.subscription)
+        early = self._send_topic_reads(own_topics)
+        broker_ids = self.zk.get_children_async(zp.BROKER_IDS)
+        self.zk_ops += 1
         members, cversion, refused, everyone = self._read_members()
         wildcard = any(reg.is_wildcard for reg in members.values())
         all_topics: list[str] = []
@@ -256,11 +265,12 @@ class Membership:
         cft = consumers_for_topic(members, all_topics, self.config.exclude_internal_topics)
         my_topics = {t for t, ids in cft.items()
                      if any(zp.thread_consumer_id(i) == self.consumer_id for i in ids)}
-        registration = self.subscription.registration
-        if (registration is not None and not registration.is_wildcard
-                and self.consumer_id not in refused):
-            my_topics |= set(registration.subscription)
-        partitions, brokers = self._read_topics_and_brokers(sorted(set(cft) | my_topics))
+        if self.consumer_id not in refused:
+            my_topics |= set(own_topics)
+        wanted = set(cft) | my_topics
+        late = self._send_topic_reads(sorted(wanted - set(own_topics)))
+        partitions = self._topic_partitions([r for r in early + late if r[0] in wanted])
+        brokers = self._broker_ids(broker_ids)
         cft = {t: ids for t, ids in cft.items() if t in partitions}
         return GroupView(everyone, cversion, cft, partitions, brokers, refused)
 
@@ -301,43 +311,49 @@ class Membership:
         kept = {cid: reg for cid, reg in members.items() if cid not in refused}
         return kept, stat.cversion, refused, members
 
-    def _read_topics_and_brokers(self, topics: list[str]
-                                 ) -> tuple[dict[str, list[int]], list[int]]:
-        """Each topic's partitions and the registered brokers' ids, in one pipelined round
-        trip; a topic not created yet is watched for its creation, and so is the first
-        broker's registration when none is registered."""
-        zk = self.zk
+    def _send_topic_reads(self, topics: list[str]) -> list[tuple[str, str, IAsyncResult]]:
+        """Each topic's znode read, with a watch, sent and not awaited: (topic, path, answer).
+        A JVM member may subscribe to any string ("logs/app"): no such topic can exist, as
+        the JVM finds (no /brokers/topics znode), so it is left out and the others go on."""
         reads: list[tuple[str, str, IAsyncResult]] = []
         for topic in topics:
             try:
                 path = zp.topic_path(topic)
             except ValueError as e:
-                # A JVM member may subscribe to any string ("logs/app"): no such topic can
-                # exist, as the JVM finds (no /brokers/topics znode), and the others go on.
                 self.log.warning("ignoring topic %r a member subscribes to: %s", topic, e)
                 continue
-            reads.append((topic, path, zk.get_async(path, watch=self.on_watch)))
-        broker_ids = zk.get_children_async(zp.BROKER_IDS)
-        self.zk_ops += len(reads) + 1
+            reads.append((topic, path, self.zk.get_async(path, watch=self.on_watch)))
+        self.zk_ops += len(reads)
+        return reads
+
+    def _topic_partitions(self, reads: list[tuple[str, str, IAsyncResult]]
+                          ) -> dict[str, list[int]]:
+        """The topics' partitions from their reads; a topic not created yet is watched for
+        its creation."""
         partitions: dict[str, list[int]] = {}
         for topic, path, result in reads:
             try:
                 data, _ = result.get()
             except NoNodeError:
                 self.zk_ops += 1
-                zk.exists(path, watch=self.on_watch)  # watch for the topic's creation
+                self.zk.exists(path, watch=self.on_watch)  # watch for the topic's creation
                 continue
             try:
                 partitions[topic] = sorted(zp.TopicAssignment.decode(data, path).partitions)
             except ZkDataError as e:
                 self.log.error("ignoring topic %s: %s", topic, e)
+        return partitions
+
+    def _broker_ids(self, answer: IAsyncResult) -> list[int]:
+        """The registered brokers' ids from the children read; with none registered, the
+        first one's registration is watched for."""
         try:
-            brokers = broker_ids.get()
+            brokers = answer.get()
         except NoNodeError:
             brokers = []
         if not brokers:
             brokers = self._watch_brokers()
-        return partitions, sorted(i for b in brokers if (i := zp.parse_id(b)) is not None)
+        return sorted(i for b in brokers if (i := zp.parse_id(b)) is not None)
 
     def _watch_brokers(self) -> list[str]:
         """No broker is registered: watch for the first one (the directory's creation, or a
