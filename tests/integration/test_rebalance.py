@@ -1109,3 +1109,67 @@ def test_the_topic_and_broker_reads_travel_with_the_members_read(
         assert f"get_async {zp.topic_path(topic)}" in calls[:members_read], calls
         assert f"get_children_async {zp.BROKER_IDS}" in calls[:members_read], calls
         assert f"get_async {zp.topic_path(topic)}" not in calls[members_read:], calls
+
+
+def _register_by_hand(zk: KazooClient, group: str, cid: str, topic: str, threads: int) -> None:
+    """An ids znode as a JVM member writes it (no strategy field: range), with ``threads``
+    streams of ``topic``."""
+    reg = zp.ConsumerRegistration({topic: threads}, "static", 1)
+    zk.create(zp.id_path(group, cid), reg.encode(), ephemeral=True, makepath=True)
+
+
+def _owned_count(c: ZookeeperConsumerConnector) -> int:
+    return len(c.owned_partitions())
+
+
+def test_a_registration_made_again_with_other_data_is_read_again(
+        stack, zk, names, topic_factory) -> None:
+    """Registrations are read once and kept while their data watch lives: one deleted and
+    made again under the same id with other data, or rewritten in place, is read again (a
+    member's share changes with the other's thread count)."""
+    topic = topic_factory(names.topic, 6)
+    g = names.group
+    other = f"{g}_~hand-0-ffffffff"  # "~" sorts after any host name: its threads after a's
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        _register_by_hand(zk, g, other, topic, 1)  # range over a-0, other-0: 3 each
+        wait_until(lambda: _owned_count(a) == 3 and not a.paused, 20, "a with half")
+        zk.delete(zp.id_path(g, other))  # and made again at once, with 2 threads: 2 each
+        _register_by_hand(zk, g, other, topic, 2)
+        wait_until(lambda: _owned_count(a) == 2 and not a.paused, 20,
+                   "a with a third, the other read again")
+        reg = zp.ConsumerRegistration({topic: 5}, "static", 1)  # 6 threads: 1 each
+        zk.set(zp.id_path(g, other), reg.encode())
+        wait_until(lambda: _owned_count(a) == 1 and not a.paused, 20,
+                   "a with one, the rewritten registration read again")
+
+
+def test_a_leave_reads_no_registration_and_a_join_only_the_newcomers(
+        stack, zk, names, topic_factory) -> None:
+    topic = topic_factory(names.topic, 4)
+    g = names.group
+    with member(stack, g) as a:
+        a.create_message_streams({topic: 1})
+        reads: list[str] = []
+        client = a._membership.zk
+        real = client.get_async
+
+        def get_async(path: str, *args: Any, **kwargs: Any) -> Any:
+            if path.startswith(zp.ids_dir(g) + "/"):
+                reads.append(zp.id_of_path(path))
+            return real(path, *args, **kwargs)
+
+        client.get_async = get_async  # type: ignore[method-assign]
+        try:
+            done = a.stats.rebalances
+            with member(stack, g) as b:
+                b.create_message_streams({topic: 1})
+                wait_until(lambda: a.stats.rebalances > done and settled(zk, g, topic), 20,
+                           "a rebalanced for b")
+                assert reads == [b.consumer_id]
+                done = a.stats.rebalances
+            wait_until(lambda: a.stats.rebalances > done and _owned_count(a) == 4, 20,
+                       "a rebalanced after b left")
+            assert reads == [b.consumer_id]
+        finally:
+            client.get_async = real  # type: ignore[method-assign]

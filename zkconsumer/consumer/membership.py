@@ -21,6 +21,10 @@ Threads and locks (:class:`Membership`):
   is cleared by whichever thread acts on it.
 - ``rebalance_owed`` and ``zk_ops`` are written by the rebalancing thread only (under the
   connector's ``_rebalance_lock``); the listener reads ``rebalance_owed``.
+- ``known`` (the registrations read) is filled by the rebalancing thread and emptied of an
+  entry by its data watch (kazoo's event thread), which also counts
+  ``registration_events`` (one writer); each is one dict or int operation, atomic under
+  the GIL.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 from kazoo.interfaces import IAsyncResult
-from kazoo.protocol.states import WatchedEvent
+from kazoo.protocol.states import Callback, EventType, WatchedEvent
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from zkconsumer._config import ConsumerConfig
@@ -50,6 +54,10 @@ from zkconsumer.zk.read import consumers_for_topic
 #: holder is normally sending a few requests; one still holding it after this is stuck in
 #: kazoo's wake-up write, which only the connection thread, waiting here, would unblock.
 LISTENER_GUARD_WAIT_S = 2.0
+
+#: Longest a group view read waits for kazoo's event thread to run the watch callbacks queued
+#: before it (normally a fraction of a millisecond); after it, every registration is read.
+DRAIN_WAIT_S = 2.0
 
 
 class Membership:
@@ -74,6 +82,10 @@ class Membership:
         self.view_gen = 0
         self.rebalance_owed = False  # a rebalance was cut short by a disconnection
         self.zk_ops = 0  # ZooKeeper requests of the rebalance under way
+        # Members' registrations already read (consumer id -> registration, czxid), each kept
+        # while the data watch its read set has not fired (see _read_registrations).
+        self.known: dict[str, tuple[zp.ConsumerRegistration, int]] = {}
+        self.registration_events = 0  # their watches fired so far (kazoo's event thread)
 
     # -- the session -------------------------------------------------------------------------
     @contextmanager
@@ -285,23 +297,7 @@ class Membership:
             children, stat = zk.get_children(ids_dir, watch=self.on_watch, include_data=True)
         except NoNodeError:
             raise _Unregistered(f"the group's {ids_dir}") from None  # the group deleted
-        members: dict[str, zp.ConsumerRegistration] = {}
-        created: dict[str, int] = {}  # consumer id -> czxid: the registration order
-        pending = [(cid, zk.get_async(zp.id_path(self.group, cid))) for cid in sorted(children)]
-        self.zk_ops += len(pending)
-        for cid, result in pending:
-            path = zp.id_path(self.group, cid)
-            try:
-                data, id_stat = result.get()
-                created[cid] = id_stat.czxid
-                reg = zp.ConsumerRegistration.decode(data, path)
-                if reg.is_wildcard:
-                    filter_from_registration(reg.pattern, next(iter(reg.subscription)))
-                members[cid] = reg
-            except NoNodeError:
-                continue  # left between the two reads; its deletion event is queued
-            except ZkDataError as e:
-                self.log.error("skipping a group member with an unreadable registration: %s", e)
+        members, created = self._read_registrations(sorted(children))
         if self.consumer_id not in members:
             # Missing (or unreadable, logged above: registering again rewrites it).
             raise _Unregistered(f"registration {zp.id_path(self.group, self.consumer_id)}")
@@ -310,6 +306,64 @@ class Membership:
             sorted(created, key=lambda cid: (created[cid], cid)))
         kept = {cid: reg for cid, reg in members.items() if cid not in refused}
         return kept, stat.cversion, refused, members
+
+    def _read_registrations(self, children: list[str]
+                            ) -> tuple[dict[str, zp.ConsumerRegistration], dict[str, int]]:
+        """Each member's registration and its czxid (the registration order), read once per
+        znode and kept while the data watch that read set has not fired: a rebalance then
+        reads only the members it has not seen (a join: the newcomer; a leave: none).
+
+        Two races with kazoo's event thread, which runs the watch callbacks:
+
+        - kazoo takes a fired watch off its books before it reads the next answer, but runs
+          the callback later, maybe after this thread saw that answer. A callback queued
+          behind every callback queued so far ends the wait below only once those ran, so a
+          registration that changed before the children were read is not taken as kept.
+        - A registration's watch may fire, and its callback run, between the answer of its
+          read and the moment it is kept: then nothing from this read is kept (it serves
+          this view only, and the next one reads it again).
+        """
+        if self.known:
+            drained = threading.Event()
+            self.zk.handler.dispatch_callback(Callback("watch", drained.set, ()))
+            if not drained.wait(DRAIN_WAIT_S):
+                self.known.clear()  # the event thread is stuck: read everything again
+        kept = {cid: self.known[cid] for cid in children if cid in self.known}
+        events = self.registration_events
+        pending = [(cid, self.zk.get_async(zp.id_path(self.group, cid),
+                                           watch=self._on_registration_event))
+                   for cid in children if cid not in kept]
+        self.zk_ops += len(pending)
+        fresh: dict[str, tuple[zp.ConsumerRegistration, int]] = {}
+        for cid, result in pending:
+            path = zp.id_path(self.group, cid)
+            try:
+                data, id_stat = result.get()
+                reg = zp.ConsumerRegistration.decode(data, path)
+                if reg.is_wildcard:
+                    filter_from_registration(reg.pattern, next(iter(reg.subscription)))
+                fresh[cid] = (reg, id_stat.czxid)
+            except NoNodeError:
+                continue  # left between the two reads; its deletion event is queued
+            except ZkDataError as e:
+                self.log.error("skipping a group member with an unreadable registration: %s", e)
+        if self.registration_events == events:
+            self.known.update(fresh)
+        read = {**kept, **fresh}
+        members = {cid: read[cid][0] for cid in children if cid in read}
+        created = {cid: read[cid][1] for cid in children if cid in read}
+        return members, created
+
+    def _on_registration_event(self, event: WatchedEvent) -> None:
+        """A member's registration changed, went or lost its watch: read it again next time;
+        rewritten in place, it is a change of the group (its going is the children watch's)."""
+        self.registration_events += 1
+        if event.path:
+            self.known.pop(zp.id_of_path(event.path), None)
+        else:
+            self.known.clear()  # no path: the connection dropped and every watch went
+        if event.type == EventType.CHANGED:
+            self.on_watch(event)
 
     def _send_topic_reads(self, topics: list[str]) -> list[tuple[str, str, IAsyncResult]]:
         """Each topic's znode read, with a watch, sent and not awaited: (topic, path, answer).

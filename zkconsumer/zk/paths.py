@@ -69,6 +69,7 @@ __all__ = [
     "encode_offset",
     "encode_owner",
     "group_dir",
+    "id_of_path",
     "id_path",
     "jvm_json_escape",
     "ids_dir",
@@ -135,6 +136,15 @@ def ids_dir(group: str) -> str:
 def id_path(group: str, consumer_id: str) -> str:
     """``/consumers/<group>/ids/<consumer id>``: holds a :class:`ConsumerRegistration`."""
     return f"{ids_dir(group)}/{_name(consumer_id, 'consumer id')}"
+
+
+def id_of_path(path: str) -> str:
+    """The consumer id at the end of an :func:`id_path` (a watch event names the path).
+
+    >>> id_of_path(id_path("g", "g_host-1-ab"))
+    'g_host-1-ab'
+    """
+    return path.rsplit("/", 1)[-1]
 
 
 def owners_dir(group: str) -> str:
