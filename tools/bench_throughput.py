@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -346,8 +347,6 @@ def bench_throughput(args: argparse.Namespace) -> None:
                 for z, j in zip(runs[f"zkconsumer_{backend}"], runs[JVM_ROW], strict=True)]
     median_ratio = {k: round(statistics.median(v), 3) for k, v in ratios.items()}
     goals = {"kafka_python": 0.9, "confluent": 0.8}
-    from zkconsumer.broker import backends
-
     jvm: dict[str, Any] = {}
     if args.jvm:
         jvm = {
@@ -371,7 +370,7 @@ def bench_throughput(args: argparse.Namespace) -> None:
     write_result("throughput" if n == GOAL_MESSAGES else f"throughput_{n}", {
         "messages": n, "message_bytes": args.size, "partitions": 4, "rounds": args.rounds,
         # Whether zkconsumer._speedups (C) made the confluent backend's columns and messages.
-        "speedups": backends.split_messages is not None,
+        "speedups": importlib.util.find_spec("zkconsumer._speedups") is not None,
         "configurations": {
             "raw_*": "the client alone: assign + poll in one thread",
             "zkconsumer_*": "4 streams drained by 4 threads (the goals' configuration)",

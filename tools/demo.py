@@ -148,8 +148,11 @@ def run(stack: LocalStack, n_messages: int) -> int:
     while len(seen) < n_messages:
         last = len(seen)
         say(f"progress: {last}/{n_messages}")
-        wait_until(lambda last=last: len(seen) >= min(n_messages, last + 2000), 60,
-                   "more messages")
+
+        def more(target: int = min(n_messages, last + 2000)) -> bool:
+            return len(seen) >= target
+
+        wait_until(more, 60, "more messages")
     for c in members:
         c.commit_offsets()
     dupes = sum(v - 1 for v in seen.values())

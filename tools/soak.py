@@ -205,7 +205,7 @@ class Soak:
                                     fetch_backend=self.backend)
 
     def _zombie_s(self) -> float:
-        timeout_ms = int(FAULT_PROPS["zookeeper.session.timeout.ms"])  # type: ignore[call-overload]
+        timeout_ms = int(str(FAULT_PROPS["zookeeper.session.timeout.ms"]))
         return ZOMBIE_TIMEOUTS * timeout_ms / 1000.0
 
     def pause(self) -> None:
