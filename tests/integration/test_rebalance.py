@@ -1078,6 +1078,27 @@ def test_a_jvm_member_subscribing_to_an_impossible_topic_name_does_not_stall_the
         assert len(c.owned_partitions()) == 2
 
 
+@contextmanager
+def _recorded_reads(client: KazooClient, *methods: str) -> Iterator[list[tuple[str, str]]]:
+    """(method, path) of each call of these read methods of ``client`` while inside."""
+    calls: list[tuple[str, str]] = []
+    real = {name: getattr(client, name) for name in methods}
+
+    def recording(name: str) -> Any:
+        def call(path: str, *args: Any, **kwargs: Any) -> Any:
+            calls.append((name, path))
+            return real[name](path, *args, **kwargs)
+        return call
+
+    for name in methods:
+        setattr(client, name, recording(name))
+    try:
+        yield calls
+    finally:
+        for name, fn in real.items():
+            setattr(client, name, fn)
+
+
 def test_the_topic_and_broker_reads_travel_with_the_members_read(
         stack, zk, names, topic_factory) -> None:
     """The group view takes two round trips, not three: this member's own topics and the
@@ -1085,30 +1106,16 @@ def test_the_topic_and_broker_reads_travel_with_the_members_read(
     topic = topic_factory(names.topic, 2)
     with member(stack, names.group) as a:
         a.create_message_streams({topic: 1})
-        calls: list[str] = []
-        client = a._membership.zk
-        real = {name: getattr(client, name)
-                for name in ("get_children", "get_async", "get_children_async")}
-
-        def recording(name: str) -> Any:
-            def call(path: str, *args: Any, **kwargs: Any) -> Any:
-                calls.append(f"{name} {path}")
-                return real[name](path, *args, **kwargs)
-            return call
-
-        for name in real:
-            setattr(client, name, recording(name))
-        try:
+        with _recorded_reads(a._membership.zk, "get_children", "get_async",
+                             "get_children_async") as calls:
             before = a.stats.attempts
             a.rebalance_now()
             wait_until(lambda: a.stats.attempts > before and not a.paused, 20, "a rebalance")
-        finally:
-            for name, fn in real.items():
-                setattr(client, name, fn)
-        members_read = calls.index(f"get_children {zp.ids_dir(names.group)}")
-        assert f"get_async {zp.topic_path(topic)}" in calls[:members_read], calls
-        assert f"get_children_async {zp.BROKER_IDS}" in calls[:members_read], calls
-        assert f"get_async {zp.topic_path(topic)}" not in calls[members_read:], calls
+        members_read = calls.index(("get_children", zp.ids_dir(names.group)))
+        topic_read = ("get_async", zp.topic_path(topic))
+        assert topic_read in calls[:members_read], calls
+        assert ("get_children_async", zp.BROKER_IDS) in calls[:members_read], calls
+        assert topic_read not in calls[members_read:], calls
 
 
 def _register_by_hand(zk: KazooClient, group: str, cid: str, topic: str, threads: int) -> None:
@@ -1150,26 +1157,19 @@ def test_a_leave_reads_no_registration_and_a_join_only_the_newcomers(
     g = names.group
     with member(stack, g) as a:
         a.create_message_streams({topic: 1})
-        reads: list[str] = []
-        client = a._membership.zk
-        real = client.get_async
+        with _recorded_reads(a._membership.zk, "get_async") as calls:
 
-        def get_async(path: str, *args: Any, **kwargs: Any) -> Any:
-            if path.startswith(zp.ids_dir(g) + "/"):
-                reads.append(zp.id_of_path(path))
-            return real(path, *args, **kwargs)
+            def registrations_read() -> list[str]:
+                return [zp.id_of_path(path) for _, path in calls
+                        if path.startswith(zp.ids_dir(g) + "/")]
 
-        client.get_async = get_async  # type: ignore[method-assign]
-        try:
             done = a.stats.rebalances
             with member(stack, g) as b:
                 b.create_message_streams({topic: 1})
                 wait_until(lambda: a.stats.rebalances > done and settled(zk, g, topic), 20,
                            "a rebalanced for b")
-                assert reads == [b.consumer_id]
+                assert registrations_read() == [b.consumer_id]
                 done = a.stats.rebalances
             wait_until(lambda: a.stats.rebalances > done and _owned_count(a) == 4, 20,
                        "a rebalanced after b left")
-            assert reads == [b.consumer_id]
-        finally:
-            client.get_async = real  # type: ignore[method-assign]
+            assert registrations_read() == [b.consumer_id]

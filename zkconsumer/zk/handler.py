@@ -4,7 +4,7 @@ kazoo's connection thread calls ``handler.select`` before each request it sends 
 part of each answer it reads. The stock handler builds an epoll selector for every call and
 closes it after (three system calls and several layers of Python); one ``poll`` object is
 one call. A member's rebalance sends some 25 requests, and all members send theirs at the
-same moment, so this is most of what a rebalance costs in CPU: measured with one client
+same moment, so this is a good share of what a rebalance costs in CPU: measured with one client
 reading 12 znodes in a loop, the process spent 160 to 170 µs of CPU per request with the
 stock handler and 70 to 80 µs with this one, and each round took half the time.
 
