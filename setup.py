@@ -25,6 +25,9 @@ setup(
     ],
     install_requires=[
         "kazoo[sasl]>=2.10,<3",  # sasl: pure-sasl, for zookeeper.auth=sasl:user:password
+        # Fetching (the default fetch.backend): librdkafka, several times kafka-python's rate.
+        "confluent-kafka>=2.3,<3",
+        # Admin, metadata and offset requests, and fetch.backend=kafka-python.
         "kafka-python>=3.0,<4",
         "rich>=13",
         "prometheus-client>=0.20",
@@ -44,7 +47,9 @@ setup(
         "docs": DOCS,
         "compare": ["matplotlib>=3.7"],
         "spark": ["pyspark>=4.2,<5", "pyarrow>=15"],
-        "fast": ["confluent-kafka>=2.3,<3"],
+        # Kept so that `pip install zkconsumer[fast]` still works: confluent-kafka is a
+        # requirement of the package itself now.
+        "fast": [],
         # tools/bench's peer rows (tools/bench_pykafka.py): pykafka 2.8.0's own requirements
         # but kazoo. pykafka itself pins kazoo==2.5.0, which our kazoo>=2.10 rules out (pip:
         # ResolutionImpossible), and runs on ours: tools/_bootstrap.sh installs it with

@@ -27,6 +27,7 @@ from zkconsumer._errors import (
     ConsumerTimeoutException,
 )
 from zkconsumer._types import TopicPartition
+from zkconsumer.broker import clients
 from zkconsumer.broker.clients import log_end_offsets
 from zkconsumer.consumer.fetcher import FetcherManager, fetcher_id
 from zkconsumer.consumer.partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
@@ -43,11 +44,12 @@ def make_manager(stack: StackInfo, names: Any) -> Iterator[MakeManager]:
     """``make_manager(backend, **props)``: a FetcherManager shut down after the test."""
     made: list[FetcherManager] = []
 
-    def make(backend: str, **props: object) -> FetcherManager:
+    def make(backend: str | None, **props: object) -> FetcherManager:
+        """``backend`` None: fetch.backend not given (its default)."""
         config = ConsumerConfig({
             "zookeeper.connect": stack.zookeeper,
             "group.id": names.group,
-            "fetch.backend": backend,
+            **({} if backend is None else {"fetch.backend": backend}),
             "refresh.leader.backoff.ms": 100,
             **{k.replace("_", "."): v for k, v in props.items()},
         })
@@ -88,6 +90,42 @@ def test_fetcher_id_is_kafkas() -> None:
     # "polygenelubricants".hashCode() is Integer.MIN_VALUE; 31 * MIN_VALUE overflows to itself.
     assert fetcher_id("polygenelubricants", 0, 7) == 0  # Utils.abs(MIN_VALUE) == 0
     assert fetcher_id("polygenelubricants", 1, 10) == (2**31 - 1) % 10 == 7
+
+
+@pytest.mark.parametrize("importable", [True, False], ids=["confluent", "no-confluent"])
+def test_the_default_backend_fetches(
+    importable: bool, stack: StackInfo, names: Any, topic_factory: Any,
+    make_manager: MakeManager, monkeypatch: pytest.MonkeyPatch, caplog: Any,
+) -> None:
+    """fetch.backend not given: confluent-kafka fetches; where it cannot be imported,
+    kafka-python does, and one INFO line says so."""
+    caplog.set_level(logging.INFO, logger="zkconsumer")
+    if not importable:
+        monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # its import fails
+        monkeypatch.setattr(clients, "_CONFLUENT_MISSING", [])
+        monkeypatch.setattr(clients, "_FALLBACK_LOGGED", threading.Event())
+    made: list[str] = []
+    real = FetcherManager._make_backend
+
+    def recorded(self: FetcherManager) -> Any:
+        backend = real(self)
+        made.append(type(backend).__name__)
+        return backend
+
+    monkeypatch.setattr(FetcherManager, "_make_backend", recorded)
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(50, 1))
+    m = make_manager(None)
+    q = ChunkQueue(2)
+    m.start_connections([_info(q, topic, 0, 0)])
+    got = _take(KafkaStream(q, 20_000), 50)
+    assert [x.message for x in got] == [f"v{i}".encode() for i in range(50)]
+    library = "confluent" if importable else "kafka-python"
+    assert m.library == library
+    assert set(made) == {"ConfluentBackend" if importable else "KafkaPythonBackend"}
+    fallback = [r.getMessage() for r in caplog.records
+                if "confluent-kafka cannot be imported" in r.getMessage()]
+    assert len(fallback) == (0 if importable else 1), fallback
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

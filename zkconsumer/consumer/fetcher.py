@@ -37,10 +37,11 @@ The legacy design (``ConsumerFetcherManager``), kept:
 What differs: fetching goes through a client library's public API, never hand-written protocol.
 Two backends implement :class:`FetchBackend`, so the thread code is shared:
 
-- ``fetch.backend=kafka-python`` (default): one ``kafka.KafkaConsumer`` per fetcher thread, in
+- ``fetch.backend=kafka-python``: one ``kafka.KafkaConsumer`` per fetcher thread, in
   assign mode, ``group_id=None``, ``auto_offset_reset='none'``;
-- ``fetch.backend=confluent``: one ``confluent_kafka.Consumer`` per fetcher thread, in assign
-  mode, with a throwaway ``group.id`` that never commits.
+- ``fetch.backend=confluent`` (default; kafka-python where confluent-kafka cannot be imported,
+  see :func:`~zkconsumer.broker.clients.fetch_library`): one ``confluent_kafka.Consumer`` per
+  fetcher thread, in assign mode, with a throwaway ``group.id`` that never commits.
 
 Both read uncommitted, as the legacy consumer did (it had no isolation level): every message
 up to the high watermark, those of open and aborted transactions included (transaction
@@ -72,6 +73,7 @@ from typing import TYPE_CHECKING
 from zkconsumer._errors import BackgroundThreadError, ConfigError, ConsumerShutdownError
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.backends import ConfluentBackend, FetchBackend, KafkaPythonBackend
+from zkconsumer.broker.clients import fetch_library
 from zkconsumer.consumer.assignors.core import java_string_hashcode
 from zkconsumer.consumer.fetch_lookups import (
     _MetadataClient,
@@ -160,7 +162,8 @@ class FetcherManager:
     ``brokers()`` returns the ``host:port`` of the brokers registered in ZooKeeper; new
     clients bootstrap from it. ``metrics`` (optional) receives each fetch request
     (MinFetchRate), each fetcher thread's end and, per chunk, the partition's consumed offset
-    and high watermark (ConsumerLag).
+    and high watermark (ConsumerLag). ``library`` is the client library its fetcher threads use
+    (:func:`~zkconsumer.broker.clients.fetch_library`), fixed when it is made.
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
     current :meth:`start_connections`, changed by :meth:`add_partitions` and
@@ -200,8 +203,9 @@ class FetcherManager:
         # broker may hold at the log end, and the fetcher threads' own lookups never wait on it.
         self._held_offsets = _OffsetClient(self)
         self._metadata = _MetadataClient(self)
-        if config.fetch_backend == "confluent":
-            import confluent_kafka  # noqa: F401 - fail now, not in a fetcher thread
+        # Decided now, not in a fetcher thread: fetch.backend=confluent given where
+        # confluent-kafka cannot be imported fails here.
+        self.library = fetch_library(config)
 
     # -- public API ------------------------------------------------------------------------
     def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -365,7 +369,7 @@ class FetcherManager:
         with self._lock:
             if self._idle_backends:
                 return self._idle_backends.pop()
-        if self.config.fetch_backend == "confluent":
+        if self.library == "confluent":
             from confluent_kafka import KafkaError, KafkaException
 
             try:
