@@ -105,14 +105,14 @@ def test_the_default_backend_fetches(
         monkeypatch.setattr(clients, "_CONFLUENT_MISSING", [])
         monkeypatch.setattr(clients, "_FALLBACK_LOGGED", threading.Event())
     made: list[str] = []
-    real = FetcherManager._make_backend
+    real = FetcherManager.make_backend
 
     def recorded(self: FetcherManager) -> Any:
         backend = real(self)
         made.append(type(backend).__name__)
         return backend
 
-    monkeypatch.setattr(FetcherManager, "_make_backend", recorded)
+    monkeypatch.setattr(FetcherManager, "make_backend", recorded)
     topic = topic_factory(names.topic, 1)
     produce(stack.bootstrap, topic, _values(50, 1))
     m = make_manager(None)
@@ -389,7 +389,7 @@ def test_a_partition_is_kept_while_its_offset_lookup_is_slow(
     produce(stack.bootstrap, topic, _values(20, 1))
     m = make_manager(backend, auto_offset_reset="smallest", refresh_leader_backoff_ms=20)
     entered, release = threading.Event(), threading.Event()
-    resolve = m._offsets.resolve
+    resolve = m.offset_client.resolve
 
     def slow_resolve(tps: Any) -> dict[TopicPartition, int]:
         entered.set()
@@ -403,7 +403,7 @@ def test_a_partition_is_kept_while_its_offset_lookup_is_slow(
         sweep()
         sweeps[0] += 1
 
-    m._offsets.resolve = slow_resolve  # type: ignore[method-assign]
+    m.offset_client.resolve = slow_resolve  # type: ignore[method-assign]
     m._shutdown_idle_fetchers = counted_sweep  # type: ignore[method-assign]
     q = ChunkQueue(2)
     info = _info(q, topic, 0, INVALID_OFFSET)
@@ -606,7 +606,7 @@ def test_tls_files_that_do_not_load_are_a_config_error_not_a_retry(
     manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
     try:
         with pytest.raises(ConfigError, match=message):
-            manager._make_backend()
+            manager.make_backend()
     finally:
         manager.shutdown()
 
@@ -1096,8 +1096,8 @@ def test_a_held_partitions_log_end_lookup_never_delays_the_fetchers_own_lookups(
     helper.start()
     assert ends.stalled.wait(10), "the helper's lookup under way"
     answered: list[dict[TopicPartition, int]] = []
-    own = threading.Thread(target=lambda: answered.append(fetcher.manager._offsets.log_end([tp])),
-                           daemon=True)
+    own = threading.Thread(
+        target=lambda: answered.append(fetcher.manager.offset_client.log_end([tp])), daemon=True)
     own.start()
     own.join(5)
     ends.release.set()
@@ -1155,8 +1155,8 @@ def test_no_log_end_lookup_connects_after_shutdown(held_fetcher: tuple[Any, _Log
     m = fetcher.manager
     m.shutdown()
     with pytest.raises(ConsumerShutdownError):
-        m._held_offsets._client()
-    assert not m._start_helper(threading.Thread(target=lambda: None))
+        m.held_offset_client._client()
+    assert not m.start_helper(threading.Thread(target=lambda: None))
 
 
 def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: Any) -> None:
