@@ -16,6 +16,7 @@ The hierarchy (a test keeps it equal to the classes below)::
     ├── PartitionsNotOwnedError                  explicit offsets for partitions not owned
     ├── CommitFencedError                        offsets not written: not this session's
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
+    ├── SessionUnprovenError (also kazoo's ConnectionLoss)  session not shown alive in time
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
     ├── BackgroundThreadError                    a background thread died; carries its cause
@@ -47,6 +48,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from kazoo.exceptions import ConnectionLoss
 
 from zkconsumer._types import TopicPartition
 
@@ -128,6 +131,14 @@ class MessageDecodeError(ZkConsumerError):
 class ZkConnectionLostError(ZkConsumerError):
     """The ZooKeeper connection is down or the session was lost (the member cannot know what
     it owns); retry once the connector is no longer ``paused``."""
+
+
+class SessionUnprovenError(ZkConsumerError, ConnectionLoss):  # type: ignore[misc]  # untyped
+    """The member's ZooKeeper session could not be shown alive in time (see fencing), so a
+    write that needed the proof was not sent and is not retried: the member may be a zombie.
+    Also a kazoo ``ConnectionLoss``, which is how kazoo's retry helpers see it (not retriable)."""
+
+    retriable = False
 
 
 class PartitionsNotOwnedError(ZkConsumerError):
