@@ -37,6 +37,8 @@ setup(
         "dev": [
             "pytest>=8",
             "pytest-timeout>=2.3",
+            # tools/test runs the suite in several processes: its tests mostly wait.
+            "pytest-xdist>=3.5",
             "ruff>=0.17,<0.18",  # pinned to a minor: a new release must not turn CI red
             "mypy>=2.4,<2.5",
             "pyyaml>=6",
