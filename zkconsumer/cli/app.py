@@ -33,9 +33,15 @@ from zkconsumer.zk.session import (
 )
 
 
+def _progress(line: str) -> None:
+    """Long work (Maven fetching jars on a first `stack up`) said on stderr as it starts."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _cmd_stack(args: argparse.Namespace) -> int:
 
-    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None)
+    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None,
+                       progress=_progress)
     if args.action == "up":
         # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
         # started, as Ctrl-C does: the components live in their own sessions.
