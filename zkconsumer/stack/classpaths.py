@@ -73,14 +73,15 @@ def jvm_dir() -> Path:
     return Path(cache) / "zkconsumer" / "jvm"
 
 
-def _stamp(name: str) -> str:
+def pom_sha256(name: str) -> str:
+    """The sha256 of ``name``'s pom: what the ``.resolved`` stamp of an up-to-date copy holds."""
     return hashlib.sha256(pom(name).read_bytes()).hexdigest()
 
 
 def is_resolved(name: str) -> bool:
     """Whether ``name``'s jars are in :func:`jvm_dir`, copied from its pom as it is now."""
     try:
-        return (jvm_dir() / name / ".resolved").read_text().strip() == _stamp(name)
+        return (jvm_dir() / name / ".resolved").read_text().strip() == pom_sha256(name)
     except OSError:
         return False
 
@@ -141,7 +142,7 @@ def resolve(name: str, mvn: str) -> Path:
             f"reachable (a proxy goes in ~/.m2/settings.xml), then run again (log: {log})")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    (out / ".resolved").write_text(_stamp(name) + "\n")
+    (out / ".resolved").write_text(pom_sha256(name) + "\n")
     return out
 
 
