@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
                        description="The local stack: real ZooKeeper 3.8 and a real Kafka "
                        "broker (3.9 in ZooKeeper mode by default), as background processes "
-                       "with pids, data and logs in DIR.")
+                       "with pids, data and logs in DIR. Needs Java 17+; the first `up` has "
+                       "Maven (mvn) fetch their jars from Maven Central into "
+                       "~/.cache/zkconsumer/jvm ($XDG_CACHE_HOME; .jvm/ in a checkout; "
+                       "ZKCONSUMER_JVM_DIR overrides).")
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
     p.add_argument("--broker", choices=BROKERS, default=None,
