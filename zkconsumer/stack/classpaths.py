@@ -33,8 +33,8 @@ ZOOKEEPER_CLASSPATH = "zookeeper-3.8"
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 #: What to install when ``mvn`` is not on PATH.
 MAVEN_MISSING = ("needs Maven (mvn) to fetch the Kafka and ZooKeeper jars from Maven Central "
-                 "(first run only): install maven (Debian: apt-get install maven; macOS: brew "
-                 "install maven), then run again")
+                 "(first run only): install maven (Debian: apt-get install maven), then run "
+                 "again")
 #: Coordinates in Maven's errors (``group:artifact:jar:version``), and why it failed.
 _ARTIFACT = re.compile(r"[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+:(?:jar|pom):[A-Za-z0-9_.-]+")
 _REASON = re.compile(r"(?:was not found|Unknown host|Network is unreachable|Connection refused"
