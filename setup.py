@@ -17,7 +17,9 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["zkconsumer", "zkconsumer.*"]),
-    package_data={"zkconsumer": ["py.typed", "_speedups.pyi"]},
+    # The pinned JVM classpaths' Maven projects: `zkconsumer stack up` resolves them.
+    package_data={"zkconsumer": ["py.typed", "_speedups.pyi"],
+                  "zkconsumer.stack": ["jvm/*/pom.xml"]},
     # The confluent fetch path's per-message steps in C (zkconsumer/_speedups.c). Optional:
     # without a C compiler the install goes on and zkconsumer does the same in Python.
     ext_modules=[

@@ -33,9 +33,15 @@ from zkconsumer.zk.session import (
 )
 
 
+def _progress(line: str) -> None:
+    """Long work (Maven fetching jars on a first `stack up`) said on stderr as it starts."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _cmd_stack(args: argparse.Namespace) -> int:
 
-    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None)
+    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None,
+                       progress=_progress)
     if args.action == "up":
         # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
         # started, as Ctrl-C does: the components live in their own sessions.
@@ -79,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
                        description="The local stack: real ZooKeeper 3.8 and a real Kafka "
                        "broker (3.9 in ZooKeeper mode by default), as background processes "
-                       "with pids, data and logs in DIR.")
+                       "with pids, data and logs in DIR. Needs Java 17+; the first `up` has "
+                       "Maven (mvn) fetch their jars from Maven Central into "
+                       "~/.cache/zkconsumer/jvm ($XDG_CACHE_HOME; .jvm/ in a checkout; "
+                       "ZKCONSUMER_JVM_DIR overrides).")
     p.add_argument("action", choices=["up", "down", "status"])
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
     p.add_argument("--broker", choices=BROKERS, default=None,
