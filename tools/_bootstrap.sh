@@ -78,8 +78,8 @@ raise SystemExit(not os.path.exists(os.path.join(p, "Python.h")))' 2>/dev/null; 
   want="$(cat "$ROOT/setup.py" "$ROOT/zkconsumer/_speedups.c" | sha256sum | cut -d' ' -f1) $VENV"
   # Installed again when either changed, or a package went missing (uninstalled by hand).
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
-      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow, mkdocs, mkdocstrings, pykafka' 2>/dev/null; then
-    echo "setup: installing zkconsumer[dev,spark,fast,bench] into $VENV" >&2
+      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, confluent_kafka, pytest, xdist, mypy, ruff, pyarrow, mkdocs, mkdocstrings, pykafka' 2>/dev/null; then
+    echo "setup: installing zkconsumer[dev,spark,bench] into $VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
     "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,fast,bench]" >&2
     # The bench extra's peer (tools/bench_pykafka.py, tested by tests/integration): pykafka
