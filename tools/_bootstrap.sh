@@ -81,7 +81,7 @@ raise SystemExit(not os.path.exists(os.path.join(p, "Python.h")))' 2>/dev/null; 
       || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, confluent_kafka, pytest, xdist, mypy, ruff, pyarrow, mkdocs, mkdocstrings, pykafka' 2>/dev/null; then
     echo "setup: installing zkconsumer[dev,spark,bench] into $VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,fast,bench]" >&2
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,bench]" >&2
     # The bench extra's peer (tools/bench_pykafka.py, tested by tests/integration): pykafka
     # pins kazoo==2.5.0, which would replace ours; it runs on ours, so it comes without its
     # dependencies (the extra has the rest). pip then warns of the pin: expected.
