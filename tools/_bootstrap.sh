@@ -22,6 +22,8 @@ ensure_apt_packages() {
   # compiled from source: javac.
   command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
+  # A real Prometheus scrapes the exporter in the tests; promtool checks the alerting rules.
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   # zkconsumer._speedups (the confluent fetch path's C steps) is built at install.
   command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
   if [ "${#missing[@]}" -gt 0 ]; then
