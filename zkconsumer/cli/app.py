@@ -22,7 +22,13 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._version import __version__
 from zkconsumer.cli import consume, groups, kafka, lag, migrate, offsets, verify
-from zkconsumer.cli.common import EXIT_USAGE, _stdout_closed, positive_seconds, silence_stdout
+from zkconsumer.cli.common import (
+    EXIT_USAGE,
+    _stdout_closed,
+    positive_seconds,
+    silence_stdout,
+    with_notes,
+)
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import BROKERS, LocalStack, sigterm_interrupts
 from zkconsumer.zk.session import (
@@ -164,11 +170,12 @@ def _run(args: argparse.Namespace) -> int:
         silence_stdout()
         return 0
     except (ZkConsumerError, OSError) as e:
-        print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
+        print(f"zkconsumer {args.command}: {with_notes(str(e), e)}", file=sys.stderr)
         return EXIT_USAGE
     except (KazooException, KazooTimeoutError) as e:
         # One the subcommand did not put in its own words.
-        print(f"zkconsumer {args.command}: {_zookeeper_failure(args, e)}", file=sys.stderr)
+        print(f"zkconsumer {args.command}: {with_notes(_zookeeper_failure(args, e), e)}",
+              file=sys.stderr)
         return EXIT_USAGE
     except KafkaError as e:
         print(f"zkconsumer {args.command}: Kafka failed: {type(e).__name__} {e}".rstrip(),

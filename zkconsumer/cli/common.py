@@ -15,6 +15,12 @@ EXIT_USAGE = 2
 MAX_SECONDS = 1_000_000.0
 
 
+def with_notes(message: str, e: BaseException) -> str:
+    """``message`` and the notes the library added to ``e`` on its way out (what a write
+    that failed part way had written), as one line."""
+    return "; ".join([message, *getattr(e, "__notes__", ())])
+
+
 def positive_seconds(text: str) -> float:
     """argparse type of a duration in seconds: a finite number > 0 and <= MAX_SECONDS.
 

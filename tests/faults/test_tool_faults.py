@@ -1,0 +1,99 @@
+"""The operator tools under ZooKeeper faults: a write that fails part way says what it
+wrote and what not, and how to finish."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support import StackInfo
+from zkconsumer.cli import main
+from zkconsumer.cli import offsets as offsets_cli
+from zkconsumer.zk import paths as zp
+
+GROUPS, PARTITIONS = 6, 1000
+
+
+def _offsets_file(path: Path, prefix: str, topic: str) -> Path:
+    path.write_text("".join(f"{zp.offset_path(f'{prefix}{g}', topic, p)}:{p + 7}\n"
+                            for g in range(GROUPS) for p in range(PARTITIONS)))
+    return path
+
+
+def _written(zk: KazooClient, group: str, topic: str) -> int:
+    stat = zk.exists(zp.offsets_topic_dir(group, topic))
+    return 0 if stat is None else stat.numChildren
+
+
+def _pausing_after(transactions: int, pause: Callable[[], None]
+                   ) -> Callable[[str], Any]:
+    """A stand-in for the command's progress display that pauses ZooKeeper once
+    ``transactions`` transactions have been committed (it is called after each)."""
+
+    @contextmanager
+    def progress(label: str) -> Iterator[Callable[[int, int], None]]:
+        commits = [0]
+
+        def step(done: int, total: int) -> None:
+            commits[0] += 1
+            if commits[0] == transactions:
+                pause()
+
+        yield step
+
+    return progress
+
+
+def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
+    private_stack: StackInfo, pzk: KazooClient, names: Any, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    prefix, topic = f"big{names.suffix}-", names.topic
+    path = _offsets_file(tmp_path / "offsets.txt", prefix, topic)
+    zookeeper = private_stack.local.procs["zookeeper"].pid
+    paused = []
+
+    def pause() -> None:
+        os.killpg(zookeeper, signal.SIGSTOP)
+        paused.append(True)
+
+    argv = ["offsets", "import", "--zookeeper", private_stack.zookeeper, "--input", str(path),
+            "--zookeeper-only", "--connect-timeout", "2"]
+    monkeypatch.setattr(offsets_cli, "_progress", _pausing_after(2, pause))
+    try:
+        assert main(argv) == 2
+    finally:
+        os.killpg(zookeeper, signal.SIGCONT)
+    assert paused
+    [line] = capsys.readouterr().err.splitlines()
+    # Two transactions of 1000 operations committed: the parents' creates and the first
+    # group's offsets, then most of the second's.
+    assert line.startswith(f"zkconsumer offsets import: ZooKeeper at {private_stack.zookeeper}"
+                           " failed: ConnectionLoss"), line
+    first = f"{prefix}0"
+    assert "import offsets failed part way: " in line
+    written = int(line.split("failed part way: ")[1].split(" ")[0])
+    assert PARTITIONS <= written < 2 * PARTITIONS, line
+    assert f"of {GROUPS * PARTITIONS} written (groups {first}, {prefix}1 (" in line, line
+    assert "in the transaction in flight, written or not" in line
+    assert "not written (groups " in line and f"{prefix}5" in line.split("not written")[-1]
+    assert "import offsets again to finish" in line
+    monkeypatch.undo()
+    # What it said it wrote is there, what it said it did not is not.
+    assert _written(pzk, first, topic) == PARTITIONS
+    assert _written(pzk, f"{prefix}5", topic) == 0
+
+    # The rerun it names finishes the import.
+    assert main(argv[:-2]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"imported {GROUPS * PARTITIONS} offsets of {GROUPS} groups"), out
+    assert all(_written(pzk, f"{prefix}{g}", topic) == PARTITIONS for g in range(GROUPS))
+    data, _ = pzk.get(zp.offset_path(f"{prefix}5", topic, 999))
+    assert data == b"1006"
