@@ -124,7 +124,9 @@ def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
               "lines hold ZooKeeper's only", file=sys.stderr)
 
 
-def _read_input(path: str) -> str:
+def read_input(path: str) -> str:
+    """The text of file ``path`` (``-``: stdin); one-line CommandError when it cannot be
+    read or is not UTF-8."""
     try:
         if path == "-":
             return sys.stdin.read()
@@ -139,7 +141,7 @@ def _read_input(path: str) -> str:
 
 def _cmd_offsets_import(args: argparse.Namespace) -> int:
     # Validate the whole file before connecting: a bad line writes nothing.
-    text = _read_input(args.input)
+    text = read_input(args.input)
     source = "stdin" if args.input == "-" else args.input
     # Whatever `offsets export` writes: the legacy lines, or its --json list.
     if text.lstrip().startswith("["):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Iterable
 
 #: Progress callback: (items done, items in total).
 Progress = Callable[[int, int], None]
@@ -18,3 +19,10 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the candidate closest to a misspelt ``name``, or ""
+    when none is close (as an unknown configuration key is answered)."""
+    match = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
