@@ -2448,7 +2448,8 @@ def test_reset_seeds_a_group_not_there_yet(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """"group 'g' not found": the legacy UpdateOffsetsInZK wrote for any group id, and
-    operators set offsets before a group's first start. Allowed, and said (a typo shows)."""
+    operators set offsets before a group's first start. Previewed with a note; written
+    only with --create (a typo of a group's name is refused, naming the likely one)."""
     topic = topic_factory(names.topic, 2)
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
     g = names.group
@@ -2466,11 +2467,23 @@ def test_reset_seeds_a_group_not_there_yet(
                                   "nothing written)"
     assert zk.exists(zp.group_dir(g)) is None
     rc, out, err = run(capsys, *reset, "--json", "--execute")
+    assert (rc, out) == (2, "")
+    assert err == (f"zkconsumer offsets reset: group {g!r} not found in ZooKeeper (no "
+                   f"/consumers/{g}): pass --create to seed the offsets of a new group\n")
+    assert zk.exists(zp.group_dir(g)) is None
+    rc, out, err = run(capsys, *reset, "--json", "--execute", "--create")
     assert (rc, json.loads(out), err) == (0, rows, note + "were created\n")
     assert offset_znodes(zk, g, topic, 2) == {0: 3, 1: 0}
-    # There now: no note.
+    # There now: no note, no --create needed.
     rc, out, err = run(capsys, *reset, "--execute")
     assert (rc, err) == (0, "")
+    # A typo of its name: refused, naming it.
+    typo = g + "3"
+    rc, out, err = run(capsys, *reset[:5], typo, *reset[6:], "--execute")
+    assert (rc, out) == (2, "")
+    assert err == (f"zkconsumer offsets reset: group {typo!r} not found in ZooKeeper (no "
+                   f"/consumers/{typo}) (did you mean {g!r}?): pass --create to seed the "
+                   "offsets of a new group\n")
 
 
 # --------------------------------------------------------------------------------------

@@ -36,14 +36,48 @@ def test_a_stack_dir_that_is_a_file_is_one_line(
     assert not_a_dir.read_text() == "mine\n"
 
 
-def test_an_unknown_flag_prints_the_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    """It printed the top-level usage ("usage: zkconsumer [-h] [-v] ...")."""
+def _usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     with pytest.raises(SystemExit) as done:
-        cli.main(["groups", "describe", "--zookeeper", "zk:2181", "--group", "g", "--bogus"])
+        cli.main(list(argv))
     assert done.value.code == 2
-    err = capsys.readouterr().err
-    assert err.startswith("usage: zkconsumer groups describe [-h] --zookeeper ZK")
-    assert err.endswith("zkconsumer groups describe: error: unrecognized arguments: --bogus\n")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_an_unknown_flag_is_one_line_naming_it_in_the_subcommand(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed the top-level usage ("usage: zkconsumer [-h] [-v] ..."), then the
+    subcommand's 10-line usage."""
+    assert _usage_error(capsys, "groups", "describe", "--zookeeper", "zk:2181", "--group", "g",
+                        "--bogus") == (
+        "zkconsumer groups describe: unknown flag --bogus (-h for help)\n")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    # A misspelt required flag was "the following arguments are required: --zookeeper".
+    (["groups", "describe", "--zookeper", "zk:2181", "--group", "g"],
+     "zkconsumer groups describe: unknown flag --zookeper (did you mean --zookeeper?)"),
+    # A misspelt one of a required group was "one of the arguments ... is required".
+    (["offsets", "reset", "--zookeeper", "zk", "--group", "g", "--topic", "t", "--to-earlest"],
+     "zkconsumer offsets reset: unknown flag --to-earlest (did you mean --to-earliest?)"),
+    (["consumer-groups", "--zookeeper", "zk", "--describe", "--group", "g", "--topik", "t"],
+     "zkconsumer consumer-groups: unknown flag --topik (did you mean --topic?)"),
+    (["groups", "lag", "--zookeeper", "zk", "--window", "x"],
+     "zkconsumer groups lag: argument --window: invalid int value: 'x'"),
+])
+def test_argparse_errors_are_one_line_with_the_flag_meant(
+        capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
+    assert _usage_error(capsys, *argv) == f"{said} (-h for help)\n"
+
+
+def test_a_bad_to_datetime_is_named_as_such(capsys: pytest.CaptureFixture[str]) -> None:
+    """It was an error about --to (the flag the value is parsed for)."""
+    assert cli.main(["offsets", "reset", "--zookeeper", "127.0.0.1:1", "--group", "g",
+                     "--topic", "t", "--to-datetime", "yesterday"]) == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "zkconsumer offsets reset: --to-datetime 'yesterday' is not an ISO-8601 date-time "
+        "(e.g. 2024-05-01T12:00:00Z)\n")
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

@@ -66,6 +66,7 @@ from zkconsumer.ops.group_reads import (
     read_members,
     registered_members,
     require_group,
+    unknown_group_message,
 )
 from zkconsumer.ops.groups import delete_group, describe_group, list_groups
 from zkconsumer.ops.kafka_offsets import (
@@ -147,6 +148,7 @@ __all__ = [
     "read_members",
     "registered_members",
     "require_group",
+    "unknown_group_message",
     "reset_offsets",
     "resume_offset",
     "verify_rebalance",

@@ -21,8 +21,11 @@ def counted(n: int, noun: str) -> str:
 
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+def did_you_mean(name: str, candidates: Iterable[str], *, quote: bool = True) -> str:
     """`` (did you mean 'x'?)`` for the candidate closest to a misspelt ``name``, or ""
-    when none is close (as an unknown configuration key is answered)."""
+    when none is close (as an unknown configuration key is answered); ``quote`` False for
+    flags (``--zookeeper``), which are not quoted."""
     match = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
+    if not match:
+        return ""
+    return f" (did you mean {match[0]!r}?)" if quote else f" (did you mean {match[0]}?)"

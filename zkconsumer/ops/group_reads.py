@@ -105,8 +105,13 @@ def require_group(zk: KazooClient, group: str) -> None:
     """UnknownGroupError unless ``/consumers/<group>`` exists (under any name: a group a
     broken tool made under an illegal one can still be described and deleted)."""
     if not group_exists(zk, group):
-        raise UnknownGroupError(not_found_message("group", group, zp.group_dir(group))
-                                + did_you_mean(group, children(zk, zp.CONSUMERS)))
+        raise UnknownGroupError(unknown_group_message(zk, group))
+
+
+def unknown_group_message(zk: KazooClient, group: str) -> str:
+    """"group 'g33' not found in ZooKeeper (no /consumers/g33) (did you mean 'g3'?)"."""
+    return (not_found_message("group", group, zp.group_dir(group))
+            + did_you_mean(group, children(zk, zp.CONSUMERS)))
 
 
 _require_group = require_group  # the name the ops modules import
