@@ -3,6 +3,7 @@ wrote and what not, and how to finish."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -13,7 +14,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo
+from tests.support import StackInfo, wait_until
+from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
 from zkconsumer.cli import main
 from zkconsumer.cli import offsets as offsets_cli
 from zkconsumer.zk import paths as zp
@@ -97,3 +99,35 @@ def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
     assert all(_written(pzk, f"{prefix}{g}", topic) == PARTITIONS for g in range(GROUPS))
     data, _ = pzk.get(zp.offset_path(f"{prefix}5", topic, 999))
     assert data == b"1006"
+
+
+def test_a_members_zookeeper_outage_is_logged_once_at_its_start_and_once_at_its_end(
+    private_stack: StackInfo, names: Any, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """kazoo logged "Connection dropped: socket connection error: Connection refused" at
+    every reconnect, 56 times in a 35 s outage, with no logging set up by the application."""
+    caplog.set_level(logging.DEBUG, logger="zkconsumer")
+    local = private_stack.local
+    c = ZookeeperConsumerConnector(ConsumerConfig({
+        "zookeeper.connect": private_stack.zookeeper, "group.id": names.group,
+        "zookeeper.session.timeout.ms": 30000}))
+    try:
+        local.stop("zookeeper")
+        # Reconnects failing (kazoo tries a few times a second), each a DEBUG line now.
+        wait_until(lambda: sum(r.getMessage().startswith("Connection dropped")
+                               for r in caplog.records) >= 5, 30, "five failed reconnects")
+        local.start("zookeeper")
+        wait_until(lambda: any("connection back" in r.getMessage() for r in caplog.records),
+                   30, "the connection back")
+    finally:
+        c.shutdown()
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    lost = [m for m in said if "ZooKeeper connection lost" in m]
+    back = [m for m in said if "ZooKeeper connection back" in m]
+    assert lost == [f"consumer {c.consumer_id}: ZooKeeper connection lost: handing out "
+                    "nothing until it is back"], said
+    assert len(back) == 1, said
+    assert back[0].startswith(f"consumer {c.consumer_id}: ZooKeeper connection back after "), \
+        back
+    assert "(reconnects failed meanwhile: Connection dropped: " in back[0]
+    assert not [m for m in said if "Connection dropped" in m and m not in back], said

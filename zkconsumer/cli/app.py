@@ -24,6 +24,7 @@ from zkconsumer._version import __version__
 from zkconsumer.cli import consume, groups, kafka, lag, migrate, offsets, verify
 from zkconsumer.cli.common import (
     EXIT_USAGE,
+    Parser,
     _stdout_closed,
     positive_seconds,
     silence_stdout,
@@ -74,7 +75,7 @@ def _cmd_bridge(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="zkconsumer",
         description="Kafka's legacy ZooKeeper consumer, its tools and its local stack.",
     )
@@ -128,14 +129,19 @@ def _mark_leaves(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         leaf: argparse.ArgumentParser = getattr(args, "_parser", parser)
         leaf.error(f"unrecognized arguments: {' '.join(unknown)}")
     level = logging.INFO if args.verbose or args.command == "bridge" else logging.WARNING
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
-    )
+    # A tool's output carries no library log lines unless -v: a warning the library logs
+    # (a znode left out, a member's lost ZooKeeper) reads as the command's own.
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+        if args.verbose or args.command == "bridge" else _ToolFormatter(args.command))
+    logging.basicConfig(level=level, handlers=[handler])
     # kafka-python logs every failed connection attempt as an ERROR, kazoo every lost or
     # refused one as a WARNING, a few a second while a server is away. The bridge says once
     # that the cluster is unreachable, and again when it is back; the tools fail in one line
@@ -186,6 +192,18 @@ def _run(args: argparse.Namespace) -> int:
         for note in getattr(e, "__notes__", ()):
             print(f"zkconsumer {args.command}: {note}", file=sys.stderr)
         return 130
+
+
+class _ToolFormatter(logging.Formatter):
+    """``zkconsumer COMMAND: warning: message``, as the tools' own warnings are said."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self._command = command
+
+    def format(self, record: logging.LogRecord) -> str:
+        return (f"zkconsumer {self._command}: {record.levelname.lower()}: "
+                f"{record.getMessage()}")
 
 
 #: The client libraries' loggers that the tools keep quiet unless --verbose (kazoo's client
