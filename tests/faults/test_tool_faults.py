@@ -6,21 +6,25 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, wait_until
+from tests.support import StackInfo, reaped, wait_until
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
 from zkconsumer.cli import main
 from zkconsumer.cli import offsets as offsets_cli
 from zkconsumer.zk import paths as zp
 
 GROUPS, PARTITIONS = 6, 1000
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _offsets_file(path: Path, prefix: str, topic: str) -> Path:
@@ -131,3 +135,52 @@ def test_a_members_zookeeper_outage_is_logged_once_at_its_start_and_once_at_its_
         back
     assert "(reconnects failed meanwhile: Connection dropped: " in back[0]
     assert not [m for m in said if "Connection dropped" in m and m not in back], said
+
+
+def _lines_of(stream: IO[str]) -> list[str]:
+    """The lines ``stream`` gives, collected by a thread as they come."""
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def test_groups_lag_watch_rides_through_a_zookeeper_pause(
+    private_stack: StackInfo, pzk: KazooClient, names: Any,
+) -> None:
+    """It ended with status 2 on a ZooKeeper pause of about 7 s."""
+    g, topic = names.group, names.topic
+    pzk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
+    zookeeper = private_stack.local.procs["zookeeper"].pid
+    argv = [sys.executable, "-m", "zkconsumer", "groups", "lag", "--zookeeper",
+            private_stack.zookeeper, "--group", g, "--watch", "--interval", "0.3",
+            "--connect-timeout", "1"]
+    with reaped(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+                ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _lines_of(proc.stdout), _lines_of(proc.stderr)
+
+        def polls() -> int:
+            return sum(line.startswith("every 0.3 s") for line in out)
+
+        wait_until(lambda: polls() >= 1, 30, "a first poll")
+        os.killpg(zookeeper, signal.SIGSTOP)
+        try:
+            wait_until(lambda: any("poll failed, retrying every 0.3 s" in x for x in err), 30,
+                       "the outage said")
+            before = polls()
+        finally:
+            os.killpg(zookeeper, signal.SIGCONT)
+        wait_until(lambda: any("polling again" in x for x in err), 60, "polling again")
+        wait_until(lambda: polls() > before, 30, "a poll after the outage")
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    said = [x for x in err if x.startswith("zkconsumer groups lag: ")]
+    assert len([x for x in said if "poll failed" in x]) == 1, err
+    assert "Traceback" not in "".join(err)

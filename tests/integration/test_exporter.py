@@ -326,3 +326,22 @@ def test_a_partition_without_a_log_end_makes_the_group_unknown() -> None:
     fine = GroupLag("g", 0, [known, no_offset], "OK")
     assert (fine.total_lag, fine.max_lag) == (4, 4)
     assert group_status(["OK", "UNKNOWN", "STALL"]) == "UNKNOWN"
+
+
+def test_library_warnings_read_as_the_commands_own_unless_verbose(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """The library's warnings were timestamped log lines (``2026-12-01 ... WARNING
+    MainThread zkconsumer.ops.exporter: left out: ...``) between the command's own."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"not a number", makepath=True)
+    base = ["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]
+    done = _run_cli(*base)
+    [line] = [x for x in done.stderr.splitlines() if "left out" in x]
+    assert line.startswith("zkconsumer groups lag: warning: left out: "), done.stderr
+    assert f"/consumers/{g}/offsets/{topic}/0" in line
+    done = _run_cli("-v", *base)
+    [line] = [x for x in done.stderr.splitlines() if "left out" in x]
+    assert re.match(r"\d{4}-\d\d-\d\d .* WARNING MainThread zkconsumer\.ops\.exporter: left "
+                    r"out: ", line), line

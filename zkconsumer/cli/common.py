@@ -77,7 +77,7 @@ class Parser(argparse.ArgumentParser):
             message = "; ".join(
                 f"unknown flag {flag}{did_you_mean(flag, self._long_flags(), quote=False)}"
                 for flag in unknown)
-        self.exit(2, f"{self.prog}: {message} (-h for help)\n")
+        self.exit(2, f"{self.prog}: error: {message} (-h for help)\n")
 
     def _long_flags(self) -> list[str]:
         return [f for f in self._option_string_actions if f.startswith("--")]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 
 from zkconsumer._errors import ZkConsumerError, ZkDataError
 from zkconsumer._types import TopicPartition, partition_lag
@@ -228,6 +228,9 @@ class LagMonitor:
     def poll(self, zk: KazooClient, groups: Sequence[str] | None = None) -> list[GroupLag]:
         """One poll of ``groups`` (default: every group under /consumers)."""
         start = time.monotonic()
+        if not zk.connected:
+            # The cache would answer from what it read before, as if ZooKeeper were there.
+            raise ConnectionLoss("not connected to ZooKeeper: the values would be stale")
         if self._cache is None or self._cache.zk is not zk:
             self._cache = ZkCache(zk)  # a new client: its watches are its own
         raw = read_groups(self._cache, groups, self._warned)
