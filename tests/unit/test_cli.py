@@ -51,7 +51,7 @@ def test_an_unknown_flag_is_one_line_naming_it_in_the_subcommand(
     subcommand's 10-line usage."""
     assert _usage_error(capsys, "groups", "describe", "--zookeeper", "zk:2181", "--group", "g",
                         "--bogus") == (
-        "zkconsumer groups describe: unknown flag --bogus (-h for help)\n")
+        "zkconsumer groups describe: error: unknown flag --bogus (-h for help)\n")
 
 
 @pytest.mark.parametrize(("argv", "said"), [
@@ -68,7 +68,8 @@ def test_an_unknown_flag_is_one_line_naming_it_in_the_subcommand(
 ])
 def test_argparse_errors_are_one_line_with_the_flag_meant(
         capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
-    assert _usage_error(capsys, *argv) == f"{said} (-h for help)\n"
+    command, message = said.split(": ", 1)
+    assert _usage_error(capsys, *argv) == f"{command}: error: {message} (-h for help)\n"
 
 
 def test_a_bad_to_datetime_is_named_as_such(capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,3 +94,22 @@ def test_every_group_flag_has_help() -> None:
     missing = [p.prog for p in _leaf_parsers(build_parser()) for a in p._actions
                if "--group" in a.option_strings and not a.help]
     assert missing == []
+
+
+def test_every_subcommands_help_ends_with_examples_and_every_option_has_help() -> None:
+    """No -h of the 21 subcommands had an example; some options had no text."""
+    from zkconsumer.cli.examples import EXAMPLES
+
+    leaves = list(_leaf_parsers(build_parser()))
+    assert len(leaves) == len(EXAMPLES) == 21
+    for p in leaves:
+        command = p.prog.removeprefix("zkconsumer ")
+        text = p.format_help()
+        tail = text.rstrip().split("examples:\n")[-1].splitlines()
+        assert tail == [f"  {line}" for line in EXAMPLES[command]], (command, tail)
+        for example in EXAMPLES[command]:
+            # Each example parses as the subcommand's own command line.
+            args = build_parser().parse_args(example.split()[1:])
+            assert args._parser.prog == p.prog, example
+        bare = [a.option_strings or a.dest for a in p._actions if not a.help]
+        assert not bare, (command, bare)

@@ -30,6 +30,7 @@ from zkconsumer.cli.common import (
     silence_stdout,
     with_notes,
 )
+from zkconsumer.cli.examples import HelpFormatter, examples_text
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import BROKERS, LocalStack, sigterm_interrupts
 from zkconsumer.zk.session import (
@@ -86,8 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
                        description="The local stack: real ZooKeeper 3.8 and a real Kafka "
                        "broker (3.9 in ZooKeeper mode by default), as background processes "
-                       "with pids, data and logs in DIR.")
-    p.add_argument("action", choices=["up", "down", "status"])
+                       "with pids, data and logs in DIR. up: start what is not running and "
+                       "print the addresses as JSON; down: stop every component; status: "
+                       "each component's pid and whether it answers, as JSON (exit 1 when "
+                       "one does not).")
+    p.add_argument("action", choices=["up", "down", "status"],
+                   help="up, down or status (above)")
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
     p.add_argument("--broker", choices=BROKERS, default=None,
                    help="up: kafka (Kafka 3.9 in ZooKeeper mode, registering itself) or "
@@ -101,8 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Keep /brokers/ids and /brokers/topics in ZooKeeper equal "
                        "to a Kafka-protocol cluster's metadata, as ZooKeeper-mode brokers did.",
                        epilog=SECURITY_HELP)
-    p.add_argument("--zookeeper", required=True, metavar="ZK")
-    p.add_argument("--bootstrap-server", required=True, metavar="B")
+    p.add_argument("--zookeeper", required=True, metavar="ZK",
+                   help="ZooKeeper connect string to register the brokers in, "
+                   "host:port[,...][/chroot]")
+    p.add_argument("--bootstrap-server", required=True, metavar="B",
+                   help="the Kafka-protocol cluster's broker(s), host:port[,...]")
     p.add_argument("--interval", type=positive_seconds, default=0.5,
                    help="seconds between syncs")
     p.add_argument("--connect-timeout", type=positive_seconds, default=30.0,
@@ -124,7 +132,16 @@ def _mark_leaves(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for child in set(action.choices.values()):
                 child.set_defaults(_parser=child)
+                _with_examples(child)
                 _mark_leaves(child)
+
+
+def _with_examples(p: argparse.ArgumentParser) -> None:
+    """End ``p``'s help with its examples (:mod:`zkconsumer.cli.examples`)."""
+    text = examples_text(p.prog.removeprefix("zkconsumer "))
+    if text is not None:
+        p.epilog = f"{p.epilog}\n\n{text}" if p.epilog else text
+        p.formatter_class = HelpFormatter
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -561,7 +561,9 @@ def _register_consumer_groups(sub: Any) -> None:
                    "--reset-offsets: that topic")
     p.add_argument("--all-topics", action="store_true",
                    help="--reset-offsets: every topic the group has offsets of")
-    p.add_argument("--bootstrap-server", metavar="B", help="not valid with --zookeeper")
+    p.add_argument("--bootstrap-server", metavar="B",
+                   help="refused, with Kafka's error: this tool reads the groups in ZooKeeper "
+                   "(--zookeeper); a modern group is Kafka's own kafka-consumer-groups.sh's")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     reset = p.add_argument_group("--reset-offsets")
     reset.add_argument("--to-earliest", action="store_true", help="the log start")
