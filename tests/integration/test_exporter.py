@@ -307,6 +307,28 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
     assert got[("zkconsumer_group_status_code", (("group", g),))] == STATUS_CODES["UNKNOWN"]
     assert got[("zkconsumer_group_status", (("group", g), ("status", "UNKNOWN")))] == 1
     assert got[("zkconsumer_exporter_log_end_up", ())] == 0
+    assert len([x for x in done.stderr.splitlines() if "log end" in x]) == 1, done.stderr
+
+    # Served: said once, not at every poll.
+    argv = [sys.executable, "-m", "zkconsumer", "exporter", *nowhere, "--group", g, "--port",
+            "0", "--interval", "0.2"]
+    with reaped(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": REPO})) as proc:
+        assert proc.stderr is not None
+        port = re.search(r":(\d+)/metrics", proc.stderr.readline())
+        assert port is not None
+
+        def polls() -> float:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/metrics",
+                                        timeout=10) as answer:
+                return samples(answer.read().decode())[("zkconsumer_exporter_polls_total", ())]
+
+        wait_until(lambda: polls() >= 4, 60, "four polls")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        rest = proc.stderr.read().splitlines()
+    assert len([x for x in rest if "log end" in x]) == 1, rest
+    assert rest[0].startswith("zkconsumer exporter: warning: log end offsets unknown"), rest
 
     # With the brokers back, the lag is known again and the exit status 0.
     done = _run_cli("groups", "lag", "--zookeeper", stack.zookeeper, "--group", g)

@@ -113,3 +113,16 @@ def test_every_subcommands_help_ends_with_examples_and_every_option_has_help() -
             assert args._parser.prog == p.prog, example
         bare = [a.option_strings or a.dest for a in p._actions if not a.help]
         assert not bare, (command, bare)
+
+
+def test_a_watched_table_taller_than_the_terminal_keeps_its_header_on_screen() -> None:
+    """On an 80 x 30 terminal `groups lag --watch --group G` scrolled: the header left the
+    screen at every redraw."""
+    from zkconsumer.cli.lag import _screen
+
+    lines = ["every 5 s, window 10: ...", "GROUP TOPIC PARTITION", *(f"row {i}" for i in range(40))]
+    shown = _screen(lines, 30)
+    assert len(shown) == 29  # the cursor's line stays free: nothing scrolls
+    assert shown[:3] == lines[:3]
+    assert shown[-1] == ("... 14 more lines: a taller terminal, --group or --json shows them")
+    assert _screen(lines[:10], 30) == lines[:10]
