@@ -41,9 +41,15 @@ from zkconsumer.zk.session import (
 )
 
 
+def _progress(line: str) -> None:
+    """Long work (Maven fetching jars on a first `stack up`) said on stderr as it starts."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _cmd_stack(args: argparse.Namespace) -> int:
 
-    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None)
+    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None,
+                       progress=_progress)
     if args.action == "up":
         # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
         # started, as Ctrl-C does: the components live in their own sessions.
@@ -90,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "with pids, data and logs in DIR. up: start what is not running and "
                        "print the addresses as JSON; down: stop every component; status: "
                        "each component's pid and whether it answers, as JSON (exit 1 when "
-                       "one does not).")
+                       "one does not). Needs Java 17+; the first `up` has "
+                       "Maven (mvn) fetch their jars from Maven Central into "
+                       "~/.cache/zkconsumer/jvm ($XDG_CACHE_HOME; .jvm/ in a checkout; "
+                       "ZKCONSUMER_JVM_DIR overrides).")
     p.add_argument("action", choices=["up", "down", "status"],
                    help="up, down or status (above)")
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
