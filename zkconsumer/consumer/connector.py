@@ -127,7 +127,7 @@ from zkconsumer.consumer.watcher import RebalanceWatcher
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.handler import kazoo_handler
 from zkconsumer.zk.read import broker_addresses
-from zkconsumer.zk.session import kazoo_security_kwargs, start_and_check_login
+from zkconsumer.zk.session import OutageLog, kazoo_security_kwargs, start_and_check_login
 
 __all__ = ["ConsumerRebalanceListener", "ZookeeperConsumerConnector", "create_consumer_connector"]
 
@@ -178,7 +178,7 @@ class ZookeeperConsumerConnector:
         )
 
         self._make_state(config)
-        self._zk = _kazoo_client(config)
+        self._zk = _kazoo_client(config, self.consumer_id)
         self._make_session_side(config)
         self._start_session()
         try:
@@ -681,9 +681,10 @@ class ZookeeperConsumerConnector:
             elif state == KazooState.CONNECTED:
                 self._gate.open("connection")
         if state == KazooState.SUSPENDED:
-            self.log.warning("ZooKeeper connection lost: %s", "handing out nothing until it "
-                             "is back" if self._pause_on_outage else "handing out messages "
-                             "on (zookeeper.outage.delivery=continue)")
+            self.log.warning("consumer %s: ZooKeeper connection lost: %s", self.consumer_id,
+                             "handing out nothing until it is back" if self._pause_on_outage
+                             else "handing out messages on (zookeeper.outage.delivery="
+                             "continue)")
         elif state == KazooState.LOST:
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
@@ -702,16 +703,21 @@ class ZookeeperConsumerConnector:
         self._ownership.release(tps, deadline)
 
 
-def _kazoo_client(config: ConsumerConfig) -> KazooClient:
-    """The member's ZooKeeper client: reconnects for ever, retries a command three times."""
-    return KazooClient(
+def _kazoo_client(config: ConsumerConfig, consumer_id: str) -> KazooClient:
+    """The member's ZooKeeper client: reconnects for ever, retries a command three times;
+    an outage's reconnects are not logged one by one (:class:`OutageLog`)."""
+    outages = OutageLog(consumer_id)
+    client = KazooClient(
         hosts=config.zookeeper_connect,
         **kazoo_security_kwargs(config),
         timeout=config.zookeeper_session_timeout_ms / 1000.0,
         handler=kazoo_handler(),
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        logger=outages,
     )
+    client.add_listener(outages.on_state)
+    return client
 
 
 def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
