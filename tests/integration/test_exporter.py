@@ -190,14 +190,17 @@ def test_groups_lag_once_json_and_watch(
     base = ["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]
     assert main(base) == 0
     out = capsys.readouterr().out
-    assert out.splitlines() == ["GROUP TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER STATUS",
-                                f"{g} {topic} 0 1 3 2 - OK"]
+    # One poll: the backlog's age cannot be told yet ("?", never 0).
+    assert out.splitlines() == [
+        "GROUP TOPIC PARTITION OFFSET LOG-END-OFFSET LAG TIME-LAG OWNER STATUS",
+        f"{g} {topic} 0 1 3 2 ? - OK"]
     assert main([*base, "--json"]) == 0
     [doc] = json.loads(capsys.readouterr().out)
     assert (doc["group"], doc["total_lag"], doc["status"], doc["members"]) == (g, 2, "OK", 0)
     assert doc["partitions"] == [{"topic": topic, "partition": 0, "offset": 1,
                                   "log_end_offset": 3, "lag": 2, "owner": None,
-                                  "status": "OK"}]
+                                  "status": "OK", "time_lag": None}]
+    assert doc["max_time_lag_s"] is None
     # --watch: a table a poll, each after a line saying when.
     argv = [sys.executable, "-m", "zkconsumer", *base, "--watch", "--interval", "0.2",
             "--window", "2"]
@@ -215,8 +218,8 @@ def test_groups_lag_once_json_and_watch(
         assert re.fullmatch(rf"every 0\.2 s, window 2: \S+ \(poll {n}\)\n", head), head
         assert header.startswith("GROUP TOPIC PARTITION")
     # No commit since: the full window of 2 says STOP from the second poll on.
-    assert polls[0][3] == f"{g} {topic} 0 1 3 2 - OK\n"
-    assert polls[2][3] == f"{g} {topic} 0 1 3 2 - STOP\n"
+    assert polls[0][3] == f"{g} {topic} 0 1 3 2 ? - OK\n"
+    assert polls[2][3] == f"{g} {topic} 0 1 3 2 ? - STOP\n"
 
 
 def test_the_grafana_dashboard_queries_metrics_the_exporter_serves() -> None:
@@ -279,7 +282,7 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
     # The summary of every group: the group 4 behind is not "0 OK", and says why once.
     done = _run_cli("groups", "lag", *nowhere)
     [row] = [line for line in done.stdout.splitlines() if line.startswith(f"{g} ")]
-    assert row == f"{g} 0 1 1 ? ? UNKNOWN", done.stdout
+    assert row == f"{g} 0 1 1 ? ? ? UNKNOWN", done.stdout
     assert done.returncode == 1, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "log end" in line]
     assert len(warnings) == 1, done.stderr
@@ -289,7 +292,7 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
 
     # Per partition: the log end and the lag are "?".
     done = _run_cli("groups", "lag", *nowhere, "--group", g)
-    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 ? ? - UNKNOWN"], done.stdout
+    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 ? ? ? - UNKNOWN"], done.stdout
     assert done.returncode == 1
 
     done = _run_cli("groups", "lag", *nowhere, "--group", g, "--json")
@@ -332,7 +335,7 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
 
     # With the brokers back, the lag is known again and the exit status 0.
     done = _run_cli("groups", "lag", "--zookeeper", stack.zookeeper, "--group", g)
-    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 5 4 - OK"], done.stdout
+    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 5 4 ? - OK"], done.stdout
     assert done.returncode == 0, done.stderr
     assert "log end" not in done.stderr
 
@@ -367,3 +370,38 @@ def test_library_warnings_read_as_the_commands_own_unless_verbose(
     [line] = [x for x in done.stderr.splitlines() if "left out" in x]
     assert re.match(r"\d{4}-\d\d-\d\d .* WARNING MainThread zkconsumer\.ops\.exporter: left "
                     r"out: ", line), line
+
+
+def test_time_lag_from_the_log_ends_seen_at_each_poll(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """Messages produced between two polls are dated between them: the time lag of a group
+    committed in their midst is within one poll interval of the truth, and never 0 before
+    it can be told."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    produce(stack.bootstrap, topic, [(0, None, b"old")] * 5)
+    zk.create(zp.offset_path(g, topic, 0), b"5", makepath=True)
+    clock = [1000.0]
+    monitor = LagMonitor(clock=lambda: clock[0])
+    [group] = monitor.poll(zk, [g])
+    assert group.partitions[0].time_lag == 0.0 and group.max_time_lag == 0.0  # caught up
+    # 10 messages appended between the polls at t=1000 and t=1010.
+    produce(stack.bootstrap, topic, [(0, None, b"new")] * 10)
+    clock[0] = 1010.0
+    monitor.poll(zk, [g])
+    zk.set(zp.offset_path(g, topic, 0), b"8")  # 3 of the new ones consumed
+    wait_until(lambda: monitor.poll(zk, [g])[0].partitions[0].offset == 8, 10, "the commit")
+    clock[0] = 1030.0
+    [group] = monitor.poll(zk, [g])
+    # Offset 8 was appended in (1000, 1010]: its age at 1030 is in [20, 30).
+    age = group.partitions[0].time_lag
+    assert age is not None and 20.0 <= age < 30.0, age
+    assert group.max_time_lag == age
+    rendered = monitor.render().decode()
+    assert f'zkconsumer_group_max_time_lag_seconds{{group="{g}"}} {age}' in rendered
+    # A backlog older than the first poll, with no rate yet: no sample, not 0.
+    fresh = LagMonitor(clock=lambda: clock[0])
+    [group] = fresh.poll(zk, [g])
+    assert group.partitions[0].time_lag is None and group.max_time_lag is None
+    assert f'zkconsumer_group_max_time_lag_seconds{{group="{g}"}}' not in fresh.render().decode()

@@ -21,6 +21,11 @@ def test_nothing_known_before_the_first_poll() -> None:
     assert Timeline().time_lag(0, now=1.0) is None
 
 
+def test_one_point_tells_nothing_of_older_messages() -> None:
+    # A first poll: the backlog's age cannot be told (it is not 0).
+    assert timeline((10.0, 500)).time_lag(100, now=10.0) is None
+
+
 def test_caught_up_is_zero_and_exact() -> None:
     t = timeline((0.0, 10), (5.0, 10))
     assert t.time_lag(10, now=100.0) == TimeLag(0.0, 0.0, True)
@@ -37,7 +42,7 @@ def test_before_the_first_point_is_extrapolated_without_a_bound() -> None:
     t = timeline((100.0, 1000), (110.0, 2000))  # 100 messages a second
     lag = t.time_lag(500, now=110.0)
     assert lag is not None and lag.bound is None and not lag.exact
-    assert lag.seconds == pytest.approx(15.0)
+    assert lag.seconds == pytest.approx(14.99)  # offset 500 made the log end 501
 
 
 def test_a_quiet_partition_keeps_its_span_in_two_points() -> None:
@@ -53,7 +58,9 @@ def test_a_log_end_that_went_back_starts_anew() -> None:
     t = timeline((0.0, 500), (10.0, 600))
     t.add(20.0, 3)  # the topic was made again
     assert len(t) == 1
-    assert t.time_lag(0, now=25.0) == TimeLag(5.0, None, False)
+    assert t.time_lag(0, now=25.0) is None  # older than the timeline, and no rate yet
+    t.add(30.0, 13)  # one message a second
+    assert t.time_lag(0, now=30.0) == TimeLag(12.0, None, False)
 
 
 def test_thinning_keeps_the_newest_half_and_the_bound_honest() -> None:

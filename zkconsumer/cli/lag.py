@@ -264,23 +264,40 @@ def _lag_cell(value: int | None, known: bool) -> str | int | None:
     return "?" if not known else None
 
 
+def _age_cell(seconds: float | None, known: bool) -> str | None:
+    """A time lag for a table: ``4.2s``, ``3m12s``, ``2h05m``; ``?`` when it cannot be told
+    (yet), None (``-``) when there is none (no committed offset)."""
+    if seconds is None:
+        return "?" if not known else None
+    whole = int(seconds)
+    if whole < 60:
+        return f"{seconds:.1f}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 def _group_table(groups: list[GroupLag]) -> Table:
-    t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "STATUS"],
-              right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG"])
+    t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "TIME-LAG",
+               "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
+                                 "TIME-LAG"])
     for g in groups:
         t.add_row(g.group, g.members, len(g.partitions), g.unowned,
-                  _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False), g.status)
+                  _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False),
+                  _age_cell(g.max_time_lag, False), g.status)
     return t
 
 
 def _partition_table(groups: list[GroupLag]) -> Table:
-    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "OWNER",
-               "STATUS"], right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG"])
+    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG",
+               "OWNER", "STATUS"],
+              right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG"])
     for g in groups:
         for p in g.partitions:
             t.add_row(g.group, p.topic, p.partition, p.offset,
                       _lag_cell(p.log_end_offset, False),
-                      _lag_cell(p.lag, p.offset is None), p.owner, p.status)
+                      _lag_cell(p.lag, p.offset is None),
+                      _age_cell(p.time_lag, p.offset is None), p.owner, p.status)
     return t
 
 

@@ -23,6 +23,12 @@ STALL partitions as a group ERR; the group's status here says which.) Codes, as 
 numbers them: NOTFOUND 0, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6; and UNKNOWN 7,
 which Burrow does not have.
 
+Each partition's time lag, the age of the oldest message its group has not committed, is
+read from a timeline of the log ends the polls saw (:mod:`~zkconsumer.ops.time_lag`):
+interpolated between the two polls around the committed offset, so off by at most one poll
+interval; before the timeline's first poll, extrapolated from its rate; unknown (no sample,
+never 0) while there is no rate yet, as at the first poll of a backlog.
+
 The time of a commit is the offset znode's modification time: the ZooKeeper consumers
 (this one and the JVM's) write an offset only when it changed, so a consumer that stopped
 committing leaves it still. Offsets the groups keep in Kafka (``offsets.storage=kafka``) are
@@ -56,6 +62,7 @@ from zkconsumer.consumer.metrics import (
     QuietHandler,
 )
 from zkconsumer.ops import brokers
+from zkconsumer.ops.time_lag import Timeline
 from zkconsumer.zk import paths as zp
 
 __all__ = ["STATUS_CODES", "ExporterServer", "GroupLag", "LagMonitor", "Observation",
@@ -136,6 +143,9 @@ class PartitionLag:
     lag: int | None
     owner: str | None
     status: str
+    time_lag: float | None = None
+    """Seconds since the oldest message not committed was appended (see
+    :mod:`~zkconsumer.ops.time_lag`); 0 when caught up, None when it cannot be told."""
 
 
 @dataclass(frozen=True)
@@ -173,10 +183,20 @@ class GroupLag:
             return None
         return max((p.lag for p in self.partitions if p.lag is not None), default=0)
 
+    @property
+    def max_time_lag(self) -> float | None:
+        """The largest partition time lag; None when one is unknown (never a 0 that hides
+        it)."""
+        committed = [p.time_lag for p in self.partitions if p.offset is not None]
+        if any(t is None for t in committed):
+            return None
+        return max((t for t in committed if t is not None), default=0.0)
+
     def to_json(self) -> dict[str, Any]:
         return {"group": self.group, "members": self.members, "status": self.status,
                 "status_reason": self.reason,
                 "total_lag": self.total_lag, "max_lag": self.max_lag,
+                "max_time_lag_s": self.max_time_lag,
                 "unowned_partitions": self.unowned,
                 "partitions": [p.__dict__ for p in self.partitions]}
 
@@ -209,6 +229,8 @@ class LagMonitor:
         self._log_ends = log_ends or (lambda zk, tps: brokers.log_ends(zk, tps))
         self._clock = clock
         self._windows: dict[tuple[str, TopicPartition], deque[Observation]] = {}
+        # Each partition's log ends over the polls, for the time lags (shared by the groups).
+        self._timelines: dict[TopicPartition, Timeline] = {}
         self._warned: set[str] = set()  # znodes named as undecodable
         self._cache: ZkCache | None = None
         self.groups: list[GroupLag] = []
@@ -247,6 +269,8 @@ class LagMonitor:
             ends, self.log_end_error = {}, str(e)
             log.debug("log end offsets unknown: %s", e)
         now = self._clock()
+        for tp, end in ends.items():
+            self._timelines.setdefault(tp, Timeline()).add(now, end)
         out = [self._group(name, g, partitions, ends, now) for name, g in sorted(raw.items())]
         self._forget_gone(out)
         self.groups = out
@@ -297,14 +321,22 @@ class LagMonitor:
         window = self._windows.setdefault(key, deque(maxlen=self.window))
         window.append(Observation(now, offset, lag, committed_at))
         status = "UNKNOWN" if end is None else evaluate_partition(window, self.window, now)
+        timeline = self._timelines.get(tp)
+        time_lag = None
+        if end is not None and timeline is not None:
+            found = timeline.time_lag(offset, now)
+            time_lag = None if found is None else round(found.seconds, 3)
         return PartitionLag(tp.topic, tp.partition, offset, end, lag, raw.owners.get(tp),
-                            status)
+                            status, time_lag)
 
     def _forget_gone(self, groups: Sequence[GroupLag]) -> None:
         seen = {(g.group, TopicPartition(p.topic, p.partition))
                 for g in groups for p in g.partitions}
         for key in [k for k in self._windows if k not in seen]:
             del self._windows[key]
+        polled = {tp for _, tp in seen}
+        for tp in [tp for tp in self._timelines if tp not in polled]:
+            del self._timelines[tp]
 
     def render(self) -> bytes:
         """The Prometheus text exposition of the last poll (made by :meth:`poll`)."""
@@ -463,6 +495,8 @@ def topic_partition_map(zk: KazooClient | ZkCache, topics: Sequence[str]
 _HELP = {
     "zkconsumer_group_partition_offset": "Committed offset in ZooKeeper",
     "zkconsumer_group_partition_lag": "Log end offset minus committed offset",
+    "zkconsumer_group_partition_time_lag_seconds": "Age of the oldest message not committed "
+    "(estimated from the log ends seen at each poll; absent when it cannot be told)",
     "zkconsumer_group_partition_owner": "1 for the thread owning the partition",
     "zkconsumer_group_partition_status": "Burrow-style status code of the partition "
     "(NOTFOUND 0, OK 1, WARN 2, STOP 4, STALL 5, REWIND 6, UNKNOWN 7)",
@@ -470,6 +504,8 @@ _HELP = {
     "zkconsumer_group_lag": "Sum of the group's partition lags (absent when one is unknown)",
     "zkconsumer_group_max_lag": "Largest partition lag of the group (absent when one is "
     "unknown)",
+    "zkconsumer_group_max_time_lag_seconds": "Largest partition time lag of the group "
+    "(absent when one cannot be told)",
     "zkconsumer_group_members": "Registered members of the group",
     "zkconsumer_group_unowned_partitions": "Partitions of the group's topics with no owner",
     "zkconsumer_group_status_code": "Burrow-style status code of the group (OK 1, WARN 2, "
@@ -505,6 +541,8 @@ def render(monitor: LagMonitor) -> bytes:
                 add("zkconsumer_group_partition_offset", pl, p.offset)
             if p.lag is not None:
                 add("zkconsumer_group_partition_lag", pl, p.lag)
+            if p.time_lag is not None:
+                add("zkconsumer_group_partition_time_lag_seconds", pl, p.time_lag)
             if p.owner is not None:
                 add("zkconsumer_group_partition_owner", f'{pl},owner="{_label(p.owner)}"', 1)
             add("zkconsumer_group_partition_status", pl, STATUS_CODES[p.status])
@@ -513,6 +551,8 @@ def render(monitor: LagMonitor) -> bytes:
         if g.total_lag is not None and g.max_lag is not None:  # an unknown lag: no sample
             add("zkconsumer_group_lag", gl, g.total_lag)
             add("zkconsumer_group_max_lag", gl, g.max_lag)
+        if g.max_time_lag is not None:
+            add("zkconsumer_group_max_time_lag_seconds", gl, g.max_time_lag)
         add("zkconsumer_group_members", gl, g.members)
         add("zkconsumer_group_unowned_partitions", gl, g.unowned)
         add("zkconsumer_group_status_code", gl, STATUS_CODES[g.status])

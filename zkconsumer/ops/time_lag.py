@@ -87,37 +87,40 @@ class Timeline:
         self._end = [self._end[i] for i in keep]
 
     def appended_at(self, offset: int) -> tuple[float, float | None] | None:
-        """(when the message at ``offset`` was appended, the error bound), or None when no
-        poll has seen the log end past it yet."""
+        """(when the message at ``offset`` was appended, the error bound), or None when it
+        cannot be told: no poll has seen the log end past it yet, or it is older than the
+        timeline, which has no rate yet to go back by."""
         ends = self._end
         i = bisect_right(ends, offset)  # the first point whose log end is past offset
         if i == len(ends):
             return None
         if i == 0:
-            return self._extrapolated(offset), None
+            back = self._extrapolated(offset)
+            return None if back is None else (back, None)
         t0, e0, t1, e1 = self._when[i - 1], ends[i - 1], self._when[i], ends[i]
         # Offset `offset` makes the log end `offset + 1`: where that falls between the polls.
         share = (offset + 1 - e0) / (e1 - e0)
         return t0 + share * (t1 - t0), t1 - t0
 
-    def _extrapolated(self, offset: int) -> float:
-        """Before the first point: back from it at the timeline's average rate (the first
-        point's time when there is no rate to go by)."""
+    def _extrapolated(self, offset: int) -> float | None:
+        """Before the first point: back from it at the timeline's average rate; None while
+        there is no rate to go by (one point, or no message appended since the first)."""
         t0, e0 = self._when[0], self._end[0]
         span_t, span_e = self._when[-1] - t0, self._end[-1] - e0
         if span_t <= 0 or span_e <= 0:
-            return t0
-        return t0 - (e0 - offset) * span_t / span_e
+            return None
+        return t0 - (e0 - (offset + 1)) * span_t / span_e  # when the log end was offset + 1
 
     def time_lag(self, committed: int, now: float) -> TimeLag | None:
         """The time lag of a group committed at ``committed`` (the next offset it reads), or
-        None while nothing is known (no point yet)."""
+        None while it cannot be told (no point yet, or an offset older than a timeline with
+        no rate)."""
         if not self._end:
             return None
         if committed >= self._end[-1]:
             return TimeLag(0.0, 0.0, True)
         found = self.appended_at(committed)
-        if found is None:  # pragma: no cover - committed < the last log end: always found
+        if found is None:
             return None
         when, bound = found
         return TimeLag(max(0.0, now - when), bound, False)
