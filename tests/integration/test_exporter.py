@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import StackInfo, produce, reaped, wait_until
+from zkconsumer._types import TopicPartition
 from zkconsumer.cli import main
 from zkconsumer.ops.exporter import (
     STATUS_CODES,
@@ -184,23 +186,26 @@ def test_groups_lag_once_json_and_watch(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     topic = topic_factory(names.topic, 1)
+    before = time.time()
     produce(stack.bootstrap, topic, [(0, None, b"x")] * 3)
     g = names.group
     zk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
     base = ["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]
     assert main(base) == 0
     out = capsys.readouterr().out
-    # One poll: the backlog's age cannot be told yet ("?", never 0).
-    assert out.splitlines() == [
-        "GROUP TOPIC PARTITION OFFSET LOG-END-OFFSET LAG TIME-LAG OWNER STATUS",
-        f"{g} {topic} 0 1 3 2 ? - OK"]
+    # One poll: the backlog's age is the message's own timestamp's.
+    header, row = out.splitlines()
+    assert header == "GROUP TOPIC PARTITION OFFSET LOG-END-OFFSET LAG TIME-LAG OWNER STATUS"
+    assert re.fullmatch(rf"{g} {topic} 0 1 3 2 \d+\.\ds - OK", row), row
     assert main([*base, "--json"]) == 0
     [doc] = json.loads(capsys.readouterr().out)
     assert (doc["group"], doc["total_lag"], doc["status"], doc["members"]) == (g, 2, "OK", 0)
-    assert doc["partitions"] == [{"topic": topic, "partition": 0, "offset": 1,
-                                  "log_end_offset": 3, "lag": 2, "owner": None,
-                                  "status": "OK", "time_lag": None}]
-    assert doc["max_time_lag_s"] is None
+    [part] = doc["partitions"]
+    age = part.pop("time_lag")
+    assert part == {"topic": topic, "partition": 0, "offset": 1, "log_end_offset": 3,
+                    "lag": 2, "owner": None, "status": "OK"}
+    assert 0 <= age <= time.time() - before + 1, age  # the broker's clock is this one
+    assert doc["max_time_lag_s"] == age
     # --watch: a table a poll, each after a line saying when.
     argv = [sys.executable, "-m", "zkconsumer", *base, "--watch", "--interval", "0.2",
             "--window", "2"]
@@ -218,8 +223,8 @@ def test_groups_lag_once_json_and_watch(
         assert re.fullmatch(rf"every 0\.2 s, window 2: \S+ \(poll {n}\)\n", head), head
         assert header.startswith("GROUP TOPIC PARTITION")
     # No commit since: the full window of 2 says STOP from the second poll on.
-    assert polls[0][3] == f"{g} {topic} 0 1 3 2 ? - OK\n"
-    assert polls[2][3] == f"{g} {topic} 0 1 3 2 ? - STOP\n"
+    assert re.fullmatch(rf"{g} {topic} 0 1 3 2 \d+\.\ds - OK\n", polls[0][3]), polls[0]
+    assert re.fullmatch(rf"{g} {topic} 0 1 3 2 \d+\.\ds - STOP\n", polls[2][3]), polls[2]
 
 
 def test_the_grafana_dashboard_queries_metrics_the_exporter_serves() -> None:
@@ -335,7 +340,8 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
 
     # With the brokers back, the lag is known again and the exit status 0.
     done = _run_cli("groups", "lag", "--zookeeper", stack.zookeeper, "--group", g)
-    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 5 4 ? - OK"], done.stdout
+    [row] = done.stdout.splitlines()[1:]
+    assert re.fullmatch(rf"{g} {topic} 0 1 5 4 \d+\.\ds - OK", row), done.stdout
     assert done.returncode == 0, done.stderr
     assert "log end" not in done.stderr
 
@@ -383,10 +389,12 @@ def test_time_lag_from_the_log_ends_seen_at_each_poll(
     produce(stack.bootstrap, topic, [(0, None, b"old")] * 5)
     zk.create(zp.offset_path(g, topic, 0), b"5", makepath=True)
     clock = [1000.0]
-    monitor = LagMonitor(clock=lambda: clock[0])
+    # The timeline alone (a broker that gives no message's timestamp).
+    monitor = LagMonitor(clock=lambda: clock[0], message_times=lambda zk, positions: {})
     [group] = monitor.poll(zk, [g])
     assert group.partitions[0].time_lag == 0.0 and group.max_time_lag == 0.0  # caught up
     # 10 messages appended between the polls at t=1000 and t=1010.
+    produced = time.time()
     produce(stack.bootstrap, topic, [(0, None, b"new")] * 10)
     clock[0] = 1010.0
     monitor.poll(zk, [g])
@@ -401,7 +409,36 @@ def test_time_lag_from_the_log_ends_seen_at_each_poll(
     rendered = monitor.render().decode()
     assert f'zkconsumer_group_max_time_lag_seconds{{group="{g}"}} {age}' in rendered
     # A backlog older than the first poll, with no rate yet: no sample, not 0.
-    fresh = LagMonitor(clock=lambda: clock[0])
+    fresh = LagMonitor(clock=lambda: clock[0], message_times=lambda zk, positions: {})
     [group] = fresh.poll(zk, [g])
     assert group.partitions[0].time_lag is None and group.max_time_lag is None
     assert f'zkconsumer_group_max_time_lag_seconds{{group="{g}"}}' not in fresh.render().decode()
+    # What the timeline cannot date, the broker can: the message's own timestamp.
+    real = LagMonitor()
+    [group] = real.poll(zk, [g])
+    age = group.partitions[0].time_lag
+    assert age is not None and 0 <= age <= time.time() - produced + 1, age
+
+
+def test_the_broker_is_asked_once_per_offset_and_a_failure_is_not_retried(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, [(0, None, b"a")] * 3 + [(1, None, b"b")] * 3)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
+    zk.create(zp.offset_path(g, topic, 1), b"3", makepath=True)  # caught up: nothing asked
+    asked: list[dict[TopicPartition, int]] = []
+
+    def times(_: Any, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, float]:
+        asked.append(dict(positions))
+        return {}  # as for a message deleted by retention
+
+    monitor = LagMonitor(message_times=times)
+    for _ in range(3):
+        [group] = monitor.poll(zk, [g])
+    assert asked == [{TopicPartition(topic, 0): 1}]
+    assert group.partitions[0].time_lag is None  # unknown: not 0
+    zk.set(zp.offset_path(g, topic, 0), b"2")
+    wait_until(lambda: monitor.poll(zk, [g])[0].partitions[0].offset == 2, 10, "the commit")
+    assert asked[-1] == {TopicPartition(topic, 0): 2}

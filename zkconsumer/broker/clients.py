@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -266,6 +267,53 @@ def kafka_producer(**kwargs: Any) -> Any:
     from kafka import KafkaProducer
 
     return KafkaProducer(**kwargs)
+
+
+# -- message timestamps ----------------------------------------------------------------------
+
+
+def message_timestamps(
+    positions: Mapping[TopicPartition, int],
+    *,
+    bootstrap_servers: str | Sequence[str],
+    timeout_ms: int = 10_000,
+    **client_kwargs: Any,
+) -> dict[TopicPartition, float]:
+    """The timestamp (epoch seconds) of the message at each partition's offset: one fetch
+    from every partition at once with a throwaway kafka-python consumer. A partition whose
+    message does not come within ``timeout_ms`` (deleted by retention, past the log end, a
+    broker down) is left out; so is a message without a timestamp (-1, message format v0).
+    """
+    from kafka import TopicPartition as KTP
+
+    if not positions:
+        return {}
+    kwargs: dict[str, Any] = {
+        "group_id": None, "enable_auto_commit": False, "auto_offset_reset": "none",
+        "allow_auto_create_topics": False, "metrics_enabled": False,
+        # One batch per partition is all it takes: keep each small.
+        "max_partition_fetch_bytes": 64 * 1024, "fetch_max_wait_ms": 100,
+    }
+    kwargs.update(client_kwargs)
+    consumer = kafka_consumer(bootstrap_servers=bootstrap_servers, **kwargs)
+    try:
+        wanted = {KTP(tp.topic, tp.partition): offset for tp, offset in positions.items()}
+        consumer.assign(list(wanted))
+        for ktp, offset in wanted.items():
+            consumer.seek(ktp, offset)
+        found: dict[TopicPartition, float] = {}
+        deadline = time.monotonic() + timeout_ms / 1000
+        while len(found) < len(wanted) and time.monotonic() < deadline:
+            polled = consumer.poll(timeout_ms=200)
+            for ktp, records in polled.items():
+                record = next((r for r in records if r.offset >= wanted[ktp]), None)
+                if record is not None and record.timestamp is not None and record.timestamp >= 0:
+                    found[TopicPartition(ktp.topic, ktp.partition)] = record.timestamp / 1000
+                if record is not None:
+                    consumer.pause(ktp)  # got what it came for
+        return found
+    finally:
+        consumer.close()
 
 
 # -- the one way to compute a log end ---------------------------------------------------------

@@ -25,7 +25,7 @@ from zkconsumer._errors import CommandError, ZkConsumerError
 from zkconsumer.broker.clients import parse_broker_list
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
-from zkconsumer.ops.brokers import log_ends
+from zkconsumer.ops.brokers import log_ends, message_times
 from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
@@ -53,7 +53,8 @@ def _monitor(args: argparse.Namespace) -> LagMonitor:
     if args.window < 2:
         raise _command_error(f"--window must be >= 2, got {args.window}")
     return LagMonitor(window=args.window, log_ends=lambda zk, tps: log_ends(
-        zk, tps, args.bootstrap_server, kafka))
+        zk, tps, args.bootstrap_server, kafka), message_times=lambda zk, positions:
+        message_times(zk, positions, args.bootstrap_server, kafka))
 
 
 def _connect(args: argparse.Namespace) -> KazooClient:

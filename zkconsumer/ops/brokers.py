@@ -11,7 +11,12 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer._errors import AdminError, ZkDataError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import brokers_problem, kafka_consumer, log_end_offsets
+from zkconsumer.broker.clients import (
+    brokers_problem,
+    kafka_consumer,
+    log_end_offsets,
+    message_timestamps,
+)
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import broker_addresses, get_many
 
@@ -79,6 +84,20 @@ def log_ends(
     """The log end offsets of ``tps`` from the brokers (``bootstrap``, else those registered
     in ZooKeeper); AdminError naming why they cannot be asked."""
     return _log_end_offsets(_reachable_brokers(zk, bootstrap, kafka), tps, kafka)
+
+
+def message_times(
+    zk: KazooClient, positions: Mapping[TopicPartition, int], bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+) -> dict[TopicPartition, float]:
+    """When the message at each partition's offset was written (its timestamp, epoch
+    seconds), from the brokers as :func:`log_ends` asks them; partitions whose message cannot
+    be read are left out."""
+    if not positions:
+        return {}
+    servers = _reachable_brokers(zk, bootstrap, kafka)
+    return message_timestamps(positions, bootstrap_servers=servers.split(","),
+                              **{**dict(kafka or {}), "client_id": TOOLS_CLIENT_ID})
 
 
 def partition_leaders(

@@ -26,8 +26,10 @@ which Burrow does not have.
 Each partition's time lag, the age of the oldest message its group has not committed, is
 read from a timeline of the log ends the polls saw (:mod:`~zkconsumer.ops.time_lag`):
 interpolated between the two polls around the committed offset, so off by at most one poll
-interval; before the timeline's first poll, extrapolated from its rate; unknown (no sample,
-never 0) while there is no rate yet, as at the first poll of a backlog.
+interval. What the timeline cannot bound (a backlog older than its first poll, a quiet
+partition) is read from the broker instead: the timestamp of the message at the committed
+offset, once per partition and offset; where neither can tell, it is unknown (no sample,
+never 0).
 
 The time of a commit is the offset znode's modification time: the ZooKeeper consumers
 (this one and the JVM's) write an offset only when it changed, so a consumer that stopped
@@ -50,6 +52,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 
@@ -81,6 +84,8 @@ _AS_GROUP = {"REWIND": "ERR"}
 
 #: How many observations a partition's window holds unless told (Burrow's default).
 DEFAULT_WINDOW = 10
+#: Partitions a poll reads a message's own timestamp of, at most (each once per offset).
+MAX_STAMP_LOOKUPS = 1000
 
 #: Requests in flight at once while reading ZooKeeper (kazoo queues them all otherwise).
 PIPELINE = 2000
@@ -221,12 +226,19 @@ class LagMonitor:
         self, *, window: int = DEFAULT_WINDOW,
         log_ends: Callable[[KazooClient, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
         | None = None,
+        message_times: Callable[[KazooClient, Mapping[TopicPartition, int]],
+                                Mapping[TopicPartition, float]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if window < 2:
             raise ZkConsumerError(f"the window must hold at least 2 observations, got {window}")
         self.window = window
         self._log_ends = log_ends or (lambda zk, tps: brokers.log_ends(zk, tps))
+        self._message_times = message_times or (
+            lambda zk, positions: brokers.message_times(zk, positions))
+        # (partition, committed offset) -> when that message was written, read from the
+        # broker for what the timelines cannot date (a message's time never changes).
+        self._stamps: dict[tuple[TopicPartition, int], float | None] = {}
         self._clock = clock
         self._windows: dict[tuple[str, TopicPartition], deque[Observation]] = {}
         # Each partition's log ends over the polls, for the time lags (shared by the groups).
@@ -271,6 +283,7 @@ class LagMonitor:
         now = self._clock()
         for tp, end in ends.items():
             self._timelines.setdefault(tp, Timeline()).add(now, end)
+        self._date_backlogs(zk, raw, ends)
         out = [self._group(name, g, partitions, ends, now) for name, g in sorted(raw.items())]
         self._forget_gone(out)
         self.groups = out
@@ -279,6 +292,37 @@ class LagMonitor:
         self.polls += 1
         self._rendered = render(self)
         return out
+
+    def _date_backlogs(self, zk: KazooClient, raw: Mapping[str, _RawGroup],
+                       ends: Mapping[TopicPartition, int]) -> None:
+        """Reads from the broker when the message at each committed offset the timelines
+        cannot date was written (a backlog older than the first poll, a quiet partition): at
+        most :data:`MAX_STAMP_LOOKUPS` partitions a poll, each once per offset."""
+        committed = {(tp, offset) for g in raw.values() for tp, (offset, _) in g.offsets.items()
+                     if tp in ends and offset < ends[tp]}
+        for key in [k for k in self._stamps if k not in committed]:
+            del self._stamps[key]
+        wanted: dict[TopicPartition, int] = {}
+        for tp, offset in sorted(committed):
+            if (tp, offset) in self._stamps or tp in wanted:
+                continue
+            timeline = self._timelines.get(tp)
+            dated = timeline.appended_at(offset) if timeline is not None else None
+            if dated is None or dated[1] is None:
+                wanted[tp] = offset
+            if len(wanted) >= MAX_STAMP_LOOKUPS:
+                break
+        if not wanted:
+            return
+        try:
+            found = self._message_times(zk, wanted)
+        except (ZkConsumerError, OSError, KafkaError) as e:
+            log.debug("message timestamps unknown: %s", e)  # the time lags stay estimates
+            return
+        for tp, offset in wanted.items():
+            # None: the message could not be read (retention, a broker down); not asked again
+            # for this offset, so a poll never waits for it twice.
+            self._stamps[(tp, offset)] = found.get(tp)
 
     def failed(self, error: BaseException) -> None:
         """A poll failed (ZooKeeper lost): counted, and the last good values stay served."""
@@ -321,13 +365,21 @@ class LagMonitor:
         window = self._windows.setdefault(key, deque(maxlen=self.window))
         window.append(Observation(now, offset, lag, committed_at))
         status = "UNKNOWN" if end is None else evaluate_partition(window, self.window, now)
-        timeline = self._timelines.get(tp)
-        time_lag = None
-        if end is not None and timeline is not None:
-            found = timeline.time_lag(offset, now)
-            time_lag = None if found is None else round(found.seconds, 3)
         return PartitionLag(tp.topic, tp.partition, offset, end, lag, raw.owners.get(tp),
-                            status, time_lag)
+                            status, self._time_lag(tp, offset, end, now))
+
+    def _time_lag(self, tp: TopicPartition, offset: int, end: int | None,
+                  now: float) -> float | None:
+        """The message's own time where it was read, else the timeline's estimate."""
+        if end is None:
+            return None
+        stamp = self._stamps.get((tp, offset))
+        if stamp is not None and offset < end:
+            return round(max(0.0, now - stamp), 3)
+        timeline = self._timelines.get(tp)
+        found = timeline.time_lag(offset, now) if timeline is not None else None
+        return None if found is None else round(found.seconds, 3)
+
 
     def _forget_gone(self, groups: Sequence[GroupLag]) -> None:
         seen = {(g.group, TopicPartition(p.topic, p.partition))
