@@ -193,7 +193,9 @@ def _timed_stream(writer: Any, checkpoint: str) -> dict[str, Any]:
 
     ``batches``: the micro-batches that carried rows; ``batch_seconds``: their Spark
     triggerExecution; ``phases_ms``: Spark's durationMs of every micro-batch, summed per phase
-    (where the rest of the time went: planning, offsets, the checkpoint's logs).
+    (where the rest of the time went: planning, offsets, the checkpoint's logs);
+    ``outside_batches_s``: the time outside every micro-batch (the query's start, the source's
+    set-up, its end).
     """
     t0 = time.perf_counter()
     q = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
@@ -211,7 +213,9 @@ def _timed_stream(writer: Any, checkpoint: str) -> dict[str, Any]:
             phases[k] = phases.get(k, 0) + int(v)
     return {"rows": rows, "seconds": round(elapsed, 2), "rows_per_s": round(rows / elapsed),
             "micro_batches": len(progress_), "batches": len(with_rows),
-            "batch_seconds": round(busy, 2), "phases_ms": phases}
+            "batch_seconds": round(busy, 2),
+            "outside_batches_s": round(elapsed - phases.get("triggerExecution", 0) / 1000, 2),
+            "phases_ms": phases}
 
 
 def _pipeline(df: Any, out: str) -> Any:
@@ -230,17 +234,19 @@ def _pipeline(df: Any, out: str) -> Any:
 def _run_one(spark: Any, sources: Sources, source: str, workload: str, topic: str,
              work: Path) -> dict[str, Any]:
     tag = f"{source}-{workload}-{uuid.uuid4().hex[:6]}"
+    load = round(os.getloadavg()[0], 2)  # the machine is shared: the load each run met
     if workload == "batch":
-        return _timed_batch(sources.batch(source, topic))
+        return {**_timed_batch(sources.batch(source, topic)), "load_1min": load}
     if workload == "stream":
         writer = sources.stream(source, topic).writeStream.format("noop")
-        return _timed_stream(writer, str(work / f"ck-{tag}"))
+        return {**_timed_stream(writer, str(work / f"ck-{tag}")), "load_1min": load}
     out = str(work / f"out-{tag}")
     run = _timed_stream(_pipeline(sources.stream(source, topic), out), str(work / f"ck-{tag}"))
     from pyspark.sql import functions as F
 
     row = spark.read.parquet(out).agg(F.count("*"), F.sum("orders")).collect()[0]
     run["windows_written"], run["orders_in_windows"] = int(row[0]), int(row[1] or 0)
+    run["load_1min"] = load
     return run
 
 
@@ -328,7 +334,7 @@ def _versions(spark: Any, jars: list[str], backend: str) -> dict[str, Any]:
     if importlib.util.find_spec("confluent_kafka") is not None:
         import confluent_kafka
 
-        out["confluent_kafka"] = confluent_kafka.version()[0]
+        out["confluent_kafka"] = confluent_kafka.__version__
         out["librdkafka"] = confluent_kafka.libversion()[0]
     return out
 
