@@ -7,7 +7,8 @@
 One run: produce ``--messages`` JSON values of ``--size`` bytes (``{"user", "amount", "ts",
 "pad"}``, keyed by user, event times one millisecond apart) over ``--partitions`` partitions;
 start Spark (``local[2]``) with Spark's Kafka source on its classpath (``spark-sql-kafka-0-10``
-from ``.jvm/spark-kafka-4.2/``, which ``tools/jvm/resolve`` copies from Maven Central); then,
+pinned by ``tools/jvm/spark-kafka-4.2/pom.xml``, copied by Maven from Maven Central into
+``.jvm/spark-kafka-4.2/`` the first time); then,
 per round and per source (the order alternating between rounds), each timed from the action's
 start to its end:
 
@@ -45,8 +46,9 @@ if str(ROOT) not in sys.path:
 
 from tools.bench import Made, progress, stack, write_result  # noqa: E402
 
-#: The classpath (tools/jvm/<name>/pom.xml) of Spark's own Kafka source.
+#: Spark's own Kafka source: its pinned Maven project, and its directory under .jvm/.
 SPARK_KAFKA = "spark-kafka-4.2"
+SPARK_KAFKA_POM = ROOT / "tools" / "jvm" / SPARK_KAFKA / "pom.xml"
 #: The zkconsumer source at least this fast as Spark's Kafka source (batch and stream).
 GOAL_RATIO = 1.0
 WORKLOADS = ("batch", "stream", "pipeline")
@@ -105,10 +107,35 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int, size: int) -> 
 
 
 def _connector_jars() -> list[str]:
-    from zkconsumer.stack.local import jvm_classpath
+    """The jars of Spark's Kafka source, copied by Maven from ``SPARK_KAFKA_POM`` into
+    ``.jvm/spark-kafka-4.2/`` the first time (again when the pom changed)."""
+    import hashlib
+    import subprocess
 
-    directory = Path(jvm_classpath(SPARK_KAFKA)[:-2])  # StackError says how to get it
-    return sorted(str(p) for p in directory.glob("*.jar"))
+    from zkconsumer.stack.local import jvm_dir
+
+    out = jvm_dir() / SPARK_KAFKA
+    want = hashlib.sha256(SPARK_KAFKA_POM.read_bytes()).hexdigest()
+    stamp = out / ".resolved"
+    if not (stamp.is_file() and stamp.read_text().strip() == want):
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise SystemExit("tools/bench spark: Maven (mvn) is needed to fetch Spark's Kafka "
+                             "source; install it, or give --no-kafka-source")
+        progress(f"resolving {SPARK_KAFKA_POM.relative_to(ROOT)} with Maven into {out}")
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        done = subprocess.run([mvn, "-B", "-q", "-f", str(SPARK_KAFKA_POM),
+                               "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = [ln for ln in done.stdout.splitlines() if "[ERROR]" in ln]
+            raise SystemExit(f"tools/bench spark: Maven could not resolve {SPARK_KAFKA_POM}: "
+                             f"{(errors or ['see mvn output'])[0][:300]}")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+        stamp.write_text(want + "\n")
+    return sorted(str(p) for p in out.glob("*.jar"))
 
 
 def _spark_session(jars: list[str]) -> Any:
