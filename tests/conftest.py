@@ -21,7 +21,7 @@ from typing import cast
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support import StackInfo, create_topic, started_zk, wait_until
+from tests.support import SUMMARY_KEY, StackInfo, create_topic, started_zk, wait_until
 from zkconsumer.stack.local import DEFAULT_BROKER, describe, running_stack, zk_four_letter
 from zkconsumer.zk import paths as zp
 
@@ -158,3 +158,20 @@ def speedups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     elif backends.split_messages is None or _message._zip_messages is None:
         pytest.skip("zkconsumer._speedups not built (test_the_extension_is_built fails)")
     return str(request.param)
+
+
+_summaries: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collects the lines tests gave :func:`tests.support.record_summary` (in the main
+    process: the reports of pytest-xdist's workers come here too)."""
+    if report.when == "call":
+        _summaries.extend(str(v) for k, v in report.user_properties if k == SUMMARY_KEY)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _summaries:
+        terminalreporter.section("fault runs and soak")
+        for line in _summaries:
+            terminalreporter.write_line(line)

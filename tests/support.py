@@ -326,3 +326,14 @@ def self_signed_cert(directory: Path) -> tuple[str, str]:
         check=True, capture_output=True,
     )
     return str(crt), str(key)
+
+
+#: ``user_properties`` key of the lines a test adds to the run's summary (record_summary).
+SUMMARY_KEY = "zkc-summary"
+
+
+def record_summary(node: pytest.Item, line: str) -> None:
+    """Show ``line`` in the run's closing summary (tests/conftest.py prints them): a fault
+    run's counts, the soak's figures. Kept on the test's report, so it reaches the terminal
+    from pytest-xdist's worker processes too, where output printed by a test is not shown."""
+    node.user_properties.append((SUMMARY_KEY, line))

@@ -1,7 +1,9 @@
 # Sourced by tools/test, tools/demo and tools/bench: idempotent set-up on a fresh
-# Debian machine (Python 3.11, Java 17, no Docker engine). Installs ZooKeeper from
-# Debian's package when missing, makes .venv and installs the package with its extras.
-# Re-running is cheap: the pip step is skipped while setup.py is unchanged.
+# Debian machine (Python 3.11, Java 17, no Docker engine). Installs what is missing from
+# Debian's packages (Java, a C compiler, openssl), makes .venv and installs the package with
+# its extras, then has Maven copy the JVM classpaths (ZooKeeper, the brokers, the JVM
+# consumers) into .jvm/. Re-running is cheap: the pip step is skipped while setup.py is
+# unchanged, and Maven while the poms are.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,13 +16,14 @@ _as_root() {
 
 ensure_apt_packages() {
   local missing=()
-  [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
   # Debian's default JRE: 17 on bookworm, 21 on trixie (PySpark 4 takes either).
   command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
   # The JVM legacy consumer of the interoperability tests (tools/jvm/src/Member.java) is
   # compiled from source: javac.
   command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make certificates
+  # A real Prometheus scrapes the exporter in the tests; promtool checks the alerting rules.
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   # zkconsumer._speedups (the confluent fetch path's C steps) is built at install.
   command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
   if [ "${#missing[@]}" -gt 0 ]; then
@@ -77,10 +80,10 @@ raise SystemExit(not os.path.exists(os.path.join(p, "Python.h")))' 2>/dev/null; 
   want="$(cat "$ROOT/setup.py" "$ROOT/zkconsumer/_speedups.c" | sha256sum | cut -d' ' -f1) $VENV"
   # Installed again when either changed, or a package went missing (uninstalled by hand).
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
-      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, pytest, mypy, ruff, pyarrow, mkdocs, mkdocstrings, pykafka' 2>/dev/null; then
-    echo "setup: installing zkconsumer[dev,spark,fast,bench] into $VENV" >&2
+      || ! "$VENV/bin/python" -c 'import zkconsumer, kazoo, kafka, confluent_kafka, pytest, xdist, mypy, ruff, pyarrow, mkdocs, mkdocstrings, pykafka' 2>/dev/null; then
+    echo "setup: installing zkconsumer[dev,spark,bench] into $VENV" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip >&2
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,fast,bench]" >&2
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[dev,spark,bench]" >&2
     # The bench extra's peer (tools/bench_pykafka.py, tested by tests/integration): pykafka
     # pins kazoo==2.5.0, which would replace ours; it runs on ours, so it comes without its
     # dependencies (the extra has the rest). pip then warns of the pin: expected.
@@ -98,7 +101,8 @@ if [ "${ZKCONSUMER_NO_VENV:-}" = 1 ]; then
 else
   ensure_apt_packages
   ensure_venv
-  # The brokers (Kafka 3.9, Kafka 4) and the JVM consumers' classpaths, from Maven Central.
+  # ZooKeeper, the brokers (Kafka 3.9, Kafka 4) and the JVM consumers' classpaths, from
+  # Maven Central.
   source "$ROOT/tools/jvm/resolve"
   ensure_jvm_classpaths
   export PATH="$VENV/bin:$PATH"

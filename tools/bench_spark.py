@@ -112,7 +112,7 @@ def _connector_jars() -> list[str]:
     import hashlib
     import subprocess
 
-    from zkconsumer.stack.local import jvm_dir
+    from zkconsumer.stack.classpaths import jvm_dir
 
     out = jvm_dir() / SPARK_KAFKA
     want = hashlib.sha256(SPARK_KAFKA_POM.read_bytes()).hexdigest()

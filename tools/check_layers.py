@@ -12,7 +12,8 @@ The layers, lowest first (a module may import its own package and any lower laye
 
 Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``stack``) do not import
 each other. An import of a zkconsumer module inside a function is refused too: it is how a
-cycle hides. Imports under ``if TYPE_CHECKING:`` count for the layers but not for cycles.
+cycle hides. Imports under ``if TYPE_CHECKING:`` count too, for the layers and for cycles:
+a cycle seen only by the type checker is still two modules that cannot be read apart.
 A name with a leading underscore is private to its sub-package (the leaves count as one):
 another sub-package may not import it.
 
@@ -160,11 +161,10 @@ def layer_violations(found: list[Import]) -> Iterator[str]:
 
 def cycles(found: list[Import]) -> list[list[str]]:
     """The import cycles among modules (strongly connected components of more than one
-    module), ignoring imports made only for type checking."""
+    module), imports made only for type checking included."""
     graph: dict[str, set[str]] = {}
     for imp in found:
-        if not imp.type_checking:
-            graph.setdefault(imp.importer, set()).add(imp.imported)
+        graph.setdefault(imp.importer, set()).add(imp.imported)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -48,10 +48,16 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=20000)
     ap.add_argument("--keep", action="store_true", help="leave the stack running")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="show the client libraries' log lines too")
     args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING,
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
-    logging.getLogger("kazoo").setLevel(logging.ERROR)
+    if not args.verbose:
+        # kafka-python's "Task ... ran for 0.142s (>0.100s threshold). It is blocking the
+        # event loop" and kazoo's reconnects are not the demo's story.
+        for name in ("kafka", "kazoo"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     # Tied unless kept: a demo killed with SIGKILL leaves no java or broker behind.
     stack = LocalStack(ROOT / ".stack" / "demo", tied=not args.keep, broker=DEFAULT_BROKER)
     with sigterm_interrupts():  # a demo stopped by SIGTERM stops its stack too

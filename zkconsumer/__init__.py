@@ -38,6 +38,7 @@ from zkconsumer._errors import (
     OffsetFileError,
     OutOfRangeError,
     PartitionsNotOwnedError,
+    SessionUnprovenError,
     StackError,
     UnknownGroupError,
     UnknownTopicError,
@@ -92,6 +93,7 @@ __all__ = [
     "OffsetFileError",
     "OutOfRangeError",
     "PartitionsNotOwnedError",
+    "SessionUnprovenError",
     "StackError",
     "TopicFilter",
     "TopicPartition",
@@ -109,3 +111,16 @@ __all__ = [
     "__version__",
     "create_consumer_connector",
 ]
+
+#: The private module each re-exported class is defined in, for tools that need it (the test
+#: suite's doctest collection): the classes' own ``__module__`` says ``zkconsumer``.
+_DEFINED_IN: dict[str, str] = {}
+
+# As httpx does: tracebacks and reprs name the public path (zkconsumer.ConfigError), not the
+# private module a name is defined in, which may move between releases.
+for _name in __all__:
+    _public = globals()[_name]
+    if isinstance(_public, type):
+        _DEFINED_IN[_name] = _public.__module__
+        _public.__module__ = __name__
+del _name, _public

@@ -298,6 +298,18 @@ class ConsumerConfig:
     >>> c = ConsumerConfig({"zookeeper.connect": "zk:2181/kafka", "group.id": "g"})
     >>> c.client_id, c.rebalance_backoff_ms, c.zk_chroot
     ('g', 2000, '/kafka')
+    >>> c.copy_with({"group.id": "h"}).client_id   # client.id follows group.id
+    'h'
+
+    Every key has a typed attribute, its dotted name with underscores
+    (``c.auto_commit_enable``), and :meth:`get` takes the dotted name.
+
+    :param props: dotted keys (the legacy ones and zkconsumer's extensions) -> values,
+        Python values or the strings of a properties file; None, or an empty string for a
+        key without a fixed default, means "not given".
+    :raises ConfigError: a required key is missing, a key is unknown (with a did-you-mean
+        suggestion), or a value is wrong (type, range, choices, or a rule between keys such
+        as ``fetch.wait.max.ms`` <= ``socket.timeout.ms``); every problem in one error.
     """
 
     __slots__ = ("_values", "_given", "_zk_hosts", "_zk_chroot", "__weakref__")
@@ -333,8 +345,14 @@ class ConsumerConfig:
     ) -> ConsumerConfig:
         """Read a Java ``consumer.properties`` file; ``overrides`` win over the file.
 
-        Every problem (syntax and values) is reported in one ConfigError; problems
-        coming from the file name it and the line.
+        The file is read with the ``java.util.Properties`` syntax (comments, ``key=value``,
+        ``key:value``, continuations, escapes), as UTF-8 or else ISO-8859-1.
+
+        :param path: the properties file.
+        :param overrides: keys -> values applied over the file's.
+        :returns: the configuration.
+        :raises ConfigError: the file cannot be read, or has syntax or value problems: every
+            problem in one error, those coming from the file naming it and the line.
         """
         source = os.fspath(path)
         props, origins, problems = _parse_properties(_read_text(path), source)
@@ -355,6 +373,10 @@ class ConsumerConfig:
 
         Derived defaults follow again (a new ``group.id`` changes an unset ``client.id``);
         a value of None removes a key given before, so that its default applies.
+
+        :param props: keys -> new values (None: back to the default).
+        :returns: the new configuration; this one is unchanged.
+        :raises ConfigError: as the constructor.
         """
         merged: dict[str, object] = dict(self._given)
         for key, value in props.items():
@@ -364,7 +386,13 @@ class ConsumerConfig:
     # ---- generic access ----
 
     def get(self, key: str) -> object:
-        """The typed effective value of a dotted key (None when unset)."""
+        """The typed effective value of a dotted key (None when unset).
+
+        :param key: a dotted key, e.g. ``auto.commit.interval.ms``.
+        :returns: the value given, or the default or derived one: ``int``, ``bool`` or
+            ``str`` by the key's type.
+        :raises KeyError: ``key`` is not a configuration key (the message suggests one).
+        """
         try:
             return self._values[key]
         except KeyError:
@@ -374,14 +402,21 @@ class ConsumerConfig:
         return self.get(key)
 
     def is_given(self, key: str) -> bool:
-        """Whether ``key`` was given explicitly (rather than defaulted or derived)."""
+        """Whether ``key`` was given explicitly (rather than defaulted or derived).
+
+        :param key: a dotted key.
+        :raises KeyError: ``key`` is not a configuration key.
+        """
         self.get(key)
         return key in self._given
 
     def as_properties(self, redact: bool = True) -> dict[str, str]:
         """Every set effective value as a string (booleans as true/false), in table order.
 
-        Unset keys are left out. With ``redact`` (the default), secrets read ``******``.
+        Unset keys are left out.
+
+        :param redact: show secrets (passwords, credentials) as ``******``.
+        :returns: dotted key -> value, as a properties file would hold it.
         """
         out: dict[str, str] = {}
         for key in CONFIG_KEYS:
@@ -398,6 +433,8 @@ class ConsumerConfig:
         """kafka-python keyword arguments: ``client_id`` and the set security settings.
 
         ``bootstrap.servers`` is not included: brokers normally come from ZooKeeper.
+
+        :returns: keyword -> value, for ``kafka.KafkaConsumer`` and the admin client.
         """
         out: dict[str, Any] = {}
         for key in CONFIG_KEYS:

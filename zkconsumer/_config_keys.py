@@ -513,9 +513,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ),
     # ---- zkconsumer extensions ----
     ConfigKey(
-        "fetch.backend", "enum", default="kafka-python", choices=("kafka-python", "confluent"),
+        "fetch.backend", "enum", default="confluent", choices=("kafka-python", "confluent"),
         extension=True,
-        doc="Client library that fetches from brokers (`confluent` needs the `fast` extra).",
+        doc="Client library that fetches from brokers; by default confluent-kafka, or "
+            "kafka-python where confluent-kafka cannot be imported (logged once at INFO).",
     ),
     ConfigKey(
         "jvm.compatibility", "str", default="0.10.2", check=_check_jvm_release,

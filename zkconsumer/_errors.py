@@ -16,6 +16,7 @@ The hierarchy (a test keeps it equal to the classes below)::
     ├── PartitionsNotOwnedError                  explicit offsets for partitions not owned
     ├── CommitFencedError                        offsets not written: not this session's
     ├── ZkConnectionLostError                    ZooKeeper connection down or session lost
+    ├── SessionUnprovenError (also kazoo's ConnectionLoss)  session not shown alive in time
     ├── ConsumerShutdownError                    the connector is shut down
     ├── MetricsPortError (also OSError)          metrics.port cannot be bound
     ├── BackgroundThreadError                    a background thread died; carries its cause
@@ -48,6 +49,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kazoo.exceptions import ConnectionLoss
+
 from zkconsumer._types import TopicPartition
 
 
@@ -56,7 +59,11 @@ class ZkConsumerError(Exception):
 
 
 class ConfigError(ZkConsumerError, ValueError):
-    """A configuration key or value is wrong; the message names the key and the value."""
+    """A configuration key or value is wrong; the message names the key and the value.
+
+    Raised by ``ConsumerConfig(...)``, ``ConsumerConfig.from_properties`` (also for a file
+    it cannot read), ``copy_with``, ``create_consumer_connector`` (given a mapping, or
+    ``fetch.backend=confluent`` without confluent-kafka) and the topic filters."""
 
 
 class ZkDataError(ZkConsumerError, ValueError):
@@ -68,7 +75,10 @@ class StackError(ZkConsumerError):
 
 
 class ConsumerRebalanceFailedException(ZkConsumerError):
-    """The rebalance did not succeed within ``rebalance.max.retries`` attempts."""
+    """The rebalance did not succeed within ``rebalance.max.retries`` attempts.
+
+    Raised by ``create_message_streams*`` for the first rebalance, after the connector shut
+    down (leaving the group); a later rebalance that fails is logged and retried instead."""
 
 
 class AssignmentStrategyMismatchError(ConsumerRebalanceFailedException):
@@ -78,22 +88,31 @@ class AssignmentStrategyMismatchError(ConsumerRebalanceFailedException):
 
 
 class MessageStreamsExistException(ZkConsumerError):
-    """``create_message_streams*`` may be called once per connector."""
+    """``create_message_streams*`` may be called once per connector.
+
+    Raised by a second ``create_message_streams*``, and by
+    ``set_consumer_rebalance_listener`` once the streams exist."""
 
 
 class ConsumerTimeoutException(ZkConsumerError):
-    """No message arrived within ``consumer.timeout.ms``; the stream stays usable."""
+    """No message arrived within ``consumer.timeout.ms``; the stream stays usable.
+
+    Raised by a stream's ``next()`` (a ``for`` loop over it); iterate again to go on."""
 
 
 class ConsumerShutdownError(ZkConsumerError):
-    """The operation needs a running connector, and it is shut down."""
+    """The operation needs a running connector, and it is shut down.
+
+    Raised by ``commit_offsets``, ``commit_offsets_async`` and ``create_message_streams*``
+    after ``shutdown()``, and given to the asynchronous commits ``shutdown()`` could not
+    write."""
 
 
 class MetricsPortError(ZkConsumerError, OSError):
     """``metrics.port`` (on ``metrics.address``) cannot be bound: taken, or not allowed.
 
     An OSError too, with the errno and ``strerror`` of the failed bind; its message names
-    the key, the port and the address."""
+    the key, the port and the address. Raised by ``create_consumer_connector``."""
 
     def __init__(self, errno: int | None, strerror: str, message: str) -> None:
         super().__init__(errno, strerror)
@@ -104,14 +123,17 @@ class MetricsPortError(ZkConsumerError, OSError):
 
 
 class BackgroundThreadError(ZkConsumerError):
-    """A background thread of the connector failed; ``__cause__`` is its exception."""
+    """A background thread of the connector failed; ``__cause__`` is its exception.
+
+    Raised by the streams' ``next()`` (on every call, until shutdown), ``commit_offsets`` and
+    ``commit_offsets_async``; shut the connector down and make a new one."""
 
 
 class MessageDecodeError(ZkConsumerError):
     """A key or value decoder raised; ``__cause__`` is its exception.
 
-    The consumed offset stays at :attr:`offset` until the next ``next()`` call, which skips
-    the message.
+    Raised by a stream's ``next()``. The consumed offset stays at :attr:`offset` until the
+    next ``next()`` call, which skips the message.
     """
 
     def __init__(self, topic: str, partition: int, offset: int, part: str, cause: BaseException):
@@ -127,7 +149,18 @@ class MessageDecodeError(ZkConsumerError):
 
 class ZkConnectionLostError(ZkConsumerError):
     """The ZooKeeper connection is down or the session was lost (the member cannot know what
-    it owns); retry once the connector is no longer ``paused``."""
+    it owns); retry once the connector is no longer ``paused``.
+
+    Raised by ``commit_offsets``, and given to an asynchronous commit's callback and future:
+    nothing of that commit was written."""
+
+
+class SessionUnprovenError(ZkConsumerError, ConnectionLoss):  # type: ignore[misc]  # untyped
+    """The member's ZooKeeper session could not be shown alive in time (see fencing), so a
+    write that needed the proof was not sent and is not retried: the member may be a zombie.
+    Also a kazoo ``ConnectionLoss``, which is how kazoo's retry helpers see it (not retriable)."""
+
+    retriable = False
 
 
 class PartitionsNotOwnedError(ZkConsumerError):
@@ -150,7 +183,8 @@ class CommitFencedError(ZkConsumerError):
     partitions (any more): the commit was made under an earlier session, the partition moved
     to another member, or its owner znode is not this session's. Never retried (another
     member's offset would be overwritten); what else the commit held was written.
-    ``partitions`` lists the dropped ones."""
+    ``partitions`` lists the dropped ones. Given to an asynchronous commit's callback and
+    future; a synchronous commit logs the same as a WARNING."""
 
     def __init__(self, consumer_id: str, partitions: Iterable[tuple[str, int]],
                  reason: str) -> None:
@@ -171,7 +205,9 @@ class OffsetCommitError(ZkConsumerError):
     """Kafka refused some offsets of a commit; ``errors`` maps partition -> error name.
 
     ``retriable`` is False when trying again cannot help (every error is one Kafka does not
-    call retriable: the group has modern members, an authorization failure, ...).
+    call retriable: the group has modern members, an authorization failure, ...). Raised by
+    ``commit_offsets`` (after its retries), given to an asynchronous commit's callback and
+    future, logged by auto-commit.
     """
 
     def __init__(self, group: str, errors: Mapping[Any, str], retriable: bool = True) -> None:

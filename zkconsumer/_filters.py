@@ -250,7 +250,16 @@ def normalise_regex(raw_regex: str) -> str:
 
 
 class TopicFilter(ABC):
-    """A regex over topic names; see :class:`Whitelist` and :class:`Blacklist`."""
+    """A regex over topic names; see :class:`Whitelist` and :class:`Blacklist`.
+
+    The regex is normalised as the legacy ``TopicFilter`` did (commas mean ``|``, spaces and
+    surrounding quotes dropped), must match a whole topic name, and is read in Java's
+    dialect, since JVM members of the group read it too.
+
+    :param raw_regex: the regex, as given on a command line or in a properties file.
+    :raises ConfigError: ``raw_regex`` is not a string, is not a valid regex, or uses syntax
+        Java and Python read differently.
+    """
 
     #: How the ids znode names this kind of filter (its ``pattern``).
     pattern_name: ClassVar[str]
@@ -283,7 +292,12 @@ class TopicFilter(ABC):
 
     @abstractmethod
     def is_topic_allowed(self, topic: str, exclude_internal_topics: bool) -> bool:
-        """Whether a wildcard subscription with this filter consumes ``topic``."""
+        """Whether a wildcard subscription with this filter consumes ``topic``.
+
+        :param topic: a topic name.
+        :param exclude_internal_topics: leave out the internal topics
+            (``__consumer_offsets``), as ``exclude.internal.topics=true`` does.
+        """
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TopicFilter) or type(other) is not type(self):
@@ -302,7 +316,13 @@ class TopicFilter(ABC):
 
 
 class Whitelist(TopicFilter):
-    """Consume the topics whose whole name matches the regex."""
+    """Consume the topics whose whole name matches the regex.
+
+    >>> Whitelist("orders-.*, payments").is_topic_allowed("orders-eu", True)
+    True
+    >>> Whitelist("orders-.*").is_topic_allowed("old-orders-eu", True)
+    False
+    """
 
     pattern_name: ClassVar[str] = "white_list"
     __slots__ = ()
@@ -314,7 +334,13 @@ class Whitelist(TopicFilter):
 
 
 class Blacklist(TopicFilter):
-    """Consume the topics whose whole name does not match the regex."""
+    """Consume the topics whose whole name does not match the regex.
+
+    >>> Blacklist("tmp-.*").is_topic_allowed("orders", True)
+    True
+    >>> Blacklist("tmp-.*").is_topic_allowed("__consumer_offsets", True)
+    False
+    """
 
     pattern_name: ClassVar[str] = "black_list"
     __slots__ = ()

@@ -22,7 +22,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.faults.harness import FaultRun, RunReport, zk_client
-from tests.support import StackInfo
+from tests.support import StackInfo, record_summary
 from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack
 
 
@@ -97,15 +97,13 @@ def fault_run(names: Any, tmp_path: Path) -> Iterator[Callable[..., FaultRun]]:
 
 
 @pytest.fixture
-def report(request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]) -> Callable[
-        ..., RunReport]:
-    """``report(run_report, *notes)``: show the summary (and notes) in the test output, fail
-    on any problem."""
+def report(request: pytest.FixtureRequest) -> Callable[..., RunReport]:
+    """``report(run_report, *notes)``: show the summary (and notes) in the run's closing
+    summary, fail on any problem."""
 
     def show(r: RunReport, *notes: str) -> RunReport:
         r.name = request.node.name
-        with capsys.disabled():
-            print(f"\n[faults] {r.summary()}" + "".join(f"; {n}" for n in notes))
+        record_summary(request.node, f"[faults] {r.summary()}" + "".join(f"; {n}" for n in notes))
         problems = r.problems()
         assert not problems, "\n".join(problems)
         return r

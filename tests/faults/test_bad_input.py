@@ -124,8 +124,9 @@ def test_non_numeric_offset_znode(stack, zk, names, topic_factory, fault_run, re
     assert zp.decode_offset(zk.get(bad)[0]) == 100  # the first commit replaced it
 
 
+@pytest.mark.parametrize("backend", ["confluent", "kafka-python"])
 def test_topic_deleted_while_consumed(stack, zk, names, topic_factory, fault_run, report,
-                                      caplog) -> None:
+                                      caplog, backend) -> None:
     caplog.set_level(logging.INFO, logger="zkconsumer")
     doomed = topic_factory(names("doomed"), 2)
     other = topic_factory(names.topic, 2)
@@ -134,7 +135,7 @@ def test_topic_deleted_while_consumed(stack, zk, names, topic_factory, fault_run
     try:
         doomed_load.produce(200)
         run.workload.produce(200)
-        m = run.add_member(topic_counts={doomed: 1, other: 1})
+        m = run.add_member(topic_counts={doomed: 1, other: 1}, fetch_backend=backend)
         run.wait_consumed(60, set(doomed_load.expected()) | set(run.workload.expected()))
         # Its producer gone first: a producer still asking for the topic's metadata would make
         # it again at once (auto.create.topics.enable).

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.faults.harness import ROOT
+from tests.support import record_summary
 from tools import bench_throughput
 from tools import soak as soak_tool
 
@@ -60,11 +61,11 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_soak_consumes_everything_and_keeps_committed_progress(
-        soak: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    with capsys.disabled():
-        print(f"\n[soak] {soak['messages']} messages, {soak['duplicates']} duplicates, "
-              f"{soak['rebalances']} rebalances, longest pause {soak['longest_pause_s']} s, "
-              f"faults {soak['faults']}, invariants {soak['invariants']}")
+        soak: dict[str, Any], request: pytest.FixtureRequest) -> None:
+    record_summary(request.node, (
+        f"[soak] {soak['messages']} messages, {soak['duplicates']} duplicates, "
+        f"{soak['rebalances']} rebalances, longest pause {soak['longest_pause_s']} s, "
+        f"faults {soak['faults']}, invariants {soak['invariants']}"))
     inv = soak["invariants"]
     # The run did what it says: faults of every kind, load, a summary.
     assert soak["faults"].get("kills", 0) >= 1 and soak["faults"].get("expiries", 0) >= 1

@@ -70,14 +70,15 @@ def test_zookeeper_down_longer_than_the_session_timeout(
     report(run.verify(), f"{expired} of 3 sessions expired during the outage")
 
 
+@pytest.mark.parametrize("backend", ["confluent", "kafka-python"])
 def test_broker_restarted_with_its_disk_lost(
-        private_stack, pzk, names, fault_run, report, caplog) -> None:
+        private_stack, pzk, names, fault_run, report, caplog, backend) -> None:
     caplog.set_level(logging.INFO, logger="zkconsumer")
     local = private_stack.local
     topic = make_topic(private_stack.bootstrap, pzk, names.topic, 4)
     run = fault_run(private_stack, topic, 4)
     run.workload.produce(2000)
-    members = [run.add_member() for _ in range(2)]
+    members = [run.add_member(fetch_backend=backend) for _ in range(2)]
     run.wait_consumed(60)
     wait_until(lambda: run.sampler.committed_now() == {TP(topic, p): 500 for p in range(4)},
                30, "offset 500 committed on every partition")

@@ -259,3 +259,111 @@ def test_a_poll_reads_again_only_what_changed(
     [group] = monitor.poll(zk, [g])
     assert cache.reads == first + 1 + 2
     assert group.partitions[-1].partition == 7 and group.partitions[-1].offset == 2
+
+
+def _run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zkconsumer", *argv], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO},
+                          timeout=120)
+
+
+def test_an_unreachable_broker_is_unknown_lag_never_0(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, [(0, None, b"x")] * 5)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"1", makepath=True)
+    nowhere = ["--zookeeper", stack.zookeeper, "--bootstrap-server", "127.0.0.1:1"]
+
+    # The summary of every group: the group 4 behind is not "0 OK", and says why once.
+    done = _run_cli("groups", "lag", *nowhere)
+    [row] = [line for line in done.stdout.splitlines() if line.startswith(f"{g} ")]
+    assert row == f"{g} 0 1 1 ? ? UNKNOWN", done.stdout
+    assert done.returncode == 1, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "log end" in line]
+    assert len(warnings) == 1, done.stderr
+    assert warnings[0].startswith("zkconsumer groups lag: warning: log end offsets unknown"), \
+        warnings
+    assert "127.0.0.1:1" in warnings[0]
+
+    # Per partition: the log end and the lag are "?".
+    done = _run_cli("groups", "lag", *nowhere, "--group", g)
+    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 ? ? - UNKNOWN"], done.stdout
+    assert done.returncode == 1
+
+    done = _run_cli("groups", "lag", *nowhere, "--group", g, "--json")
+    [doc] = json.loads(done.stdout)
+    assert (doc["total_lag"], doc["max_lag"], doc["status"]) == (None, None, "UNKNOWN")
+    assert "127.0.0.1:1" in doc["status_reason"]
+    assert doc["partitions"][0]["lag"] is None
+
+    # The exporter: no lag sample for the group (absent, not 0), an UNKNOWN status.
+    done = _run_cli("exporter", *nowhere, "--group", g, "--once")
+    assert done.returncode == 1, done.stderr
+    got = samples(done.stdout)
+    assert ("zkconsumer_group_lag", (("group", g),)) not in got
+    assert ("zkconsumer_group_max_lag", (("group", g),)) not in got
+    assert got[("zkconsumer_group_status_code", (("group", g),))] == STATUS_CODES["UNKNOWN"]
+    assert got[("zkconsumer_group_status", (("group", g), ("status", "UNKNOWN")))] == 1
+    assert got[("zkconsumer_exporter_log_end_up", ())] == 0
+    assert len([x for x in done.stderr.splitlines() if "log end" in x]) == 1, done.stderr
+
+    # Served: said once, not at every poll.
+    argv = [sys.executable, "-m", "zkconsumer", "exporter", *nowhere, "--group", g, "--port",
+            "0", "--interval", "0.2"]
+    with reaped(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                 env={**os.environ, "PYTHONPATH": REPO})) as proc:
+        assert proc.stderr is not None
+        port = re.search(r":(\d+)/metrics", proc.stderr.readline())
+        assert port is not None
+
+        def polls() -> float:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port.group(1)}/metrics",
+                                        timeout=10) as answer:
+                return samples(answer.read().decode())[("zkconsumer_exporter_polls_total", ())]
+
+        wait_until(lambda: polls() >= 4, 60, "four polls")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        rest = proc.stderr.read().splitlines()
+    assert len([x for x in rest if "log end" in x]) == 1, rest
+    assert rest[0].startswith("zkconsumer exporter: warning: log end offsets unknown"), rest
+
+    # With the brokers back, the lag is known again and the exit status 0.
+    done = _run_cli("groups", "lag", "--zookeeper", stack.zookeeper, "--group", g)
+    assert done.stdout.splitlines()[1:] == [f"{g} {topic} 0 1 5 4 - OK"], done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "log end" not in done.stderr
+
+
+def test_a_partition_without_a_log_end_makes_the_group_unknown() -> None:
+    from zkconsumer.ops.exporter import GroupLag, PartitionLag
+
+    known = PartitionLag("t", 0, 1, 5, 4, None, "OK")
+    unknown = PartitionLag("t", 1, 1, None, None, None, "UNKNOWN")
+    no_offset = PartitionLag("t", 2, None, 7, None, None, "NOTFOUND")
+    g = GroupLag("g", 0, [known, unknown, no_offset], "UNKNOWN", "log end unknown")
+    assert (g.total_lag, g.max_lag) == (None, None)
+    fine = GroupLag("g", 0, [known, no_offset], "OK")
+    assert (fine.total_lag, fine.max_lag) == (4, 4)
+    assert group_status(["OK", "UNKNOWN", "STALL"]) == "UNKNOWN"
+
+
+def test_library_warnings_read_as_the_commands_own_unless_verbose(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    """The library's warnings were timestamped log lines (``2026-12-01 ... WARNING
+    MainThread zkconsumer.ops.exporter: left out: ...``) between the command's own."""
+    topic = topic_factory(names.topic, 1)
+    g = names.group
+    zk.create(zp.offset_path(g, topic, 0), b"not a number", makepath=True)
+    base = ["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]
+    done = _run_cli(*base)
+    [line] = [x for x in done.stderr.splitlines() if "left out" in x]
+    assert line.startswith("zkconsumer groups lag: warning: left out: "), done.stderr
+    assert f"/consumers/{g}/offsets/{topic}/0" in line
+    done = _run_cli("-v", *base)
+    [line] = [x for x in done.stderr.splitlines() if "left out" in x]
+    assert re.match(r"\d{4}-\d\d-\d\d .* WARNING MainThread zkconsumer\.ops\.exporter: left "
+                    r"out: ", line), line

@@ -27,6 +27,7 @@ from zkconsumer._errors import (
     ConsumerTimeoutException,
 )
 from zkconsumer._types import TopicPartition
+from zkconsumer.broker import clients
 from zkconsumer.broker.clients import log_end_offsets
 from zkconsumer.consumer.fetcher import FetcherManager, fetcher_id
 from zkconsumer.consumer.partition import INVALID_OFFSET, ChunkQueue, PartitionTopicInfo
@@ -43,11 +44,12 @@ def make_manager(stack: StackInfo, names: Any) -> Iterator[MakeManager]:
     """``make_manager(backend, **props)``: a FetcherManager shut down after the test."""
     made: list[FetcherManager] = []
 
-    def make(backend: str, **props: object) -> FetcherManager:
+    def make(backend: str | None, **props: object) -> FetcherManager:
+        """``backend`` None: fetch.backend not given (its default)."""
         config = ConsumerConfig({
             "zookeeper.connect": stack.zookeeper,
             "group.id": names.group,
-            "fetch.backend": backend,
+            **({} if backend is None else {"fetch.backend": backend}),
             "refresh.leader.backoff.ms": 100,
             **{k.replace("_", "."): v for k, v in props.items()},
         })
@@ -88,6 +90,42 @@ def test_fetcher_id_is_kafkas() -> None:
     # "polygenelubricants".hashCode() is Integer.MIN_VALUE; 31 * MIN_VALUE overflows to itself.
     assert fetcher_id("polygenelubricants", 0, 7) == 0  # Utils.abs(MIN_VALUE) == 0
     assert fetcher_id("polygenelubricants", 1, 10) == (2**31 - 1) % 10 == 7
+
+
+@pytest.mark.parametrize("importable", [True, False], ids=["confluent", "no-confluent"])
+def test_the_default_backend_fetches(
+    importable: bool, stack: StackInfo, names: Any, topic_factory: Any,
+    make_manager: MakeManager, monkeypatch: pytest.MonkeyPatch, caplog: Any,
+) -> None:
+    """fetch.backend not given: confluent-kafka fetches; where it cannot be imported,
+    kafka-python does, and one INFO line says so."""
+    caplog.set_level(logging.INFO, logger="zkconsumer")
+    if not importable:
+        monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # its import fails
+        monkeypatch.setattr(clients, "_CONFLUENT_MISSING", [])
+        monkeypatch.setattr(clients, "_FALLBACK_LOGGED", threading.Event())
+    made: list[str] = []
+    real = FetcherManager.make_backend
+
+    def recorded(self: FetcherManager) -> Any:
+        backend = real(self)
+        made.append(type(backend).__name__)
+        return backend
+
+    monkeypatch.setattr(FetcherManager, "make_backend", recorded)
+    topic = topic_factory(names.topic, 1)
+    produce(stack.bootstrap, topic, _values(50, 1))
+    m = make_manager(None)
+    q = ChunkQueue(2)
+    m.start_connections([_info(q, topic, 0, 0)])
+    got = _take(KafkaStream(q, 20_000), 50)
+    assert [x.message for x in got] == [f"v{i}".encode() for i in range(50)]
+    library = "confluent" if importable else "kafka-python"
+    assert m.library == library
+    assert set(made) == {"ConfluentBackend" if importable else "KafkaPythonBackend"}
+    fallback = [r.getMessage() for r in caplog.records
+                if "confluent-kafka cannot be imported" in r.getMessage()]
+    assert len(fallback) == (0 if importable else 1), fallback
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -351,7 +389,7 @@ def test_a_partition_is_kept_while_its_offset_lookup_is_slow(
     produce(stack.bootstrap, topic, _values(20, 1))
     m = make_manager(backend, auto_offset_reset="smallest", refresh_leader_backoff_ms=20)
     entered, release = threading.Event(), threading.Event()
-    resolve = m._offsets.resolve
+    resolve = m.offset_client.resolve
 
     def slow_resolve(tps: Any) -> dict[TopicPartition, int]:
         entered.set()
@@ -365,7 +403,7 @@ def test_a_partition_is_kept_while_its_offset_lookup_is_slow(
         sweep()
         sweeps[0] += 1
 
-    m._offsets.resolve = slow_resolve  # type: ignore[method-assign]
+    m.offset_client.resolve = slow_resolve  # type: ignore[method-assign]
     m._shutdown_idle_fetchers = counted_sweep  # type: ignore[method-assign]
     q = ChunkQueue(2)
     info = _info(q, topic, 0, INVALID_OFFSET)
@@ -568,7 +606,7 @@ def test_tls_files_that_do_not_load_are_a_config_error_not_a_retry(
     manager = FetcherManager(config, "g_c", lambda: ["127.0.0.1:9"])
     try:
         with pytest.raises(ConfigError, match=message):
-            manager._make_backend()
+            manager.make_backend()
     finally:
         manager.shutdown()
 
@@ -1058,8 +1096,8 @@ def test_a_held_partitions_log_end_lookup_never_delays_the_fetchers_own_lookups(
     helper.start()
     assert ends.stalled.wait(10), "the helper's lookup under way"
     answered: list[dict[TopicPartition, int]] = []
-    own = threading.Thread(target=lambda: answered.append(fetcher.manager._offsets.log_end([tp])),
-                           daemon=True)
+    own = threading.Thread(
+        target=lambda: answered.append(fetcher.manager.offset_client.log_end([tp])), daemon=True)
     own.start()
     own.join(5)
     ends.release.set()
@@ -1117,8 +1155,8 @@ def test_no_log_end_lookup_connects_after_shutdown(held_fetcher: tuple[Any, _Log
     m = fetcher.manager
     m.shutdown()
     with pytest.raises(ConsumerShutdownError):
-        m._held_offsets._client()
-    assert not m._start_helper(threading.Thread(target=lambda: None))
+        m.held_offset_client._client()
+    assert not m.start_helper(threading.Thread(target=lambda: None))
 
 
 def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: Any) -> None:

@@ -165,10 +165,12 @@ def test_consumer_offset_checker_prints_its_table_and_broker_info(
     rc, out, _ = run(capsys, "consumer-offset-checker", "--zookeeper", zk, "--group", g,
                      "--topic", topic)
     assert (rc, out.splitlines()) == (0, lines[:4])
-    rc, out, _ = run(capsys, "consumer-offset-checker", "--zookeeper", zk, "--group", "none")
-    assert (rc, out) == (2, "Exiting due to: org.apache.zookeeper.KeeperException$"
-                            "NoNodeException: KeeperErrorCode = NoNode for /consumers/none/"
-                            "owners.\n")
+    # A group that does not exist: one line naming it (Kafka's tool said "Exiting due to:
+    # ... NoNode for /consumers/none/owners", also for a group without owners).
+    rc, out, err = run(capsys, "consumer-offset-checker", "--zookeeper", zk, "--group", "none")
+    assert (rc, out) == (2, "")
+    assert err == ("zkconsumer consumer-offset-checker: group 'none' not found in ZooKeeper "
+                   "(no /consumers/none)\n")
 
 
 def test_export_import_update_and_verify_as_the_legacy_tools(
@@ -199,9 +201,11 @@ def test_export_import_update_and_verify_as_the_legacy_tools(
                    "updating partition 1 with new offset: 2\n"
                    "updating partition 2 with new offset: 0\n"
                    "updated the offset for 3 partitions\n")
-    rc, out, _ = run(capsys, "update-offsets-in-zk", "newest", str(props), topic)
-    assert (rc, out) == (1, "USAGE: kafka.tools.UpdateOffsetsInZK$ [earliest | latest] "
-                            "consumer.properties topic\n")
+    rc, out, err = run(capsys, "update-offsets-in-zk", "newest", str(props), topic)
+    assert (rc, out) == (2, "")
+    assert err == ("zkconsumer update-offsets-in-zk: 'newest' is neither earliest nor latest; "
+                   "usage: zkconsumer update-offsets-in-zk [earliest | latest] "
+                   "consumer.properties topic\n")
 
     # Partition 2 has no owner: failed, each problem on stderr as Kafka logged it.
     rc, out, err = run(capsys, "verify-consumer-rebalance", "--zookeeper.connect", zkc,
@@ -238,3 +242,71 @@ def test_console_consumer_takes_kafkas_formatter_properties_and_config_file(
     assert (rc, out) == (0, "k1\nnull\n")
     rc, out, err = run(capsys, *argv, "--formatter", "kafka.tools.NoOpMessageFormatter")
     assert (rc, out, err) == (0, "", "Processed a total of 2 messages\n")
+
+
+def test_the_kafka_style_tools_refuse_what_zkconsumers_own_refuse(
+    zk: KazooClient, group_on_topic: tuple[str, str, str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, names: Any,
+) -> None:
+    g, topic, zkc = group_on_topic
+    copy = names("copy")
+    line = f"/consumers/{copy}/offsets/{topic}/0:1\n"
+    imports = ["import-zk-offsets", "--zkconnect", zkc, "--input-file"]
+
+    # Not UTF-8: one line (it was a UnicodeDecodeError traceback, exit 1).
+    latin = tmp_path / "latin1"
+    latin.write_bytes(line.encode() + b"# caf\xe9\n")
+    rc, out, err = run(capsys, *imports, str(latin))
+    assert (rc, out) == (2, "")
+    assert err == (f"zkconsumer import-zk-offsets: {latin} is not a UTF-8 text file (invalid "
+                   f"continuation byte at byte {len(line) + 5})\n")
+    # A bad line after a blank one: refused, nothing written (the lines before the blank
+    # were imported, the rest ignored, exit 0).
+    blank = tmp_path / "blank"
+    blank.write_text(line + "\nnot an offset line\n")
+    rc, out, err = run(capsys, *imports, str(blank))
+    assert (rc, out) == (2, "")
+    assert f"{blank}:3: not /consumers/" in err, err
+    assert zk.exists(zp.group_dir(copy)) is None
+    # As offsets import says it.
+    _, _, own = run(capsys, "offsets", "import", "--zookeeper", zkc, "--input", str(blank))
+    assert err == own.replace("zkconsumer offsets import:", "zkconsumer import-zk-offsets:")
+    # Lines after a blank one are imported too, as by offsets import.
+    blank.write_text(line + "\n" + line.replace("/0:1", "/1:2"))
+    assert run(capsys, *imports, str(blank)) == (0, "", "")
+    assert zk.get(zp.offset_path(copy, topic, 1))[0] == b"2"
+
+    # A group made by an import has no owners znode: the checker shows its offsets.
+    rc, out, err = run(capsys, "consumer-offset-checker", "--zookeeper", zkc, "--group", copy)
+    assert (rc, err) == (0, "")
+    checker = "%-15s %-30s %-3s %-15s %-15s %-15s %s"
+    assert out.splitlines() == [
+        java_format(checker, "Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"),
+        java_format(checker, copy, topic, 0, 1, 5, 4, "none"),
+        java_format(checker, copy, topic, 1, 2, 2, 0, "none"),
+        java_format(checker, copy, topic, 2, -1, 0, "unknown", "none")]
+
+    # UpdateOffsetsInZK's usage errors: one line on stderr, exit status 2.
+    props = tmp_path / "consumer.properties"
+    props.write_text(f"zookeeper.connect={zkc}\ngroup.id={copy}\n")
+    rc, out, err = run(capsys, "update-offsets-in-zk", "earlist", str(props), topic)
+    assert (rc, out) == (2, "")
+    assert err.startswith("zkconsumer update-offsets-in-zk: 'earlist' is neither earliest nor "
+                          "latest (did you mean 'earliest'?); usage: "), err
+    assert len(err.splitlines()) == 1
+    rc, out, err = run(capsys, "update-offsets-in-zk", "latest", str(props))
+    assert (rc, out, len(err.splitlines())) == (2, "", 1)
+    assert "takes 3 arguments, got 2" in err
+
+    # A misspelt topic: named, with the likely one (a header and no rows, exit 0, before).
+    typo = topic[:-1]
+    rc, out, err = run(capsys, "consumer-offset-checker", "--zookeeper", zkc, "--group", g,
+                       "--topic", typo)
+    assert (rc, out) == (2, "")
+    assert err == (f"zkconsumer consumer-offset-checker: topic {typo!r} not found in "
+                   f"ZooKeeper (no /brokers/topics/{typo}) (did you mean {topic!r}?)\n")
+    rc, out, err = run(capsys, "consumer-groups", "--zookeeper", zkc, "--describe", "--group",
+                       g, "--topic", typo)
+    assert (rc, out) == (2, "")
+    assert err == NOTE + (f"zkconsumer consumer-groups: group {g!r} has no offsets, owners or "
+                          f"subscription of topic {typo!r} (did you mean {topic!r}?)\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -382,8 +383,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_zookeeper_that_cannot_start_says_why(tmp_path: Path) -> None:
-    """Debian's ZooKeeper jar logs nothing by itself (slf4j without a binding): the stack
-    adds one, so the error shows ZooKeeper's reason."""
+    """ZooKeeper's logback, given no configuration, would log every DEBUG line: the stack
+    gives it one (warnings and errors to its log), so the error shows ZooKeeper's reason."""
     import socket
 
     from zkconsumer.stack.local import StackError
@@ -504,6 +505,39 @@ def test_a_corrupt_stack_json_is_one_line(tmp_path: Path, content: str) -> None:
     assert "Traceback" not in down.stderr
     assert len(down.stderr.strip().splitlines()) == 1
     assert "stack.json is not a stack's state" in down.stderr
+
+
+def _path_with(tmp_path: Path, *tools: str) -> str:
+    """A PATH holding only ``tools`` (links to this machine's)."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        assert found, tool
+        (directory / tool).symlink_to(found)
+    return str(directory)
+
+
+@pytest.mark.parametrize(("tools", "needs"), [
+    ((), "needs Java 17 or later (java) to run ZooKeeper and Kafka: install a Java 17+ runtime"),
+    (("java",), "needs Maven (mvn) to fetch the Kafka and ZooKeeper jars from Maven Central"),
+])
+def test_stack_up_without_java_or_maven_says_what_to_install(
+    tmp_path: Path, tools: tuple[str, ...], needs: str,
+) -> None:
+    """A first `stack up` (no jars yet) on a machine without Java, or without Maven: one
+    line, before anything starts."""
+    env = {**os.environ, "PATH": _path_with(tmp_path, *tools),
+           "ZKCONSUMER_JVM_DIR": str(tmp_path / "jvm")}
+    directory = tmp_path / "stack"
+    up = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "stack", "up", "--dir", str(directory)],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert up.returncode == 2, up.stderr
+    assert up.stderr.startswith(f"zkconsumer stack: {needs}"), up.stderr
+    assert len(up.stderr.strip().splitlines()) == 1 and "Debian: apt-get install" in up.stderr
+    assert up.stdout == ""
+    assert not (directory / "zookeeper.log").exists()  # nothing started
 
 
 def test_down_forgets_the_ports_so_the_next_up_picks_free_ones(tmp_path: Path) -> None:

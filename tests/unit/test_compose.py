@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from zkconsumer.stack import local as _stack
+from zkconsumer.stack.classpaths import pom_sha256
 from zkconsumer.stack.local import (
     _LOG4J_PROPERTIES,
     BROKER_CLASSPATHS,
@@ -164,7 +165,8 @@ def suite_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[s
     """The command line and server.properties the suite's stack starts its broker with."""
     jvm = tmp_path / "jvm"
     (jvm / BROKER_CLASSPATHS["kafka"]).mkdir(parents=True)
-    (jvm / BROKER_CLASSPATHS["kafka"] / ".resolved").write_text("x\n")
+    (jvm / BROKER_CLASSPATHS["kafka"] / ".resolved").write_text(
+        pom_sha256(BROKER_CLASSPATHS["kafka"]) + "\n")
     monkeypatch.setenv("ZKCONSUMER_JVM_DIR", str(jvm))
     stack = LocalStack(tmp_path / "stack", broker="kafka")
     stack.zk_port, stack.broker_port = 2181, 9092
@@ -193,7 +195,7 @@ def test_the_jars_service_copies_the_suites_classpaths_with_the_suites_script(
 
 
 def test_the_suites_pom_pins_apache_kafka_3_9_2() -> None:
-    pom = ROOT / "tools" / "jvm" / BROKER_CLASSPATHS["kafka"] / "pom.xml"
+    pom = ROOT / "zkconsumer" / "stack" / "jvm" / BROKER_CLASSPATHS["kafka"] / "pom.xml"
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     deps = {
         (d.findtext("m:groupId", namespaces=ns), d.findtext("m:artifactId", namespaces=ns)):

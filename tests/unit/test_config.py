@@ -53,7 +53,7 @@ LEGACY_DEFAULTS: dict[str, object] = {
 }
 
 EXTENSION_DEFAULTS: dict[str, object] = {
-    "fetch.backend": "kafka-python",
+    "fetch.backend": "confluent",
     "jvm.compatibility": "0.10.2",
     "metrics.port": None,
     "metrics.address": "127.0.0.1",
@@ -122,7 +122,7 @@ def test_named_attributes() -> None:
     assert c.auto_commit_enable is True
     assert c.rebalance_backoff_ms == 2000
     assert c.offsets_storage == "zookeeper"
-    assert c.fetch_backend == "kafka-python"
+    assert c.fetch_backend == "confluent"
     assert c.metrics_port is None
     assert c.sasl_kerberos_service_name == "kafka"
 
@@ -393,7 +393,7 @@ def test_case_insensitive_enums_are_normalised() -> None:
     assert c.partition_assignment_strategy == "roundrobin"
     c = ConsumerConfig({**MIN, "partition.assignment.strategy": "sticky"})
     assert c.partition_assignment_strategy == "sticky"
-    assert ConsumerConfig({**MIN, "fetch.backend": "confluent"}).fetch_backend == "confluent"
+    assert ConsumerConfig({**MIN, "fetch.backend": "kafka-python"}).fetch_backend == "kafka-python"
 
 
 # ---------------------------------------------------------------------------------------

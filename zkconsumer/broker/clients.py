@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from kafka import KafkaConsumer
 
@@ -177,6 +178,50 @@ def confluent_conf(
             raise ConfigError(f"{key} is not supported with fetch.backend=confluent")
         conf[prop] = value
     return conf
+
+
+# -- which library fetches --------------------------------------------------------------------
+
+#: Why confluent-kafka could not be imported, once looked up (None: it can be).
+_CONFLUENT_MISSING: list[str | None] = []
+_FALLBACK_LOGGED = threading.Event()
+
+
+def _confluent_missing() -> str | None:
+    """Why ``confluent_kafka`` cannot be imported here, or None when it can (looked up once:
+    an import that failed fails again)."""
+    if not _CONFLUENT_MISSING:
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError as e:
+            _CONFLUENT_MISSING.append(f"{type(e).__name__}: {e}")
+        else:
+            _CONFLUENT_MISSING.append(None)
+    return _CONFLUENT_MISSING[0]
+
+
+def fetch_library(config: ConsumerConfig) -> Literal["kafka-python", "confluent"]:
+    """The client library that fetches for ``config``: ``fetch.backend``, whose default,
+    ``confluent``, falls back to kafka-python where confluent-kafka cannot be imported (one INFO
+    line per process says so). ``fetch.backend=confluent`` given explicitly is not replaced.
+
+    :raises ConfigError: ``fetch.backend=confluent`` was given and confluent-kafka cannot be
+        imported.
+    """
+    if config.fetch_backend == "kafka-python":
+        return "kafka-python"
+    why = _confluent_missing()
+    if why is None:
+        return "confluent"
+    if config.is_given("fetch.backend"):
+        raise ConfigError(
+            f"fetch.backend=confluent needs confluent-kafka, which cannot be imported ({why}): "
+            f"pip install confluent-kafka, or set fetch.backend=kafka-python")
+    if not _FALLBACK_LOGGED.is_set():
+        _FALLBACK_LOGGED.set()
+        log.info("confluent-kafka cannot be imported (%s): fetching with kafka-python "
+                 "(fetch.backend=kafka-python says so and hides this line)", why)
+    return "kafka-python"
 
 
 # -- the one way to build a kafka-python consumer --------------------------------------------

@@ -22,7 +22,15 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._version import __version__
 from zkconsumer.cli import consume, groups, kafka, lag, migrate, offsets, verify
-from zkconsumer.cli.common import EXIT_USAGE, _stdout_closed, positive_seconds, silence_stdout
+from zkconsumer.cli.common import (
+    EXIT_USAGE,
+    Parser,
+    _stdout_closed,
+    positive_seconds,
+    silence_stdout,
+    with_notes,
+)
+from zkconsumer.cli.examples import HelpFormatter, examples_text
 from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import BROKERS, LocalStack, sigterm_interrupts
 from zkconsumer.zk.session import (
@@ -33,9 +41,15 @@ from zkconsumer.zk.session import (
 )
 
 
+def _progress(line: str) -> None:
+    """Long work (Maven fetching jars on a first `stack up`) said on stderr as it starts."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _cmd_stack(args: argparse.Namespace) -> int:
 
-    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None)
+    stack = LocalStack(args.dir, broker=args.broker if args.action == "up" else None,
+                       progress=_progress)
     if args.action == "up":
         # A SIGTERM while it waits (a CI job's timeout, `timeout 30 ...`) stops what it has
         # started, as Ctrl-C does: the components live in their own sessions.
@@ -68,7 +82,7 @@ def _cmd_bridge(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="zkconsumer",
         description="Kafka's legacy ZooKeeper consumer, its tools and its local stack.",
     )
@@ -79,8 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stack", help="start, stop or inspect the local ZooKeeper+broker stack",
                        description="The local stack: real ZooKeeper 3.8 and a real Kafka "
                        "broker (3.9 in ZooKeeper mode by default), as background processes "
-                       "with pids, data and logs in DIR.")
-    p.add_argument("action", choices=["up", "down", "status"])
+                       "with pids, data and logs in DIR. up: start what is not running and "
+                       "print the addresses as JSON; down: stop every component; status: "
+                       "each component's pid and whether it answers, as JSON (exit 1 when "
+                       "one does not). Needs Java 17+; the first `up` has "
+                       "Maven (mvn) fetch their jars from Maven Central into "
+                       "~/.cache/zkconsumer/jvm ($XDG_CACHE_HOME; .jvm/ in a checkout; "
+                       "ZKCONSUMER_JVM_DIR overrides).")
+    p.add_argument("action", choices=["up", "down", "status"],
+                   help="up, down or status (above)")
     p.add_argument("--dir", required=True, help="directory for data, logs and pids")
     p.add_argument("--broker", choices=BROKERS, default=None,
                    help="up: kafka (Kafka 3.9 in ZooKeeper mode, registering itself) or "
@@ -94,8 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Keep /brokers/ids and /brokers/topics in ZooKeeper equal "
                        "to a Kafka-protocol cluster's metadata, as ZooKeeper-mode brokers did.",
                        epilog=SECURITY_HELP)
-    p.add_argument("--zookeeper", required=True, metavar="ZK")
-    p.add_argument("--bootstrap-server", required=True, metavar="B")
+    p.add_argument("--zookeeper", required=True, metavar="ZK",
+                   help="ZooKeeper connect string to register the brokers in, "
+                   "host:port[,...][/chroot]")
+    p.add_argument("--bootstrap-server", required=True, metavar="B",
+                   help="the Kafka-protocol cluster's broker(s), host:port[,...]")
     p.add_argument("--interval", type=positive_seconds, default=0.5,
                    help="seconds between syncs")
     p.add_argument("--connect-timeout", type=positive_seconds, default=30.0,
@@ -117,19 +141,33 @@ def _mark_leaves(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for child in set(action.choices.values()):
                 child.set_defaults(_parser=child)
+                _with_examples(child)
                 _mark_leaves(child)
+
+
+def _with_examples(p: argparse.ArgumentParser) -> None:
+    """End ``p``'s help with its examples (:mod:`zkconsumer.cli.examples`)."""
+    text = examples_text(p.prog.removeprefix("zkconsumer "))
+    if text is not None:
+        p.epilog = f"{p.epilog}\n\n{text}" if p.epilog else text
+        p.formatter_class = HelpFormatter
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         leaf: argparse.ArgumentParser = getattr(args, "_parser", parser)
         leaf.error(f"unrecognized arguments: {' '.join(unknown)}")
     level = logging.INFO if args.verbose or args.command == "bridge" else logging.WARNING
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
-    )
+    # A tool's output carries no library log lines unless -v: a warning the library logs
+    # (a znode left out, a member's lost ZooKeeper) reads as the command's own.
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+        if args.verbose or args.command == "bridge" else _ToolFormatter(args.command))
+    logging.basicConfig(level=level, handlers=[handler])
     # kafka-python logs every failed connection attempt as an ERROR, kazoo every lost or
     # refused one as a WARNING, a few a second while a server is away. The bridge says once
     # that the cluster is unreachable, and again when it is back; the tools fail in one line
@@ -164,11 +202,12 @@ def _run(args: argparse.Namespace) -> int:
         silence_stdout()
         return 0
     except (ZkConsumerError, OSError) as e:
-        print(f"zkconsumer {args.command}: {e}", file=sys.stderr)
+        print(f"zkconsumer {args.command}: {with_notes(str(e), e)}", file=sys.stderr)
         return EXIT_USAGE
     except (KazooException, KazooTimeoutError) as e:
         # One the subcommand did not put in its own words.
-        print(f"zkconsumer {args.command}: {_zookeeper_failure(args, e)}", file=sys.stderr)
+        print(f"zkconsumer {args.command}: {with_notes(_zookeeper_failure(args, e), e)}",
+              file=sys.stderr)
         return EXIT_USAGE
     except KafkaError as e:
         print(f"zkconsumer {args.command}: Kafka failed: {type(e).__name__} {e}".rstrip(),
@@ -179,6 +218,18 @@ def _run(args: argparse.Namespace) -> int:
         for note in getattr(e, "__notes__", ()):
             print(f"zkconsumer {args.command}: {note}", file=sys.stderr)
         return 130
+
+
+class _ToolFormatter(logging.Formatter):
+    """``zkconsumer COMMAND: warning: message``, as the tools' own warnings are said."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self._command = command
+
+    def format(self, record: logging.LogRecord) -> str:
+        return (f"zkconsumer {self._command}: {record.levelname.lower()}: "
+                f"{record.getMessage()}")
 
 
 #: The client libraries' loggers that the tools keep quiet unless --verbose (kazoo's client

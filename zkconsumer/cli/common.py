@@ -6,6 +6,10 @@ import argparse
 import os
 import select
 import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from zkconsumer.ops.common import did_you_mean
 
 EXIT_USAGE = 2
 
@@ -13,6 +17,12 @@ EXIT_USAGE = 2
 #: The longest wait or interval a flag takes, in seconds: far below what the clocks and
 #: timers underneath can hold (an infinite or huge one overflowed them, with a traceback).
 MAX_SECONDS = 1_000_000.0
+
+
+def with_notes(message: str, e: BaseException) -> str:
+    """``message`` and the notes the library added to ``e`` on its way out (what a write
+    that failed part way had written), as one line."""
+    return "; ".join([message, *getattr(e, "__notes__", ())])
 
 
 def positive_seconds(text: str) -> float:
@@ -51,3 +61,49 @@ def silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line: the message, a misspelt flag named with
+    the one most likely meant, and where the usage is. (argparse printed the whole usage,
+    and a misspelt required flag as "the following arguments are required" instead.)"""
+
+    #: The command line being parsed (set by ``cli.main``), to find misspelt flags in.
+    argv: Sequence[str] = ()
+
+    def error(self, message: str) -> NoReturn:
+        unknown = self._unknown_flags(Parser.argv)
+        if unknown:
+            message = "; ".join(
+                f"unknown flag {flag}{did_you_mean(flag, self._long_flags(), quote=False)}"
+                for flag in unknown)
+        self.exit(2, f"{self.prog}: error: {message} (-h for help)\n")
+
+    def _long_flags(self) -> list[str]:
+        return [f for f in self._option_string_actions if f.startswith("--")]
+
+    def _unknown_flags(self, argv: Sequence[str]) -> list[str]:
+        known = set(self._option_string_actions) | _TOP_FLAGS
+        out = []
+        for token in argv:
+            flag = token.split("=", 1)[0]
+            if (not flag.startswith("-") or flag == "-" or flag == "--" or flag in known
+                    or _number(flag)):
+                continue
+            # argparse takes an unambiguous prefix of a long flag.
+            if flag.startswith("--") and sum(f.startswith(flag) for f in known) == 1:
+                continue
+            out.append(flag)
+        return out
+
+
+#: The top-level flags, given before the subcommand.
+_TOP_FLAGS = {"-v", "--verbose", "--version", "-h", "--help"}
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

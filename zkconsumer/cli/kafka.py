@@ -46,7 +46,7 @@ from zkconsumer._errors import (
 from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
 from zkconsumer.cli.common import positive_seconds
-from zkconsumer.cli.offsets import reset_target
+from zkconsumer.cli.offsets import read_input, reset_target
 from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk import session
@@ -68,8 +68,9 @@ MISSING = "-"
 ZK_NOTE = ("Note: This will only show information about consumers that use ZooKeeper (not "
            "those using the Java consumer API).")
 
-UPDATE_USAGE = ("USAGE: kafka.tools.UpdateOffsetsInZK$ [earliest | latest] "
-                "consumer.properties topic")
+UPDATE_USAGE_LINE = ("zkconsumer update-offsets-in-zk [earliest | latest] consumer.properties "
+                     "topic")
+_UPDATE_TARGETS = ("earliest", "latest")
 
 
 def _tool(fn: Callable[[argparse.Namespace, KazooClient], int]
@@ -168,6 +169,12 @@ def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
     for problem in (desc.log_end_error, desc.kafka_offsets_error):
         if problem is not None:
             print(f"zkconsumer consumer-groups: warning: {problem}", file=sys.stderr)
+    topics = {r.topic for r in desc.partitions if r.topic is not None}
+    topics |= {t for m in desc.members for t in m.subscription}
+    if args.topic and args.topic not in topics:
+        raise UnknownTopicError(
+            f"group {group!r} has no offsets, owners or subscription of topic "
+            f"{args.topic!r}{_ops.did_you_mean(args.topic, topics)}")
     rows = [r for r in desc.partitions if r.topic is not None
             and (not args.topic or r.topic == args.topic)]
     lines: list[tuple[str, object, object, object, object, str]] = []
@@ -276,18 +283,18 @@ _CHECKER_LINE = "{:<15} {:<30} {:<3} {:<15} {:<15} {:<15} {}"
 @_tool
 def _cmd_offset_checker(args: argparse.Namespace, zk: KazooClient) -> int:
     group: str = args.group
+    _ops.require_group(zk, group)
     if args.topic:
         topics = [t for t in args.topic.split(",") if t]
     else:
-        owners = zp.owners_dir(group)
-        try:
-            topics = zk.get_children(owners)
-        except NoNodeError:
-            raise KafkaToolError(
-                "Exiting due to: org.apache.zookeeper.KeeperException$NoNodeException: "
-                f"KeeperErrorCode = NoNode for {owners}.") from None
+        # Those with owners, as Kafka's tool read them, and those with offsets: a group
+        # made by import-zk-offsets has no owners znode (Kafka's tool failed on NoNode).
+        topics = sorted(set(_children(zk, zp.owners_dir(group)))
+                        | set(_ops.committed_topics(zk, group)))
     partitions = {t: ps for t in topics
                   if (ps := topic_partitions(zk, t)) is not None}
+    if args.topic:
+        _require_topics(zk, [t for t in topics if t not in partitions])
     tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in ps]
     offsets = _checker_offsets(zk, group, tps, args)
     ends, _ = _log_ends_or_none(zk, tps, args)
@@ -310,6 +317,23 @@ def _cmd_offset_checker(args: argparse.Namespace, zk: KazooClient) -> int:
         for bid, (host, port) in broker_endpoints(zk, used).items():
             print(f"{bid} -> {host}:{port}")
     return 0
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return list(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _require_topics(zk: KazooClient, missing: Sequence[str]) -> None:
+    """UnknownTopicError naming the first of ``missing`` (topics not in /brokers/topics),
+    with the registered topic it most likely meant."""
+    if missing:
+        topic = missing[0]
+        raise UnknownTopicError(
+            f"topic {topic!r} not found in ZooKeeper (no {zp.topic_path(topic)})"
+            + _ops.did_you_mean(topic, _children(zk, zp.BROKER_TOPICS)))
 
 
 def _checker_offsets(zk: KazooClient, group: str, tps: Iterable[TopicPartition],
@@ -363,15 +387,12 @@ def _cmd_export(args: argparse.Namespace, zk: KazooClient) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    try:
-        with open(args.input_file, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise _command_error(f"cannot read {args.input_file}: {e.strerror or e}") from e
-    # ImportZkOffsets stopped at the first empty line.
-    if "" in lines:
-        lines = lines[:lines.index("")]
+    # Read and checked as by offsets import: every line (ImportZkOffsets stopped at the
+    # first empty one, ignoring the rest unread), refused whole when one is bad.
+    lines = read_input(args.input_file).splitlines()
     entries = _ops.parse_offset_lines(lines, args.input_file)
+    if not entries:
+        raise _command_error(f"{args.input_file} holds no offsets")
     return _import(args, entries)
 
 
@@ -387,10 +408,15 @@ def _import(args: argparse.Namespace, entries: list[_ops.OffsetEntry]) -> int:
 
 
 def _cmd_update_offsets(args: argparse.Namespace) -> int:
-    if len(args.positional) < 3 or args.positional[0] not in ("earliest", "latest"):
-        print(UPDATE_USAGE)
-        return 1
-    where, props_file, topic = args.positional[:3]
+    # Kafka's tool printed its usage on stdout with status 1; here, one line on stderr.
+    given = args.positional
+    usage = f"usage: {UPDATE_USAGE_LINE}"
+    if given and given[0] not in _UPDATE_TARGETS:
+        raise _command_error(f"{given[0]!r} is neither earliest nor latest"
+                             f"{_ops.did_you_mean(given[0], _UPDATE_TARGETS)}; {usage}")
+    if len(given) != 3:
+        raise _command_error(f"takes 3 arguments, got {len(given)}; {usage}")
+    where, props_file, topic = given
     config = ConsumerConfig(read_properties(props_file))
     args.zookeeper = config.zookeeper_connect
     args.update = (where, config.group_id, topic)
@@ -492,12 +518,14 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "update-offsets-in-zk", help="kafka.tools.UpdateOffsetsInZK",
-        usage="zkconsumer update-offsets-in-zk [earliest | latest] consumer.properties topic",
+        usage=UPDATE_USAGE_LINE,
         description="Set a group's offsets of a topic to each partition's earliest or latest "
         "offset; the group and ZooKeeper come from the consumer properties file "
         "(group.id, zookeeper.connect).")
-    p.add_argument("positional", nargs="*", metavar="ARG",
-                   help="earliest|latest, consumer.properties, topic")
+    p.add_argument("positional", nargs="*", metavar="earliest|latest properties topic",
+                   help="where to set the offsets (each partition's earliest or latest "
+                   "offset), the consumer properties file (its group.id and "
+                   "zookeeper.connect) and the topic")
     p.add_argument("--force", action="store_true",
                    help="write even while the group has registered members")
     _connect_timeout(p)
@@ -533,7 +561,9 @@ def _register_consumer_groups(sub: Any) -> None:
                    "--reset-offsets: that topic")
     p.add_argument("--all-topics", action="store_true",
                    help="--reset-offsets: every topic the group has offsets of")
-    p.add_argument("--bootstrap-server", metavar="B", help="not valid with --zookeeper")
+    p.add_argument("--bootstrap-server", metavar="B",
+                   help="refused, with Kafka's error: this tool reads the groups in ZooKeeper "
+                   "(--zookeeper); a modern group is Kafka's own kafka-consumer-groups.sh's")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
     reset = p.add_argument_group("--reset-offsets")
     reset.add_argument("--to-earliest", action="store_true", help="the log start")

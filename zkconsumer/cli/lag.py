@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import sys
 import threading
@@ -87,9 +88,10 @@ def _cmd_exporter(args: argparse.Namespace) -> int:
     zk = _connect(args)  # a typo in --zookeeper fails at once; later losses are retried
     try:
         if args.once:
-            monitor.poll(zk, args.group or None)
+            groups = monitor.poll(zk, args.group or None)
+            _LogEnds("exporter").said(monitor)
             sys.stdout.buffer.write(monitor.render())
-            return 0
+            return _unknown_status(groups)
         server = ExporterServer(monitor, args.port, args.address)
     except BaseException:
         _close(zk)
@@ -110,32 +112,78 @@ def _cmd_exporter(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The exit status of a one-shot ``groups lag`` or ``exporter --once`` that printed
+#: everything but could not know some group's lag (a broker unreachable).
+EXIT_UNKNOWN = 1
+
+
+def _unknown_status(groups: list[GroupLag]) -> int:
+    return EXIT_UNKNOWN if any(g.status == "UNKNOWN" for g in groups) else 0
+
+
+class _LogEnds:
+    """Says on stderr when the log ends become unknown, and when they are known again:
+    once each, not at every poll."""
+
+    def __init__(self, command: str) -> None:
+        self._command = command
+        self._error: str | None = None
+
+    def said(self, monitor: LagMonitor) -> None:
+        error = monitor.log_end_error
+        if error is not None and error != self._error:
+            print(f"zkconsumer {self._command}: warning: log end offsets unknown (lag shown "
+                  f"as unknown): {error}", file=sys.stderr, flush=True)
+        elif error is None and self._error is not None:
+            print(f"zkconsumer {self._command}: log end offsets known again", file=sys.stderr,
+                  flush=True)
+        self._error = error
+
+
 def _poll_until(args: argparse.Namespace, monitor: LagMonitor, zk: KazooClient | None,
                 stop: threading.Event) -> None:
     """Poll every --interval until ``stop``; a lost ZooKeeper is said once a loss and
     connected again at the next poll (the last values stay served meanwhile)."""
-    failing = False
+    outage = _Outage("exporter", args)
+    ends = _LogEnds("exporter")
     try:
         while not stop.is_set():
             try:
                 if zk is None:
                     zk = _connect(args)
                 monitor.poll(zk, args.group or None)
-                if failing:
-                    print("zkconsumer exporter: polling again", file=sys.stderr, flush=True)
-                failing = False
+                outage.over()
+                ends.said(monitor)
             except (KazooException, KazooTimeoutError, ZkConsumerError) as e:
                 monitor.failed(e)
-                if not failing:
-                    print(f"zkconsumer exporter: poll failed, retrying every "
-                          f"{args.interval:g} s: {_failure(args, e)}", file=sys.stderr,
-                          flush=True)
-                failing = True
+                outage.failed(e)
                 _close(zk)
                 zk = None
             stop.wait(args.interval)
     finally:
         _close(zk)
+
+
+class _Outage:
+    """Says once that polls fail (retrying every --interval), and once that they work
+    again."""
+
+    def __init__(self, command: str, args: argparse.Namespace) -> None:
+        self._command = command
+        self._args = args
+        self.failing = False
+
+    def failed(self, e: BaseException) -> None:
+        if not self.failing:
+            print(f"zkconsumer {self._command}: poll failed, retrying every "
+                  f"{self._args.interval:g} s: {_failure(self._args, e)}", file=sys.stderr,
+                  flush=True)
+        self.failing = True
+
+    def over(self) -> None:
+        if self.failing:
+            print(f"zkconsumer {self._command}: polling again", file=sys.stderr, flush=True)
+        self.failing = False
 
 
 # --------------------------------------------------------------------------------------
@@ -145,19 +193,28 @@ def _poll_until(args: argparse.Namespace, monitor: LagMonitor, zk: KazooClient |
 
 def _cmd_groups_lag(args: argparse.Namespace) -> int:
     monitor = _monitor(args)
-    zk = _connect(args)
+    zk: KazooClient | None = _connect(args)  # a typo fails at once; --watch rides outages
+    ends = _LogEnds("groups lag")
+    outage = _Outage("groups lag", args)
     try:
         while True:
-            groups = monitor.poll(zk, args.group or None)
-            if monitor.log_end_error is not None:
-                print(f"zkconsumer groups lag: warning: log end offsets unknown: "
-                      f"{monitor.log_end_error}", file=sys.stderr)
-            _print_lag(args, groups, monitor)
-            if not args.watch:
-                return 0
+            try:
+                if zk is None:
+                    zk = _connect(args)
+                groups = monitor.poll(zk, args.group or None)
+            except (KazooException, KazooTimeoutError, ZkConsumerError) as e:
+                if not args.watch:
+                    raise _command_error(_failure(args, e)) from e
+                outage.failed(e)
+                _close(zk)
+                zk = None
+            else:
+                outage.over()
+                ends.said(monitor)
+                _print_lag(args, groups, monitor)
+                if not args.watch:
+                    return _unknown_status(groups)
             time.sleep(args.interval)
-    except (KazooException, KazooTimeoutError) as e:
-        raise _command_error(_failure(args, e)) from e
     finally:
         _close(zk)
 
@@ -168,26 +225,51 @@ def _print_lag(args: argparse.Namespace, groups: list[GroupLag], monitor: LagMon
         print(text, flush=True)
         return
     width = terminal_width()
+    table = _partition_table(groups) if args.group else _group_table(groups)
+    if not table.rows:
+        lines = ["no consumer groups in ZooKeeper" if not args.group else "no partitions"]
+    else:
+        lines = table.lines(width)
     if args.watch:
         stamp = datetime.now().astimezone().isoformat(timespec="seconds")
         head = (f"every {args.interval:g} s, window {monitor.window}: {stamp} "
                 f"(poll {monitor.polls})")
-        # A terminal shows the latest table in place; a pipe gets one after another.
-        print(("\x1b[H\x1b[2J" if width is not None else "\n") + head)
-    table = _partition_table(groups) if args.group else _group_table(groups)
-    if not table.rows:
-        print("no consumer groups in ZooKeeper" if not args.group else "no partitions")
-    else:
-        table.print()
+        if width is None:
+            lines = ["", head, *lines]  # a pipe gets one table after another
+        else:
+            # A terminal shows the latest table in place, cut to its height so that the
+            # header never scrolls away.
+            lines = _screen([head, *lines], shutil.get_terminal_size().lines)
+            sys.stdout.write("\x1b[H\x1b[2J")
+    print("\n".join(lines))
     sys.stdout.flush()
+
+
+def _screen(lines: list[str], height: int) -> list[str]:
+    """``lines`` cut to a screen ``height`` lines tall, the last line saying how many were
+    left out."""
+    room = max(height - 1, 2)  # the cursor's line stays free
+    if len(lines) <= room:
+        return lines
+    left = len(lines) - (room - 1)
+    return [*lines[:room - 1], f"... {left} more lines: a taller terminal, --group or --json "
+            "shows them"]
+
+
+def _lag_cell(value: int | None, known: bool) -> str | int | None:
+    """A lag or log end for a table: the number, ``?`` when unknown, None (``-``) when there
+    is none to know (no committed offset)."""
+    if value is not None:
+        return value
+    return "?" if not known else None
 
 
 def _group_table(groups: list[GroupLag]) -> Table:
     t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "STATUS"],
               right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG"])
     for g in groups:
-        t.add_row(g.group, g.members, len(g.partitions), g.unowned, g.total_lag, g.max_lag,
-                  g.status)
+        t.add_row(g.group, g.members, len(g.partitions), g.unowned,
+                  _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False), g.status)
     return t
 
 
@@ -196,8 +278,9 @@ def _partition_table(groups: list[GroupLag]) -> Table:
                "STATUS"], right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG"])
     for g in groups:
         for p in g.partitions:
-            t.add_row(g.group, p.topic, p.partition, p.offset, p.log_end_offset, p.lag,
-                      p.owner, p.status)
+            t.add_row(g.group, p.topic, p.partition, p.offset,
+                      _lag_cell(p.log_end_offset, False),
+                      _lag_cell(p.lag, p.offset is None), p.owner, p.status)
     return t
 
 

@@ -370,8 +370,10 @@ def register(subparsers: Any) -> None:
         "do not have (deleted, even where /brokers/topics still lists them).",
     )
     _common(p)
-    p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"])
-    p.add_argument("--to", dest="dest", required=True, choices=["zookeeper", "kafka"])
+    p.add_argument("--from", dest="source", required=True, choices=["zookeeper", "kafka"],
+                   help="the store to copy the offsets from")
+    p.add_argument("--to", dest="dest", required=True, choices=["zookeeper", "kafka"],
+                   help="the store to write them to")
     p.add_argument("--topic", action="append", metavar="T",
                    help="only this topic (repeatable)")
     p.add_argument("--force", action="store_true",

@@ -14,6 +14,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer import ops as _ops
+from zkconsumer._errors import ZkConsumerError
 from zkconsumer.cli.plumbing import (
     _add_common,
     _cell,
@@ -124,7 +125,9 @@ def _warn_kafka_differences(zk: KazooClient, args: argparse.Namespace,
               "lines hold ZooKeeper's only", file=sys.stderr)
 
 
-def _read_input(path: str) -> str:
+def read_input(path: str) -> str:
+    """The text of file ``path`` (``-``: stdin); one-line CommandError when it cannot be
+    read or is not UTF-8."""
     try:
         if path == "-":
             return sys.stdin.read()
@@ -139,7 +142,7 @@ def _read_input(path: str) -> str:
 
 def _cmd_offsets_import(args: argparse.Namespace) -> int:
     # Validate the whole file before connecting: a bad line writes nothing.
-    text = _read_input(args.input)
+    text = read_input(args.input)
     source = "stdin" if args.input == "-" else args.input
     # Whatever `offsets export` writes: the legacy lines, or its --json list.
     if text.lstrip().startswith("["):
@@ -273,8 +276,11 @@ def reset_target(
     if args.shift_by is not None:
         return _ops.ResetTarget("shift", offset=args.shift_by,
                                   text=f"{shifted} {args.shift_by:+d}")
-    target = _ops.parse_reset_target(args.to_datetime)
-    if target.kind != "datetime":
+    try:
+        target = _ops.parse_reset_target(args.to_datetime)
+    except ZkConsumerError:
+        target = None  # its message is about --to
+    if target is None or target.kind != "datetime":
         raise _command_error(f"--to-datetime {args.to_datetime!r} is not {datetime_form}")
     return target
 
@@ -283,6 +289,11 @@ def reset_target(
 def _reset(args: argparse.Namespace, zk: KazooClient, group: str, topic: str,
            target: _ops.ResetTarget) -> int:
     new_group = not _ops.group_exists(zk, group)
+    if new_group and not args.dry_run and not args.create:
+        # A typo of --group would seed a new group: said, and written only when asked.
+        raise _command_error(
+            f"{_ops.unknown_group_message(zk, group)}: pass --create to seed the offsets of "
+            "a new group")
     with _progress("resetting offsets") as bar:
         rows = _ops.reset_offsets(
             zk, group, topic, target, args.bootstrap_server, force=args.force,
@@ -431,6 +442,9 @@ def _add_reset(osub: Any) -> None:
                     help="the first offset at or after an ISO-8601 date-time")
     p.add_argument("--force", action="store_true",
                    help="write even while the group has registered members")
+    p.add_argument("--create", action="store_true",
+                   help="with --execute: seed the offsets of a group not in ZooKeeper yet "
+                   "(without it, refused: a misspelt --group would create a new group)")
     run = p.add_mutually_exclusive_group()
     run.add_argument("--execute", action="store_true",
                      help="write the new offsets (without it: a preview)")

@@ -29,7 +29,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer import ops as _ops
 from zkconsumer._errors import CommandError, ZkConsumerError
-from zkconsumer.cli.common import positive_seconds
+from zkconsumer.cli.common import positive_seconds, with_notes
 from zkconsumer.cli.tables import Table
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
@@ -78,8 +78,8 @@ def _handler(fn: Callable[..., int]) -> Callable[..., int]:
                 f"(NoAuth); set {AUTH_ENV} to credentials it grants"
             ) from e
         except (KazooTimeoutError, KazooException) as e:
-            raise _command_error(
-                zookeeper_failure(args.zookeeper, args.connect_timeout, e)) from e
+            raise _command_error(with_notes(
+                zookeeper_failure(args.zookeeper, args.connect_timeout, e), e)) from e
         except KafkaError as e:
             raise _command_error(f"broker error: {type(e).__name__} {e}".rstrip()) from e
         finally:

@@ -127,7 +127,7 @@ from zkconsumer.consumer.watcher import RebalanceWatcher
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.handler import kazoo_handler
 from zkconsumer.zk.read import broker_addresses
-from zkconsumer.zk.session import kazoo_security_kwargs, start_and_check_login
+from zkconsumer.zk.session import OutageLog, kazoo_security_kwargs, start_and_check_login
 
 __all__ = ["ConsumerRebalanceListener", "ZookeeperConsumerConnector", "create_consumer_connector"]
 
@@ -139,6 +139,25 @@ class ZookeeperConsumerConnector:
     """The legacy high-level consumer: create streams once, iterate them, shut down.
 
     ``with create_consumer_connector(config) as c: streams = c.create_message_streams({...})``
+
+    Made by :func:`create_consumer_connector` (or directly, with a :class:`ConsumerConfig`):
+    it connects to ZooKeeper and starts its background threads, but joins the group only
+    when the streams are created. Used as a context manager, it shuts down at the end of the
+    ``with`` block. Every public method may be called from any thread; each stream is
+    iterated by one thread.
+
+    Attributes: ``config`` (the :class:`ConsumerConfig`), ``group``, ``consumer_id`` (the
+    member's id in the group), ``stats`` (rebalance counts and durations), ``metrics`` and
+    ``metrics_port`` (the port bound, with ``metrics.port``; else None).
+
+    :param config: the member's configuration.
+    :param fetcher_factory: makes the fetch side from the connector; None (the default) for
+        the fetcher of ``fetch.backend``. For tests and embedding.
+    :raises ZkConsumerError: no ZooKeeper connection within
+        ``zookeeper.connection.timeout.ms``, or its login (``zookeeper.auth``) refused.
+    :raises MetricsPortError: ``metrics.port`` cannot be bound.
+    :raises ConfigError: ``fetch.backend=confluent`` was given and confluent-kafka cannot be
+        imported.
     """
 
     def __init__(
@@ -159,7 +178,7 @@ class ZookeeperConsumerConnector:
         )
 
         self._make_state(config)
-        self._zk = _kazoo_client(config)
+        self._zk = _kazoo_client(config, self.consumer_id)
         self._make_session_side(config)
         self._start_session()
         try:
@@ -262,6 +281,17 @@ class ZookeeperConsumerConnector:
 
     # -- public API ------------------------------------------------------------------------
     def set_consumer_rebalance_listener(self, listener: ConsumerRebalanceListener) -> None:
+        """Call ``listener``'s hooks in every rebalance of this member, as the legacy
+        ``setConsumerRebalanceListener``.
+
+        The hooks run in the thread doing the rebalance (the caller of
+        ``create_message_streams*`` for the first one, the watcher thread afterwards), with
+        the rebalance's lock held; they may commit. A member with a listener always
+        rebalances fully (every partition stops).
+
+        :param listener: the hooks; replaces any listener set before.
+        :raises MessageStreamsExistException: the streams were already created.
+        """
         with self._state_lock:
             if self._streams_created:
                 raise MessageStreamsExistException(
@@ -277,8 +307,25 @@ class ZookeeperConsumerConnector:
     ) -> dict[str, list[KafkaStream[Any, Any]]]:
         """Register in the group, rebalance, and return ``n`` streams for each topic.
 
-        If the first rebalance fails (:class:`ConsumerRebalanceFailedException`), the
-        connector shuts down, leaving the group, before the error is raised.
+        The legacy ``createMessageStreams(topicCountMap)``. The first rebalance runs in the
+        calling thread: on return the member owns its share of the partitions and fetching
+        has started. Each stream is one consumer thread of the group (thread id
+        ``<consumer id>-<n>``). If the first rebalance fails, the connector shuts down,
+        leaving the group, before the error is raised.
+
+        :param topic_count_map: topic -> number of streams (>= 1) for it.
+        :param key_decoder: a callable on ``bytes`` applied to each key as the iterator hands
+            the message out (None keys stay None); None: keys stay ``bytes``.
+        :param value_decoder: the same for values.
+        :returns: topic -> its streams, in thread-id order.
+        :raises ValueError: an empty map, a stream count below 1 or a bad topic name.
+        :raises MessageStreamsExistException: streams were already created on this connector.
+        :raises ConsumerShutdownError: the connector is shut down.
+        :raises ConsumerRebalanceFailedException: the first rebalance failed
+            ``rebalance.max.retries`` times, or found no ZooKeeper connection within
+            ``zookeeper.connection.timeout.ms``.
+        :raises AssignmentStrategyMismatchError: this member's
+            ``partition.assignment.strategy`` differs from its group's.
         """
         if not topic_count_map:
             raise ValueError("topic_count_map is empty")
@@ -311,7 +358,24 @@ class ZookeeperConsumerConnector:
         key_decoder: Decoder | None = None,
         value_decoder: Decoder | None = None,
     ) -> list[KafkaStream[Any, Any]]:
-        """Streams over every topic the whitelist/blacklist matches, now and later."""
+        """Streams over every topic the whitelist/blacklist matches, now and later.
+
+        The legacy ``createMessageStreamsByFilter``; registers and rebalances as
+        :meth:`create_message_streams` does, with the same errors. Partitions of every
+        matching topic are shared out between the streams.
+
+        :param topic_filter: a :class:`Whitelist` or :class:`Blacklist`.
+        :param num_streams: how many streams (>= 1).
+        :param key_decoder: as for :meth:`create_message_streams`.
+        :param value_decoder: as for :meth:`create_message_streams`.
+        :returns: the streams, in thread-id order.
+        :raises ValueError: ``num_streams`` below 1.
+        :raises MessageStreamsExistException: streams were already created on this connector.
+        :raises ConsumerShutdownError: the connector is shut down.
+        :raises ConsumerRebalanceFailedException: the first rebalance failed.
+        :raises AssignmentStrategyMismatchError: this member's
+            ``partition.assignment.strategy`` differs from its group's.
+        """
         if num_streams < 1:
             raise ValueError(f"num_streams must be >= 1, got {num_streams!r}")
         self._claim_streams()
@@ -372,15 +436,27 @@ class ZookeeperConsumerConnector:
           committed and :class:`PartitionsNotOwnedError` names them. Offsets are checked
           before anything is written (``ValueError``).
 
-        ``retry_on_failure`` retries a failed write ``offsets.commit.max.retries`` times,
-        ``offsets.channel.backoff.ms`` apart. Raises :class:`ZkConnectionLostError` while
-        the ZooKeeper connection is down or the session lost (the member may no longer own
-        the partitions; consumed offsets stay and the next commit after the pause stores
-        them; paused only because ZooKeeper was slow to answer, the commit is tried, fenced),
-        and when the connection or the session
-        goes while it commits, or ZooKeeper leaves it unanswered for
-        ``zookeeper.session.timeout.ms`` (a write after a lost session is never sent).
-        Raises :class:`ConsumerShutdownError` once :meth:`shutdown` has begun.
+        Waits for the asynchronous commits made before it. Offsets the commit fence drops
+        (their partition is no longer this session's) are logged as a WARNING, not raised.
+
+        :param offsets: ``{(topic, partition): next offset to consume}``; omitted: the
+            consumed offsets of every owned partition.
+        :param retry_on_failure: retry a failed write ``offsets.commit.max.retries`` times,
+            ``offsets.channel.backoff.ms`` apart.
+        :raises ValueError: ``offsets`` is not such a mapping, or holds a bad key or offset.
+        :raises TypeError: ``retry_on_failure`` given both positionally and by name.
+        :raises PartitionsNotOwnedError: ``offsets`` names partitions this member does not own;
+            nothing was written.
+        :raises ZkConnectionLostError: the ZooKeeper connection is down or the session lost
+            (the member may no longer own the partitions; consumed offsets stay and the next
+            commit after the pause stores them; paused only because ZooKeeper was slow to
+            answer, the commit is tried, fenced), or the connection or the session went while
+            it committed, or ZooKeeper left it unanswered for ``zookeeper.session.timeout.ms``
+            (a write after a lost session is never sent).
+        :raises OffsetCommitError: Kafka refused offsets (``offsets.storage=kafka``), after the
+            retries when they can help.
+        :raises BackgroundThreadError: a background thread of the connector died.
+        :raises ConsumerShutdownError: :meth:`shutdown` has begun.
         """
         if isinstance(offsets, bool):  # the positional form of the first overload
             if retry_on_failure is not None:
@@ -417,6 +493,17 @@ class ZookeeperConsumerConnector:
         returned future ends the same way (its result: the offsets). :meth:`shutdown` writes
         the queued commits while the member still owns its partitions, or fails them with
         :class:`ConsumerShutdownError`; after it this raises that error at once.
+
+        :param offsets: as in :meth:`commit_offsets`; None: the consumed offsets of every
+            owned partition, as of this call.
+        :param callback: ``callback(offsets, error)``, called in the connector's async-commit
+            thread once the commit is written or has failed; an exception it raises is
+            logged.
+        :returns: a future whose result is the offsets committed, or whose exception is the
+            error given to the callback.
+        :raises ValueError: ``offsets`` is not a mapping of valid keys and offsets.
+        :raises BackgroundThreadError: a background thread of the connector died.
+        :raises ConsumerShutdownError: the connector is shut down.
         """
         explicit = None if offsets is None else explicit_offsets(offsets)
         self._check()
@@ -434,13 +521,19 @@ class ZookeeperConsumerConnector:
 
         Empty while :attr:`paused`: then the member cannot know that it owns anything. Never
         waits for a rebalance under way (it shows the rebalance's progress instead).
+
+        :returns: partition -> owning thread id (``<consumer id>-<n>``); a copy.
         """
         if self._gate.closed:
             return {}
         return dict(self._ownership.owned)  # one C call under the GIL: a consistent copy
 
     def partition_infos(self) -> dict[TopicPartition, PartitionTopicInfo]:
-        """The partitions being fetched (as of the last rebalance step) and their offsets."""
+        """The partitions being fetched (as of the last rebalance step) and their offsets.
+
+        :returns: partition -> its fetch state (consumed and fetched offsets, the thread id);
+            a copy of the mapping, the states themselves are live.
+        """
         return dict(self._ownership.registry)
 
     @property
@@ -453,7 +546,11 @@ class ZookeeperConsumerConnector:
 
     def rebalance_now(self) -> None:
         """Ask the watcher thread for a full rebalance, even if the group has not changed
-        (a ZooKeeper event that leaves the group as it was changes nothing)."""
+        (a ZooKeeper event that leaves the group as it was changes nothing).
+
+        Returns at once; the rebalance runs in the watcher thread (every partition stops and
+        starts again, and the rebalance listener is called).
+        """
         with self._state_lock:
             self._rebalancer.force_requested += 1
         self._wakeup.set()
@@ -466,6 +563,13 @@ class ZookeeperConsumerConnector:
         client fails that call); the session's end removes the member's znodes. A connection
         that drops while it commits or leaves the group ends that step (with a warning): it
         sends nothing more, and awaits no answer longer than ``zookeeper.session.timeout.ms``.
+
+        In order: stop fetching, write the queued asynchronous commits (or fail them with
+        :class:`ConsumerShutdownError`), commit the consumed offsets (with
+        ``auto.commit.enable=true`` only), end every stream (their iterators stop), release
+        the owner znodes and the registration, close the clients. May be called from any
+        thread but the rebalance listener's hooks. A commit or a leave that fails is logged,
+        not raised.
         """
         with self._state_lock:
             if self._closed:
@@ -501,7 +605,12 @@ class ZookeeperConsumerConnector:
         """A store of the group's ZooKeeper offsets on this member's session: its commits are
         sent only while the session that owns the partitions lives, as the connector's own
         are, and each answer is awaited at most ``timeout_s``. For a caller that commits
-        for the partitions this member owns, such as the Spark source's driver."""
+        for the partitions this member owns, such as the Spark source's driver.
+
+        :param timeout_s: the longest wait for each ZooKeeper answer; None: no bound.
+        :returns: the store (its ``commit(offsets)`` raises :class:`CommitFencedError` for
+            partitions whose owner znode is not this session's).
+        """
         return ZkOffsetStore(self._zk, self.config.group_id, self.metrics,
                              self._membership.live_session, timeout_s=timeout_s,
                              fence=self._fence)
@@ -517,7 +626,10 @@ class ZookeeperConsumerConnector:
     def broker_addresses(self) -> list[str]:
         """``host:port`` of every broker registered in ZooKeeper, on the endpoint of
         ``security.protocol`` (a broker registered only with an SSL listener has no
-        PLAINTEXT address)."""
+        PLAINTEXT address).
+
+        :returns: the addresses, possibly empty; read from ZooKeeper at each call.
+        """
         return broker_addresses(self._zk, self.config.security_protocol)
 
     def _claim_streams(self) -> None:
@@ -569,9 +681,10 @@ class ZookeeperConsumerConnector:
             elif state == KazooState.CONNECTED:
                 self._gate.open("connection")
         if state == KazooState.SUSPENDED:
-            self.log.warning("ZooKeeper connection lost: %s", "handing out nothing until it "
-                             "is back" if self._pause_on_outage else "handing out messages "
-                             "on (zookeeper.outage.delivery=continue)")
+            self.log.warning("consumer %s: ZooKeeper connection lost: %s", self.consumer_id,
+                             "handing out nothing until it is back" if self._pause_on_outage
+                             else "handing out messages on (zookeeper.outage.delivery="
+                             "continue)")
         elif state == KazooState.LOST:
             self._wakeup.set()
         elif state == KazooState.CONNECTED:
@@ -590,16 +703,21 @@ class ZookeeperConsumerConnector:
         self._ownership.release(tps, deadline)
 
 
-def _kazoo_client(config: ConsumerConfig) -> KazooClient:
-    """The member's ZooKeeper client: reconnects for ever, retries a command three times."""
-    return KazooClient(
+def _kazoo_client(config: ConsumerConfig, consumer_id: str) -> KazooClient:
+    """The member's ZooKeeper client: reconnects for ever, retries a command three times;
+    an outage's reconnects are not logged one by one (:class:`OutageLog`)."""
+    outages = OutageLog(consumer_id)
+    client = KazooClient(
         hosts=config.zookeeper_connect,
         **kazoo_security_kwargs(config),
         timeout=config.zookeeper_session_timeout_ms / 1000.0,
         handler=kazoo_handler(),
         connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
         command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        logger=outages,
     )
+    client.add_listener(outages.on_state)
+    return client
 
 
 def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
@@ -613,7 +731,17 @@ def _default_fetcher(connector: ZookeeperConsumerConnector) -> FetchSide:
 def create_consumer_connector(
     config: ConsumerConfig | Mapping[str, object],
 ) -> ZookeeperConsumerConnector:
-    """The Python face of ``Consumer.createJavaConsumerConnector(config)``."""
+    """The Python face of ``Consumer.createJavaConsumerConnector(config)``.
+
+    :param config: a :class:`ConsumerConfig`, or the mapping of dotted keys to make one from.
+    :returns: a started connector, not in its group yet (see
+        :meth:`ZookeeperConsumerConnector.create_message_streams`).
+    :raises ConfigError: ``config`` is a mapping with a wrong or unknown key, or
+        ``fetch.backend=confluent`` was given and confluent-kafka cannot be imported.
+    :raises ZkConsumerError: no ZooKeeper connection within
+        ``zookeeper.connection.timeout.ms``, or its login refused.
+    :raises MetricsPortError: ``metrics.port`` cannot be bound.
+    """
     if not isinstance(config, ConsumerConfig):
         config = ConsumerConfig(config)
     return ZookeeperConsumerConnector(config)

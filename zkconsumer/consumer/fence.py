@@ -41,6 +41,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, NoNodeError, RolledBackError, RuntimeInconsistency
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkconsumer._errors import SessionUnprovenError
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.gate import DeliveryGate, LeaseDeadline, lease_clock
 from zkconsumer.zk import paths as zp
@@ -55,13 +56,6 @@ LEASE_FRACTION = 0.5
 READ_WINDOW = 100
 #: Renewals sent per lease length: a few answers may be slow or lost before it runs out.
 RENEWALS_PER_LEASE = 4
-
-
-class SessionUnproven(ConnectionLoss):  # type: ignore[misc]  # kazoo is untyped
-    """The session could not be shown alive in time: a write that needed the proof is not
-    sent, and not retried (the member may be a zombie)."""
-
-    retriable = False
 
 
 class SessionLease:
@@ -268,10 +262,10 @@ class CommitFence:
             try:
                 not_ours = self.owner_versions(tps, reread=True).not_ours
             except KazooTimeoutError as e:
-                raise SessionUnproven() from e
+                raise SessionUnprovenError() from e
         if not self.lease.fresh(session):
             # Still stale right after an answer: the process paused meanwhile.
-            raise SessionUnproven()
+            raise SessionUnprovenError()
         return not_ours
 
 
@@ -378,5 +372,5 @@ def _rolled_back(error: Exception) -> bool:
 
 __all__ = [
     "LEASE_FRACTION", "RENEWALS_PER_LEASE", "CommitFence", "LeaseKeeper", "OwnerVersions",
-    "SessionLease", "SessionUnproven", "missing_offset_nodes",
+    "SessionLease", "missing_offset_nodes",
 ]

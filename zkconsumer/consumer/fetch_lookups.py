@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka import KafkaConsumer
 
+from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._tls import with_tls_deadline
 from zkconsumer._types import TopicPartition
@@ -26,9 +27,6 @@ from zkconsumer.broker.clients import (
     log_end_offsets,
     request_timeout_ms,
 )
-
-if TYPE_CHECKING:
-    from zkconsumer.consumer.fetcher import FetcherManager
 
 log = logging.getLogger("zkconsumer.fetcher")
 
@@ -52,8 +50,11 @@ class _SharedClient:
     failure (the next use bootstraps from the brokers registered then). ``_lock`` guards the
     client and serialises its use (:meth:`_in_use`)."""
 
-    def __init__(self, manager: FetcherManager) -> None:
-        self._manager = manager
+    def __init__(self, config: ConsumerConfig, consumer_id: str,
+                 bootstrap: Callable[[], list[str]]) -> None:
+        self._config = config
+        self._consumer_id = consumer_id
+        self._bootstrap = bootstrap  # the brokers to bootstrap a new client from
         self._lock = threading.Lock()
         self._closed = False  # close() came: a lookup under way then drops the client after
 
@@ -86,26 +87,26 @@ class _SharedClient:
 class _OffsetClient(_SharedClient):
     """One kafka-python consumer (no group) for offset lookups."""
 
-    def __init__(self, manager: FetcherManager) -> None:
-        super().__init__(manager)
+    def __init__(self, config: ConsumerConfig, consumer_id: str,
+                 bootstrap: Callable[[], list[str]]) -> None:
+        super().__init__(config, consumer_id, bootstrap)
         self._consumer: KafkaConsumer | None = None
 
     def _client(self) -> KafkaConsumer:
         if self._closed:  # a late thread: no new connection (nor a ZooKeeper read) for it
-            raise ConsumerShutdownError(f"{self._manager.consumer_id}: the fetcher is shut down")
+            raise ConsumerShutdownError(f"{self._consumer_id}: the fetcher is shut down")
         if self._consumer is None:
-            m = self._manager
-            self._consumer = kafka_consumer(**kafka_python_kwargs(m.config, m._bootstrap()))
+            self._consumer = kafka_consumer(**kafka_python_kwargs(self._config, self._bootstrap()))
         return self._consumer
 
     def resolve(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         """Where auto.offset.reset says to start: log start (smallest) or log end (largest)."""
         from kafka import TopicPartition as KTP
 
-        timeout_ms = request_timeout_ms(self._manager.config)
+        timeout_ms = request_timeout_ms(self._config)
         with self._in_use():
             consumer = self._client()
-            if self._manager.config.auto_offset_reset == "smallest":
+            if self._config.auto_offset_reset == "smallest":
                 ktps = [KTP(t, p) for t, p in tps]
                 found = consumer.beginning_offsets(ktps, timeout_ms=timeout_ms)
                 return {TopicPartition(k.topic, k.partition): int(v) for k, v in found.items()}
@@ -116,7 +117,7 @@ class _OffsetClient(_SharedClient):
     ) -> dict[TopicPartition, int]:
         """:func:`log_end_offsets` within ``timeout_ms`` (default: the request timeout)."""
         if timeout_ms is None:
-            timeout_ms = request_timeout_ms(self._manager.config)
+            timeout_ms = request_timeout_ms(self._config)
         with self._in_use():
             return log_end_offsets(tps, consumer=self._client(), timeout_ms=timeout_ms)
 
@@ -132,8 +133,9 @@ class _OffsetClient(_SharedClient):
 class _MetadataClient(_SharedClient):
     """One ``KafkaAdminClient`` for leader lookups (the leader finder's)."""
 
-    def __init__(self, manager: FetcherManager) -> None:
-        super().__init__(manager)
+    def __init__(self, config: ConsumerConfig, consumer_id: str,
+                 bootstrap: Callable[[], list[str]]) -> None:
+        super().__init__(config, consumer_id, bootstrap)
         self._admin: Any = None
 
     def leaders(self, topics: Collection[str]) -> dict[TopicPartition, int]:
@@ -141,10 +143,9 @@ class _MetadataClient(_SharedClient):
 
         with self._in_use():
             if self._admin is None:
-                m = self._manager
-                kwargs = with_tls_deadline(m.config.kafka_client_kwargs())
-                kwargs["request_timeout_ms"] = request_timeout_ms(m.config)
-                self._admin = kafka_admin(bootstrap_servers=m._bootstrap(), **kwargs)
+                kwargs = with_tls_deadline(self._config.kafka_client_kwargs())
+                kwargs["request_timeout_ms"] = request_timeout_ms(self._config)
+                self._admin = kafka_admin(bootstrap_servers=self._bootstrap(), **kwargs)
             described = self._admin.describe_topics(sorted(topics))
         out: dict[TopicPartition, int] = {}
         for topic in described:

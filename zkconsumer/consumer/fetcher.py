@@ -37,10 +37,11 @@ The legacy design (``ConsumerFetcherManager``), kept:
 What differs: fetching goes through a client library's public API, never hand-written protocol.
 Two backends implement :class:`FetchBackend`, so the thread code is shared:
 
-- ``fetch.backend=kafka-python`` (default): one ``kafka.KafkaConsumer`` per fetcher thread, in
+- ``fetch.backend=kafka-python``: one ``kafka.KafkaConsumer`` per fetcher thread, in
   assign mode, ``group_id=None``, ``auto_offset_reset='none'``;
-- ``fetch.backend=confluent``: one ``confluent_kafka.Consumer`` per fetcher thread, in assign
-  mode, with a throwaway ``group.id`` that never commits.
+- ``fetch.backend=confluent`` (default; kafka-python where confluent-kafka cannot be imported,
+  see :func:`~zkconsumer.broker.clients.fetch_library`): one ``confluent_kafka.Consumer`` per
+  fetcher thread, in assign mode, with a throwaway ``group.id`` that never commits.
 
 Both read uncommitted, as the legacy consumer did (it had no isolation level): every message
 up to the high watermark, those of open and aborted transactions included (transaction
@@ -72,6 +73,7 @@ from typing import TYPE_CHECKING
 from zkconsumer._errors import BackgroundThreadError, ConfigError, ConsumerShutdownError
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.backends import ConfluentBackend, FetchBackend, KafkaPythonBackend
+from zkconsumer.broker.clients import fetch_library
 from zkconsumer.consumer.assignors.core import java_string_hashcode
 from zkconsumer.consumer.fetch_lookups import (
     _MetadataClient,
@@ -148,7 +150,7 @@ class _LeaderFinder(threading.Thread):
                 m._shutdown_idle_fetchers()
                 self._stop_event.wait(backoff_s)
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
-            m._thread_failed(self, e)
+            m.thread_failed(self, e)
 
 
 # -- the manager -----------------------------------------------------------------------------------
@@ -160,7 +162,8 @@ class FetcherManager:
     ``brokers()`` returns the ``host:port`` of the brokers registered in ZooKeeper; new
     clients bootstrap from it. ``metrics`` (optional) receives each fetch request
     (MinFetchRate), each fetcher thread's end and, per chunk, the partition's consumed offset
-    and high watermark (ConsumerLag).
+    and high watermark (ConsumerLag). ``library`` is the client library its fetcher threads use
+    (:func:`~zkconsumer.broker.clients.fetch_library`), fixed when it is made.
 
     Locks: ``_lock`` (condition ``_cond``) guards ``_partition_map`` (partition -> info of the
     current :meth:`start_connections`, changed by :meth:`add_partitions` and
@@ -194,14 +197,15 @@ class FetcherManager:
         self._closed = False
         self._error_lock = threading.Lock()
         self._error: BaseException | None = None
-        self._stats = _Stats()
-        self._offsets = _OffsetClient(self)
+        self.counters = _Stats()
+        self.offset_client = _OffsetClient(config, consumer_id, self._bootstrap)
         # The held partitions' log ends (a metric), apart: such a lookup is a fetch the
         # broker may hold at the log end, and the fetcher threads' own lookups never wait on it.
-        self._held_offsets = _OffsetClient(self)
-        self._metadata = _MetadataClient(self)
-        if config.fetch_backend == "confluent":
-            import confluent_kafka  # noqa: F401 - fail now, not in a fetcher thread
+        self.held_offset_client = _OffsetClient(config, consumer_id, self._bootstrap)
+        self._metadata = _MetadataClient(config, consumer_id, self._bootstrap)
+        # Decided now, not in a fetcher thread: fetch.backend=confluent given where
+        # confluent-kafka cannot be imported fails here.
+        self.library = fetch_library(config)
 
     # -- public API ------------------------------------------------------------------------
     def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -303,8 +307,8 @@ class FetcherManager:
             except Exception:  # noqa: BLE001 - closing; nothing depends on it
                 log.debug("%s: closing an idle fetch client failed", self.consumer_id,
                           exc_info=True)
-        self._offsets.close(max(0.1, deadline - time.monotonic()))
-        self._held_offsets.close(max(0.1, deadline - time.monotonic()))
+        self.offset_client.close(max(0.1, deadline - time.monotonic()))
+        self.held_offset_client.close(max(0.1, deadline - time.monotonic()))
         self._metadata.close(max(0.1, deadline - time.monotonic()))
         log.info("%s: fetcher shut down", self.consumer_id)
 
@@ -323,7 +327,7 @@ class FetcherManager:
             ) from error
 
     def stats(self) -> FetchStats:
-        return self._stats.snapshot()
+        return self.counters.snapshot()
 
     def fetcher_threads(self) -> dict[tuple[int, int], str]:
         """(leader broker id, fetcher id) -> thread name, of the running fetcher threads."""
@@ -334,7 +338,7 @@ class FetcherManager:
         with self._lock:
             return set(self._no_leader)
 
-    # -- for the threads ---------------------------------------------------------------------
+    # -- for the fetcher threads (FetcherHost, all they use) and the lookups (_bootstrap) -------
     def _bootstrap(self) -> list[str]:
         from kafka.errors import KafkaConnectionError
 
@@ -346,7 +350,7 @@ class FetcherManager:
             raise KafkaConnectionError("no broker is registered in ZooKeeper")
         return brokers
 
-    def _keep_backend(self, backend: FetchBackend) -> bool:
+    def keep_backend(self, backend: FetchBackend) -> bool:
         """Keep a stopped fetcher's client for reuse; False when it should be closed."""
         with self._lock:
             if self._closed or len(self._idle_backends) >= MAX_IDLE_BACKENDS:
@@ -361,11 +365,11 @@ class FetcherManager:
             self._idle_backends.append(backend)
             return True
 
-    def _make_backend(self) -> FetchBackend:
+    def make_backend(self) -> FetchBackend:
         with self._lock:
             if self._idle_backends:
                 return self._idle_backends.pop()
-        if self.config.fetch_backend == "confluent":
+        if self.library == "confluent":
             from confluent_kafka import KafkaError, KafkaException
 
             try:
@@ -420,9 +424,10 @@ class FetcherManager:
                     del self._fetchers[key]
                     self._retired.append(thread)
 
-    def _partitions_without_leader(
+    def leader_lost(
         self, thread: _FetcherThread, infos: Mapping[TopicPartition, PartitionTopicInfo]
     ) -> None:
+        """These partitions of ``thread`` lost their leader: back to the leader finder."""
         with self._lock:
             if self._fetchers.get((thread.broker_id, thread.fetcher_id)) is not thread:
                 return  # stopped meanwhile
@@ -431,7 +436,7 @@ class FetcherManager:
                     self._no_leader.add(tp)
             self._cond.notify_all()
 
-    def _start_helper(self, helper: threading.Thread) -> bool:
+    def start_helper(self, helper: threading.Thread) -> bool:
         """Start ``helper`` among the threads :meth:`shutdown` joins; False once shut down."""
         with self._lock:
             if self._closed:
@@ -441,7 +446,7 @@ class FetcherManager:
             self._retired.append(helper)
             return True
 
-    def _thread_failed(self, thread: threading.Thread, error: BaseException) -> None:
+    def thread_failed(self, thread: threading.Thread, error: BaseException) -> None:
         stopping = getattr(thread, "stopping", False)
         if stopping or self._closed:
             log.debug("%s failed while stopping: %r", thread.name, error)

@@ -12,16 +12,14 @@ import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import count
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.backends import FetchBackend, PollResult
-from zkconsumer.consumer.fetch_lookups import fmt_tps, network_errors
+from zkconsumer.consumer.fetch_lookups import _OffsetClient, fmt_tps, network_errors
 from zkconsumer.consumer.partition import INVALID_OFFSET, PartitionTopicInfo
-
-if TYPE_CHECKING:
-    from zkconsumer.consumer.fetcher import FetcherManager
 
 log = logging.getLogger("zkconsumer.fetcher")
 
@@ -111,6 +109,59 @@ class _Held:
     waits: int = 0  # FULL_QUEUE_WAIT_S periods counted so far
 
 
+class FetcherHost(Protocol):
+    """What a fetcher thread needs of the manager that started it
+    (:class:`~zkconsumer.consumer.fetcher.FetcherManager` is one); the thread reaches it
+    through nothing else."""
+
+    @property
+    def config(self) -> ConsumerConfig: ...
+
+    @property
+    def consumer_id(self) -> str: ...
+
+    @property
+    def metrics(self) -> FetchMetrics | None: ...
+
+    @property
+    def counters(self) -> _Stats:
+        """The manager's statistics, added to by every thread."""
+        ...
+
+    @property
+    def offset_client(self) -> _OffsetClient:
+        """Offset lookups: where a partition starts, log ends."""
+        ...
+
+    @property
+    def held_offset_client(self) -> _OffsetClient:
+        """Log ends of held partitions, apart from the threads' own lookups."""
+        ...
+
+    def make_backend(self) -> FetchBackend:
+        """A client to fetch with (a stopped thread's, or a new one)."""
+        ...
+
+    def keep_backend(self, backend: FetchBackend) -> bool:
+        """Keep a stopped thread's client for reuse; False: close it."""
+        ...
+
+    def start_helper(self, helper: threading.Thread) -> bool:
+        """Start ``helper`` among the threads shut down with the manager; False once shut
+        down."""
+        ...
+
+    def thread_failed(self, thread: threading.Thread, error: BaseException) -> None:
+        """An unexpected exception ended ``thread``: kept for the application."""
+        ...
+
+    def leader_lost(
+        self, thread: _FetcherThread, infos: Mapping[TopicPartition, PartitionTopicInfo]
+    ) -> None:
+        """These partitions lost their leader: back to the leader finder."""
+        ...
+
+
 # -- threads -------------------------------------------------------------------------------------
 
 
@@ -138,7 +189,7 @@ class _FetcherThread(threading.Thread):
     ``_stop_event`` and ``_wake`` are Events.
     """
 
-    def __init__(self, manager: FetcherManager, broker_id: int, fid: int) -> None:
+    def __init__(self, manager: FetcherHost, broker_id: int, fid: int) -> None:
         super().__init__(
             name=f"ConsumerFetcherThread-{manager.consumer_id}-{fid}-{broker_id}", daemon=True
         )
@@ -217,11 +268,11 @@ class _FetcherThread(threading.Thread):
                 self._loop(backend)
             clean = True
         except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
-            self.manager._thread_failed(self, e)
+            self.manager.thread_failed(self, e)
         finally:
             # A client that ended cleanly goes back to the manager for the next rebalance's
             # fetchers: making a new one costs more than the rest of a rebalance.
-            if backend is not None and not (clean and self.manager._keep_backend(backend)):
+            if backend is not None and not (clean and self.manager.keep_backend(backend)):
                 try:
                     backend.close()
                 except Exception:  # noqa: BLE001 - closing; nothing depends on it
@@ -234,14 +285,14 @@ class _FetcherThread(threading.Thread):
         retriable = network_errors()
         while not self.stopping:
             try:
-                return self.manager._make_backend()
+                return self.manager.make_backend()
             except retriable as e:
                 log.warning("%s: cannot connect to the brokers (%s); retrying", self.name, e)
                 self._stop_event.wait(self.manager.config.refresh_leader_backoff_ms / 1000.0)
         return None
 
     def _loop(self, backend: FetchBackend) -> None:
-        stats = self.manager._stats
+        stats = self.manager.counters
         metrics = self.manager.metrics
         recorded = 0.0  # when a fetch request was last counted for MinFetchRate
         while not self.stopping:
@@ -298,7 +349,7 @@ class _FetcherThread(threading.Thread):
         """Put each batch of the poll in its partition's queue, or hold it (queue full);
         pause the partitions held. The partitions with data, and those to fetch again from
         an offset (data behind a held chunk); None when the thread is stopping."""
-        stats = self.manager._stats
+        stats = self.manager.counters
         metrics = self.manager.metrics
         got: set[TopicPartition] = set()
         refused: list[TopicPartition] = []
@@ -374,7 +425,7 @@ class _FetcherThread(threading.Thread):
         """Try again to put the held chunks; resume the partitions of those that went in."""
         if not self._held:
             return
-        stats = self.manager._stats
+        stats = self.manager.counters
         metrics = self.manager.metrics
         now = time.monotonic()
         put: list[tuple[TopicPartition, _Held]] = []
@@ -437,7 +488,7 @@ class _FetcherThread(threading.Thread):
         helper = threading.Thread(
             target=self._look_up_ends, args=(stale,), name=f"{self.name}-log-ends",
             daemon=True)
-        if self.manager._start_helper(helper):
+        if self.manager.start_helper(helper):
             self._ends_lookup = helper
 
     def _look_up_ends(self, holds: dict[TopicPartition, _Held]) -> None:
@@ -451,12 +502,12 @@ class _FetcherThread(threading.Thread):
         try:
             # The broker holds a fetch at the log end for fetch.wait.max.ms: on top of that.
             timeout_ms = self.manager.config.fetch_wait_max_ms + HELD_LOG_END_TIMEOUT_MS
-            ends = self.manager._held_offsets.log_end(list(holds), timeout_ms=timeout_ms)
+            ends = self.manager.held_offset_client.log_end(list(holds), timeout_ms=timeout_ms)
         except retriable as e:
             log.debug("%s: log end lookup of held partitions failed: %r", self.name, e)
             return
         except Exception as e:  # noqa: BLE001 - kept for the user's next call
-            self.manager._thread_failed(self, e)
+            self.manager.thread_failed(self, e)
             return
         with self._lock:
             self._found_ends.update((tp, (holds[tp], end)) for tp, end in ends.items()
@@ -528,7 +579,7 @@ class _FetcherThread(threading.Thread):
         """
         policy = self.manager.config.auto_offset_reset
         try:
-            found = self.manager._offsets.resolve(list(infos))
+            found = self.manager.offset_client.resolve(list(infos))
         except network_errors() as e:
             log.warning(
                 "%s: cannot look up the %s offsets of %s (%s); retrying after a leader lookup",
@@ -561,7 +612,7 @@ class _FetcherThread(threading.Thread):
                         "(auto.offset.reset=%s)",
                         self.name, old, tp.topic, tp.partition, policy, offset, policy,
                     )
-        self.manager._stats.add(offset_resets=resets)
+        self.manager.counters.add(offset_resets=resets)
         return out
 
     def _reset_out_of_range(
@@ -624,7 +675,7 @@ class _FetcherThread(threading.Thread):
         for tp in suspects:
             self._beyond_end.pop(tp, None)
         try:
-            ends = self.manager._offsets.log_end(list(suspects))
+            ends = self.manager.offset_client.log_end(list(suspects))
         except network_errors() as e:
             log.debug("%s: log end lookup failed: %s", self.name, e)
             return {}
@@ -662,4 +713,4 @@ class _FetcherThread(threading.Thread):
 
     def _give_back(self, infos: Mapping[TopicPartition, PartitionTopicInfo]) -> None:
         if infos:
-            self.manager._partitions_without_leader(self, infos)
+            self.manager.leader_lost(self, infos)

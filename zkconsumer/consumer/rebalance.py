@@ -58,13 +58,23 @@ from zkconsumer.zk import paths as zp
 class ConsumerRebalanceListener:
     """Hooks into the rebalance; override what you need (both default to doing nothing).
 
-    Exceptions raised here fail the rebalance attempt (it is retried), as in the original.
+    Set with ``set_consumer_rebalance_listener`` before the streams are created. The hooks
+    run in the thread doing the rebalance (the caller of ``create_message_streams*`` for the
+    first one, the connector's watcher thread afterwards), with the rebalance's lock held:
+    the whole group waits for them, so keep them short. They may call ``commit_offsets``;
+    not ``shutdown``. Exceptions raised here fail the rebalance attempt (it is retried), as
+    in the original.
     """
 
     def before_releasing_partitions(self, partition_ownership: Mapping[str, set[int]]) -> None:
         """Called after fetchers stop and offsets are committed, before owners are released.
 
-        ``partition_ownership`` maps topic -> partitions this member owned until now.
+        The member still owns the partitions: the place to commit what was processed
+        (``commit_offsets(offsets)``), with ``auto.commit.enable=false``.
+
+        :param partition_ownership: topic -> partitions this member owned until now (empty
+            in the first rebalance).
+        :raises Exception: anything raised fails the rebalance attempt, which is retried.
         """
 
     def before_starting_fetchers(
@@ -72,8 +82,10 @@ class ConsumerRebalanceListener:
     ) -> None:
         """Called once this member owns its partitions, before fetching starts.
 
-        ``global_partition_assignment`` is the whole group's assignment: topic -> partition ->
-        owning thread id.
+        :param consumer_id: this member's id in the group.
+        :param global_partition_assignment: the whole group's assignment: topic -> partition
+            -> owning thread id (``<consumer id>-<n>``).
+        :raises Exception: anything raised fails the rebalance attempt, which is retried.
         """
 
 

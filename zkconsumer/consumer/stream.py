@@ -788,9 +788,22 @@ def _chunk_bytes(records: Sequence[Any], start: int, end: int) -> int:
 class KafkaStream(Generic[K, V]):
     """An iterable over the messages of the partitions assigned to one consumer thread id.
 
-    Iterating twice continues the same iterator (one iterator per stream, as in the
-    original). Thread safety: :meth:`clear` may be called from any thread; see
-    :class:`_Chunks` for the locks.
+    Made by ``create_message_streams*``, never by the application. Iterating twice continues
+    the same iterator (one iterator per stream, as in the original). Each ``next()`` hands
+    out a :class:`MessageAndMetadata` and moves its partition's consumed offset past it.
+
+    ``next()`` (a ``for`` loop) blocks until a message comes, and
+
+    - raises :class:`ConsumerTimeoutException` after ``consumer.timeout.ms`` (when >= 0)
+      without one; the stream stays usable;
+    - raises :class:`MessageDecodeError` when a decoder fails; the next call skips that
+      message;
+    - raises :class:`BackgroundThreadError` on every call once fetching failed for good,
+      until the connector shuts down;
+    - ends (``StopIteration``) once the connector is shut down.
+
+    Thread safety: meant to be iterated by one thread (several still get each message
+    once); :meth:`clear` may be called from any thread; see :class:`_Chunks` for the locks.
     """
 
     def __init__(
@@ -815,15 +828,22 @@ class KafkaStream(Generic[K, V]):
 
     @property
     def iterator(self) -> ConsumerIterator[K, V]:
+        """The stream's one iterator (``iter(stream)``), as the original's
+        ``stream.iterator()``."""
         return self._iter
 
     def clear(self) -> None:
         """Drop the iterator's current chunk (the rebalance calls this after clearing the
-        queue)."""
+        queue; an application has no reason to).
+
+        Nothing more of that chunk is handed out; its partition's consumed offset stays
+        after the last message handed out.
+        """
         self._iter.clear()
 
     def drop_revoked(self) -> None:
-        """Drop the current chunk if a rebalance revoked its partition (the others go on)."""
+        """Drop the current chunk if a rebalance revoked its partition (the others go on);
+        called by the incremental rebalance."""
         self._iter.drop_revoked()
 
     def __repr__(self) -> str:

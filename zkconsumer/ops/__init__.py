@@ -53,7 +53,7 @@ both use.
 
 from __future__ import annotations
 
-from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
+from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted, did_you_mean
 from zkconsumer.ops.group_reads import (
     committed_offsets,
     committed_topics,
@@ -65,6 +65,8 @@ from zkconsumer.ops.group_reads import (
     owners_of,
     read_members,
     registered_members,
+    require_group,
+    unknown_group_message,
 )
 from zkconsumer.ops.groups import delete_group, describe_group, list_groups
 from zkconsumer.ops.kafka_offsets import (
@@ -124,6 +126,7 @@ __all__ = [
     "committed_offsets",
     "committed_topics",
     "counted",
+    "did_you_mean",
     "delete_group",
     "describe_group",
     "export_offsets",
@@ -144,6 +147,8 @@ __all__ = [
     "parse_reset_target",
     "read_members",
     "registered_members",
+    "require_group",
+    "unknown_group_message",
     "reset_offsets",
     "resume_offset",
     "verify_rebalance",

@@ -15,10 +15,13 @@ a status by Burrow's rules, in this order:
    observations: ``WARN``;
 6. otherwise ``OK`` (so too while the window is not full: not enough data to say more).
 
-A group's status is its worst partition's: OK < WARN < STOP < STALL < ERR, where a REWIND
-partition makes the group ERR. (Burrow itself reports STOP and STALL partitions as a group
-ERR; the group's status here says which.) Codes, as Burrow numbers them: NOTFOUND 0, OK 1,
-WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6.
+A partition with a committed offset whose log end is unknown (the brokers did not answer)
+is ``UNKNOWN``: its lag is None, never 0. A group's status is its worst partition's:
+OK < WARN < STOP < STALL < ERR < UNKNOWN, where a REWIND partition makes the group ERR; an
+UNKNOWN group's lag is None and its ``reason`` says why. (Burrow itself reports STOP and
+STALL partitions as a group ERR; the group's status here says which.) Codes, as Burrow
+numbers them: NOTFOUND 0, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6; and UNKNOWN 7,
+which Burrow does not have.
 
 The time of a commit is the offset znode's modification time: the ZooKeeper consumers
 (this one and the JVM's) write an offset only when it changed, so a consumer that stopped
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 
 from zkconsumer._errors import ZkConsumerError, ZkDataError
 from zkconsumer._types import TopicPartition, partition_lag
@@ -62,9 +65,11 @@ log = logging.getLogger(__name__)
 
 #: Burrow's status codes.
 STATUS_CODES = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5,
-                "REWIND": 6}
-#: A group's status from its worst partition's (REWIND makes the group ERR).
-_GROUP_SEVERITY = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "STOP": 3, "STALL": 4, "ERR": 5}
+                "REWIND": 6, "UNKNOWN": 7}
+#: A group's status from its worst partition's (REWIND makes the group ERR). UNKNOWN is
+#: worst: a lag that cannot be read must not pass for a healthy group.
+_GROUP_SEVERITY = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "STOP": 3, "STALL": 4, "ERR": 5,
+                   "UNKNOWN": 6}
 _AS_GROUP = {"REWIND": "ERR"}
 
 #: How many observations a partition's window holds unless told (Burrow's default).
@@ -136,27 +141,41 @@ class PartitionLag:
 @dataclass(frozen=True)
 class GroupLag:
     """One group at the last poll: its partitions (those of every topic it has offsets or
-    owners of), registered members, partitions without an owner and status."""
+    owners of), registered members, partitions without an owner, status and, for an
+    UNKNOWN status, why."""
 
     group: str
     members: int
     partitions: list[PartitionLag]
     status: str
+    reason: str | None = None
 
     @property
     def unowned(self) -> int:
         return sum(1 for p in self.partitions if p.owner is None)
 
     @property
-    def total_lag(self) -> int:
+    def lag_known(self) -> bool:
+        """Whether every partition with a committed offset has a known lag."""
+        return all(p.lag is not None for p in self.partitions if p.offset is not None)
+
+    @property
+    def total_lag(self) -> int | None:
+        """The sum of the partitions' lags; None when one is unknown (never a 0 that
+        hides it)."""
+        if not self.lag_known:
+            return None
         return sum(p.lag for p in self.partitions if p.lag is not None)
 
     @property
-    def max_lag(self) -> int:
+    def max_lag(self) -> int | None:
+        if not self.lag_known:
+            return None
         return max((p.lag for p in self.partitions if p.lag is not None), default=0)
 
     def to_json(self) -> dict[str, Any]:
         return {"group": self.group, "members": self.members, "status": self.status,
+                "status_reason": self.reason,
                 "total_lag": self.total_lag, "max_lag": self.max_lag,
                 "unowned_partitions": self.unowned,
                 "partitions": [p.__dict__ for p in self.partitions]}
@@ -209,6 +228,9 @@ class LagMonitor:
     def poll(self, zk: KazooClient, groups: Sequence[str] | None = None) -> list[GroupLag]:
         """One poll of ``groups`` (default: every group under /consumers)."""
         start = time.monotonic()
+        if not zk.connected:
+            # The cache would answer from what it read before, as if ZooKeeper were there.
+            raise ConnectionLoss("not connected to ZooKeeper: the values would be stale")
         if self._cache is None or self._cache.zk is not zk:
             self._cache = ZkCache(zk)  # a new client: its watches are its own
         raw = read_groups(self._cache, groups, self._warned)
@@ -220,8 +242,10 @@ class LagMonitor:
             ends = dict(self._log_ends(zk, tps)) if tps else {}
             self.log_end_error = None
         except (ZkConsumerError, OSError) as e:
+            # Said by the command that polls (once, not every poll), and in each group's
+            # UNKNOWN status.
             ends, self.log_end_error = {}, str(e)
-            log.warning("log end offsets unknown: %s", e)
+            log.debug("log end offsets unknown: %s", e)
         now = self._clock()
         out = [self._group(name, g, partitions, ends, now) for name, g in sorted(raw.items())]
         self._forget_gone(out)
@@ -247,7 +271,17 @@ class LagMonitor:
                 tp.partition for tp in [*raw.offsets, *raw.owners] if tp.topic == topic}
             for p in sorted(known):
                 rows.append(self._partition(name, TopicPartition(topic, p), raw, ends, now))
-        return GroupLag(name, raw.members, rows, group_status(r.status for r in rows))
+        status = group_status(r.status for r in rows)
+        return GroupLag(name, raw.members, rows, status,
+                        self._unknown_reason(rows) if status == "UNKNOWN" else None)
+
+    def _unknown_reason(self, rows: Sequence[PartitionLag]) -> str:
+        unknown = [r for r in rows if r.status == "UNKNOWN"]
+        if self.log_end_error is not None:
+            return f"log end offsets unknown: {self.log_end_error}"
+        named = ", ".join(f"{r.topic}-{r.partition}" for r in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        return f"no log end for {named}{more} (not in /brokers/topics?)"
 
     def _partition(self, group: str, tp: TopicPartition, raw: _RawGroup,
                    ends: Mapping[TopicPartition, int], now: float) -> PartitionLag:
@@ -262,8 +296,9 @@ class LagMonitor:
         lag = partition_lag(offset, end)
         window = self._windows.setdefault(key, deque(maxlen=self.window))
         window.append(Observation(now, offset, lag, committed_at))
+        status = "UNKNOWN" if end is None else evaluate_partition(window, self.window, now)
         return PartitionLag(tp.topic, tp.partition, offset, end, lag, raw.owners.get(tp),
-                            evaluate_partition(window, self.window, now))
+                            status)
 
     def _forget_gone(self, groups: Sequence[GroupLag]) -> None:
         seen = {(g.group, TopicPartition(p.topic, p.partition))
@@ -430,14 +465,15 @@ _HELP = {
     "zkconsumer_group_partition_lag": "Log end offset minus committed offset",
     "zkconsumer_group_partition_owner": "1 for the thread owning the partition",
     "zkconsumer_group_partition_status": "Burrow-style status code of the partition "
-    "(NOTFOUND 0, OK 1, WARN 2, STOP 4, STALL 5, REWIND 6)",
+    "(NOTFOUND 0, OK 1, WARN 2, STOP 4, STALL 5, REWIND 6, UNKNOWN 7)",
     "zkconsumer_partition_log_end_offset": "Log end offset of the partition",
-    "zkconsumer_group_lag": "Sum of the group's known partition lags",
-    "zkconsumer_group_max_lag": "Largest partition lag of the group",
+    "zkconsumer_group_lag": "Sum of the group's partition lags (absent when one is unknown)",
+    "zkconsumer_group_max_lag": "Largest partition lag of the group (absent when one is "
+    "unknown)",
     "zkconsumer_group_members": "Registered members of the group",
     "zkconsumer_group_unowned_partitions": "Partitions of the group's topics with no owner",
     "zkconsumer_group_status_code": "Burrow-style status code of the group (OK 1, WARN 2, "
-    "ERR 3, STOP 4, STALL 5)",
+    "ERR 3, STOP 4, STALL 5, UNKNOWN 7)",
     "zkconsumer_group_status": "1 for the group's current status",
     "zkconsumer_exporter_groups": "Groups seen at the last poll",
     "zkconsumer_exporter_poll_duration_seconds": "Duration of the last poll",
@@ -474,8 +510,9 @@ def render(monitor: LagMonitor) -> bytes:
             add("zkconsumer_group_partition_status", pl, STATUS_CODES[p.status])
             if p.log_end_offset is not None:
                 ends[(p.topic, p.partition)] = p.log_end_offset
-        add("zkconsumer_group_lag", gl, g.total_lag)
-        add("zkconsumer_group_max_lag", gl, g.max_lag)
+        if g.total_lag is not None and g.max_lag is not None:  # an unknown lag: no sample
+            add("zkconsumer_group_lag", gl, g.total_lag)
+            add("zkconsumer_group_max_lag", gl, g.max_lag)
         add("zkconsumer_group_members", gl, g.members)
         add("zkconsumer_group_unowned_partitions", gl, g.unowned)
         add("zkconsumer_group_status_code", gl, STATUS_CODES[g.status])

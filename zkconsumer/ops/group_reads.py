@@ -18,6 +18,7 @@ from zkconsumer._config_keys import legal_id_problem
 from zkconsumer._errors import AdminError, UnknownGroupError, ZkDataError
 from zkconsumer._filters import filter_from_registration
 from zkconsumer._types import TopicPartition
+from zkconsumer.ops.common import did_you_mean
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import children, children_of, get_many, topic_partitions
 
@@ -100,11 +101,20 @@ def group_exists(zk: KazooClient, group: str) -> bool:
     return zk.exists(zp.group_dir(group)) is not None
 
 
-def _require_group(zk: KazooClient, group: str) -> None:
+def require_group(zk: KazooClient, group: str) -> None:
     """UnknownGroupError unless ``/consumers/<group>`` exists (under any name: a group a
     broken tool made under an illegal one can still be described and deleted)."""
     if not group_exists(zk, group):
-        raise UnknownGroupError(not_found_message("group", group, zp.group_dir(group)))
+        raise UnknownGroupError(unknown_group_message(zk, group))
+
+
+def unknown_group_message(zk: KazooClient, group: str) -> str:
+    """"group 'g33' not found in ZooKeeper (no /consumers/g33) (did you mean 'g3'?)"."""
+    return (not_found_message("group", group, zp.group_dir(group))
+            + did_you_mean(group, children(zk, zp.CONSUMERS)))
+
+
+_require_group = require_group  # the name the ops modules import
 
 
 def read_members(

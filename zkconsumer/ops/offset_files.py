@@ -21,12 +21,14 @@ from functools import partial
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer._config_keys import JAVA_INT_MAX
 from zkconsumer._errors import AdminError, OffsetFileError, ZkDataError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition
 from zkconsumer.ops.brokers import _log_end_offsets, _reachable_brokers, _reason
-from zkconsumer.ops.common import Progress
+from zkconsumer.ops.common import Progress, counted
 from zkconsumer.ops.group_reads import (
     _check_legal_name,
     _partitions_unknown,
@@ -402,18 +404,68 @@ def _import_once(
             require_no_members(zk, group, *refusal)
         guard_groups = []
     done = 0
-    for chunk in chunks:
-        tx = zk.transaction()
-        for group in guard_groups:
-            members_guard(tx, zk, group, "", done)
-        for op, path, payload in chunk:
-            if op == "create":
-                tx.create(path, payload)
-            else:
-                tx.set_data(path, payload)
-        commit_transaction(tx, "", done)
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(ops))
+    try:
+        for chunk in chunks:
+            tx = zk.transaction()
+            for group in guard_groups:
+                members_guard(tx, zk, group, "", done)
+            for op, path, payload in chunk:
+                if op == "create":
+                    tx.create(path, payload)
+                else:
+                    tx.set_data(path, payload)
+            sending = len(chunk)
+            commit_transaction(tx, "", done)
+            done += len(chunk)
+            sending = 0
+            if progress is not None:
+                progress(done, len(ops))
+    except ZooKeeperChangedError:
+        raise  # nothing of that transaction applied: planned again from a fresh read
+    except Exception as e:
+        # A ZooKeeper lost mid-commit leaves the transaction in flight applied or not; one
+        # that answered (refused) applied nothing of it.
+        in_flight = sending if isinstance(e, KazooException | KazooTimeoutError) else 0
+        if done or in_flight:  # else its message says nothing was written
+            e.add_note(partial_write_note(entries, ops, done, in_flight, refusal[0]))
+        raise
     return ImportResult(list(entries), created, updated, unchanged, len(chunks),
                         changes=changes)
+
+
+def partial_write_note(entries: Sequence[OffsetEntry], ops: Sequence[tuple[str, str, bytes]],
+                       done: int, in_flight: int, action: str) -> str:
+    """What a failed write of ``entries`` left in ZooKeeper, by group, and how to finish:
+    ``done`` of ``ops`` were committed, the next ``in_flight`` may or may not have been."""
+    index = {path: i for i, (_, path, _) in enumerate(ops)}
+    by_group: dict[str, list[int]] = {}  # group -> [written, maybe, not written]
+    for e in entries:
+        i = index.get(e.path, -1)  # no operation: the offset was already that
+        state = 0 if i < done else 1 if i < done + in_flight else 2
+        by_group.setdefault(e.group, [0, 0, 0])[state] += 1
+    written = sum(c[0] for c in by_group.values())
+    maybe = sum(c[1] for c in by_group.values())
+
+    def groups(state: int) -> str:
+        named = [f"{g}" if c[state] == sum(c) else f"{g} ({c[state]} of {sum(c)})"
+                 for g, c in sorted(by_group.items()) if c[state]]
+        shown = ", ".join(named[:6]) + (f" and {len(named) - 6} more" if len(named) > 6
+                                        else "")
+        return f" (group{'s' if len(named) != 1 else ''} {shown})" if named else ""
+
+    parts = [f"{action} failed part way: {counted(written, 'offset')} of {len(entries)} "
+             f"written{groups(0)}"]
+    if maybe:
+        parts.append(f"{counted(maybe, 'offset')} in the transaction in flight, written "
+                     f"or not{groups(1)}")
+    left = len(entries) - written - maybe
+    parts.append(f"{counted(left, 'offset')} not written{groups(2)}")
+    again = (f"; {action} again to finish: a rerun writes the same offsets, those already "
+             "written stay as they are")
+    if action == _RESET_ACTION:
+        again += " (but a --shift-by would shift them again: give the offsets with --to)"
+    return "; ".join(parts) + again
+
+
+#: The action of ``offsets reset``'s write (its refusal's, :mod:`zkconsumer.ops.reset`).
+_RESET_ACTION = "reset offsets"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import importlib.util
 import logging
 import math
 import os
@@ -23,7 +22,12 @@ from pyspark.sql.datasource import InputPartition
 from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._types import TopicPartition
-from zkconsumer.broker.clients import confluent_consumer, kafka_consumer, kafka_python_kwargs
+from zkconsumer.broker.clients import (
+    confluent_consumer,
+    fetch_library,
+    kafka_consumer,
+    kafka_python_kwargs,
+)
 from zkconsumer.spark.offsets import _OffsetLookup
 from zkconsumer.spark.options import SCHEMA
 
@@ -323,13 +327,9 @@ def read_range(rng: OffsetRange) -> Iterator[pa.RecordBatch]:
     """The records of ``rng`` as Arrow record batches (executor side)."""
     if rng.end <= rng.start:
         return iter(())
-    props = dict(rng.props)
-    if "fetch.backend" not in props and importlib.util.find_spec("confluent_kafka") is not None:
-        # Not given: librdkafka when this executor has it (about 3.5x kafka-python's rate).
-        # Decided here, not in the driver: executors may lack what the driver has.
-        props["fetch.backend"] = "confluent"
-    config = ConsumerConfig(props)
-    if config.fetch_backend == "confluent":
+    config = ConsumerConfig(dict(rng.props))
+    # Decided here, not in the driver: executors may lack what the driver has.
+    if fetch_library(config) == "confluent":
         return _read_confluent(rng, config)
     return _read_kafka_python(rng, config)
 

@@ -2,8 +2,9 @@
 
 ``zkconsumer stack up --dir DIR [--broker KIND]`` and the test fixtures use :class:`LocalStack`:
 
-- ZooKeeper: Debian's ``zookeeper`` 3.8 jar run with ``java`` (``ZooKeeperServerMain``) on a
-  free loopback port, data and log in ``DIR/zookeeper``;
+- ZooKeeper 3.8 (``org.apache.zookeeper:zookeeper`` from Maven Central) run with ``java``
+  (``ZooKeeperServerMain``) on a free loopback port, its data in ``DIR/zookeeper``, its log
+  in ``DIR/zookeeper.log``;
 - the broker, one of :data:`BROKERS`:
 
   - ``kafka`` (the default): Apache Kafka 3.9 in ZooKeeper mode (``kafka.Kafka``), the broker
@@ -13,8 +14,11 @@
     storage formatted first. It writes nothing to ZooKeeper, so the bridge
     (``python -m zkconsumer bridge``) registers it there;
 
-  the broker's data in ``DIR/broker``, its log in ``DIR/broker.log``. The Kafka jars come from
-  Maven Central (``tools/jvm/resolve`` copies them to ``.jvm/``; see :func:`jvm_classpath`).
+  the broker's data in ``DIR/broker``, its log in ``DIR/broker.log``.
+
+The jars come from Maven Central: ``up`` first has Maven copy the classpaths it needs and does
+not have yet (:mod:`zkconsumer.stack.classpaths`: into the per-user cache, or ``.jvm/`` in a
+checkout), so a stack needs only Java 17 or later and Maven.
 
 Processes run in their own sessions, so they outlive the command that started them; their
 pids and ports are in ``DIR/stack.json``. ``down`` stops only processes recorded there whose
@@ -56,14 +60,13 @@ from typing import Any
 
 from zkconsumer._errors import StackError
 from zkconsumer.broker.clients import kafka_admin
+from zkconsumer.stack.classpaths import ZOOKEEPER_CLASSPATH, ZOOKEEPER_MAIN, ensure, jvm_dir
+from zkconsumer.stack.classpaths import classpath as jvm_classpath
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import connect
 
-ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
-#: Debian's ZooKeeper jar carries only the slf4j API (it logs nothing); this binding, from
-#: libslf4j-java (a dependency of the package), prints its warnings and errors to
-#: zookeeper.log, so a failed start says why.
-SLF4J_SIMPLE_JAR = "/usr/share/java/slf4j-simple.jar"
+#: The JVM options ZooKeeper runs with: a small heap is plenty for one stack's groups.
+ZOOKEEPER_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC")
 #: Every component a stack can have, in start order.
 COMPONENTS = ("zookeeper", "broker", "bridge")
 #: The brokers a stack can run; the first is the default.
@@ -127,6 +130,18 @@ rootLogger.level = warn
 rootLogger.appenderRef.stdout.ref = STDOUT
 logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = info
+"""
+#: ZooKeeper's logging (logback, which its classpath brings; without a configuration it logs
+#: every DEBUG line) to its log: warnings and errors, so a failed start says why, but not the
+#: warning every start gives that maxCnxns is not set (0, no limit, is what the stack wants).
+_LOGBACK_XML = """\
+<configuration>
+  <appender name="STDOUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>[%d] %p %m \\(%c\\)%n</pattern></encoder>
+  </appender>
+  <logger name="org.apache.zookeeper.server.ServerCnxnFactory" level="ERROR"/>
+  <root level="WARN"><appender-ref ref="STDOUT"/></root>
+</configuration>
 """
 #: How long :meth:`LocalStack.stop` waits for a process to go after SIGKILL.
 KILL_WAIT_S = 5.0
@@ -203,26 +218,6 @@ def listens(pid: int, port: int) -> bool:
     return False
 
 
-def jvm_dir() -> Path:
-    """Where ``tools/jvm/resolve`` copies the JVM classpaths: ``$ZKCONSUMER_JVM_DIR``, else
-    ``.jvm`` in the checkout (``$ZKCONSUMER_ROOT``, else the directory above the package)."""
-    if os.environ.get("ZKCONSUMER_JVM_DIR"):
-        return Path(os.environ["ZKCONSUMER_JVM_DIR"])
-    root = os.environ.get("ZKCONSUMER_ROOT") or Path(__file__).resolve().parents[2]
-    return Path(root) / ".jvm"
-
-
-def jvm_classpath(name: str) -> str:
-    """The classpath ``tools/jvm/NAME/pom.xml`` pins (``DIR/*``), or StackError saying how to
-    get it when ``tools/jvm/resolve`` has not copied it."""
-    directory = jvm_dir() / name
-    if not (directory / ".resolved").is_file():
-        raise StackError(
-            f"the {name} jars are not in {directory}: run tools/jvm/resolve (Maven copies them "
-            "from Maven Central; tools/test and tools/demo do this)")
-    return str(directory / "*")
-
-
 def java_major(java: str) -> int:
     """The major version of ``java`` (17 for "17.0.15"), 0 when it cannot be told."""
     try:
@@ -241,13 +236,14 @@ def find_java(minimum: int) -> str:
     """``java`` on PATH, or StackError naming what to install; too old also fails."""
     java = shutil.which("java")
     if java is None:
-        raise StackError("java not found: apt-get install default-jre-headless (Java 17 or "
-                         "later; tools/test and tools/demo do this)")
+        raise StackError(f"needs Java {minimum} or later (java) to run ZooKeeper and Kafka: "
+                         f"install a Java {minimum}+ runtime (Debian: apt-get install "
+                         "default-jre-headless), then run again")
     major = java_major(java)
     if 0 < major < minimum:
-        raise StackError(f"{java} is Java {major}; the broker needs Java {minimum} or later "
-                         "(apt-get install default-jre-headless, or put a newer java first on "
-                         "PATH)")
+        raise StackError(f"{java} is Java {major}; ZooKeeper and Kafka need Java {minimum} or "
+                         "later: install a newer one (Debian: apt-get install "
+                         "default-jre-headless) or put it first on PATH")
     return java
 
 
@@ -265,9 +261,10 @@ def broker_version(kind: str) -> str:
 
 
 def zookeeper_version() -> str:
-    """The version of Debian's ZooKeeper jar (its versioned link's name), '?' if unknown."""
-    for link in sorted(Path(ZOOKEEPER_JAR).parent.glob("zookeeper-[0-9]*.jar")):
-        return link.stem.partition("-")[2]
+    """The version of ZooKeeper that a stack would run (its jar's), '?' when its classpath is
+    not resolved."""
+    for jar in sorted((jvm_dir() / ZOOKEEPER_CLASSPATH).glob("zookeeper-[0-9]*.jar")):
+        return jar.stem.partition("-")[2]
     return "?"
 
 
@@ -364,6 +361,8 @@ class LocalStack:
     the process is killed with SIGKILL and cannot stop them (Linux). For a stack that lives
     as long as one ``with`` block or one program (the test suite's, a benchmark's, the
     demo's); not for ``zkconsumer stack up``, whose stack outlives the command.
+
+    ``progress``: told one line for each classpath ``up`` has Maven copy (a first run).
     """
 
     def __init__(
@@ -374,9 +373,11 @@ class LocalStack:
         zk_jvm_options: Sequence[str] = (),
         tied: bool = False,
         broker: str | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.dir = Path(directory).absolute()
         self.tied = tied
+        self.progress = progress
         if broker is not None and broker not in BROKERS:
             raise StackError(f"unknown broker {broker!r}: choose one of {', '.join(BROKERS)}")
         if self.dir.exists() and not self.dir.is_dir():
@@ -502,6 +503,7 @@ class LocalStack:
                 self.stop("bridge")
             shutil.rmtree(self.dir / "zookeeper" / "data", ignore_errors=True)
             shutil.rmtree(self.dir / "broker", ignore_errors=True)
+        self._prepare([name for name in self.components if not self.running(name)])
         self._pick_ports()
         started: list[str] = []
         try:
@@ -524,6 +526,17 @@ class LocalStack:
                 self._save(ports=False)
             raise
         return self.addresses()
+
+    def _prepare(self, names: Sequence[str]) -> None:
+        """Java, and the classpaths of the JVM components among ``names`` (Maven copies those
+        missing), before anything starts: a first run without Java or Maven fails in one
+        line saying what to install, not half-way."""
+        wanted = [ZOOKEEPER_CLASSPATH] if "zookeeper" in names else []
+        if "broker" in names:
+            wanted.append(BROKER_CLASSPATHS[self.broker_kind])
+        if wanted:
+            find_java(17)
+            ensure(wanted, self.progress)
 
     def _pick_ports(self) -> None:
         """Free ports for whatever has none yet, all different."""
@@ -713,13 +726,7 @@ class LocalStack:
         return p.pid
 
     def _spawn_zookeeper(self) -> _Proc:
-        if not Path(ZOOKEEPER_JAR).exists():
-            raise StackError(f"{ZOOKEEPER_JAR} not found: apt-get install zookeeper "
-                             "(tools/test and tools/demo do this)")
-        java = shutil.which("java")
-        if java is None:
-            raise StackError("java not found: apt-get install default-jre-headless (Java 17 or "
-                             "later; tools/test and tools/demo do this)")
+        java = find_java(17)
         zkdir = self.dir / "zookeeper"
         (zkdir / "data").mkdir(parents=True, exist_ok=True)
         cfg = zkdir / "zoo.cfg"
@@ -736,13 +743,11 @@ class LocalStack:
             "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n"
             + "".join(f"{line}\n" for line in self.zk_config)
         )
-        classpath = ZOOKEEPER_JAR
-        if os.path.exists(SLF4J_SIMPLE_JAR):
-            classpath += os.pathsep + SLF4J_SIMPLE_JAR
-        argv = [java, "-Xmx256m", "-XX:+UseSerialGC", f"-Dzkconsumer.stack={self.dir}",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                *self.zk_jvm_options, "-cp", classpath,
-                "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]
+        logback = zkdir / "logback.xml"
+        logback.write_text(_LOGBACK_XML)
+        argv = [java, *ZOOKEEPER_JVM_OPTIONS, f"-Dzkconsumer.stack={self.dir}",
+                f"-Dlogback.configurationFile={logback}", *self.zk_jvm_options,
+                "-cp", jvm_classpath(ZOOKEEPER_CLASSPATH), ZOOKEEPER_MAIN, str(cfg)]
         # Markers name this stack (its directory, its ports): a pid reused by another
         # process, even another stack's, is never taken for ours and never signalled.
         return _Proc(self._popen("zookeeper", argv), f"-Dzkconsumer.stack={self.dir} ")
