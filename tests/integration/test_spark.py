@@ -412,7 +412,79 @@ def test_stream_only_and_batch_only_options_fail_when_used_the_other_way(
         _batch(spark, stack, topic, maxOffsetsPerTrigger="5").collect()
 
 
+def _tasks_of_job_group(spark: SparkSession, group: str) -> list[int]:
+    """The task count of each stage of the jobs Spark ran in job ``group`` (a streaming
+    query's jobs run in the group of its run id)."""
+    tracker = spark.sparkContext.statusTracker()
+    counts = []
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info is not None else ():
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None:
+                counts.append(stage_info.numTasks)
+    return counts
+
+
+def test_min_partitions_splits_large_ranges_into_more_tasks(
+    spark, stack, zk, names, topic_factory, tmp_path
+) -> None:
+    """minPartitions, as in Spark's Kafka source: a read of fewer partitions than that is
+    split into about that many tasks, each partition in proportion to its share of the
+    offsets, and every row is read exactly once, in batch reads and streams."""
+    topic = topic_factory(names.topic, 2)
+    produced = _produce(stack, topic, 1, 30)  # partition 0
+    records = [(1, f"k1-{i}".encode(), f"v{i}".encode()) for i in range(10)]
+    produce(stack.bootstrap, topic, records)
+    produced += [(1, i, k, v) for i, (_, k, v) in enumerate(records)]
+
+    df = _batch(spark, stack, topic, minPartitions="8")
+    assert df.rdd.getNumPartitions() == 8  # 30 and 10 offsets: 6 tasks and 2
+    assert _rows(df) == sorted(produced)
+    assert _batch(spark, stack, topic).rdd.getNumPartitions() == 2
+    assert _batch(spark, stack, topic, minPartitions="2").rdd.getNumPartitions() == 2
+    one = _batch(spark, stack, topic, minPartitions="3",
+                 startingOffsets=json.dumps({topic: {"0": 28, "1": 0}}))
+    assert one.rdd.getNumPartitions() == 4  # 2 and 10 offsets: 1 task and 3 (2.5 rounded up)
+    assert _rows(one) == sorted(r for r in produced if r[0] == 1 or r[1] >= 28)
+
+    name = _query_name()
+    q = (_stream(spark, stack, names.group, topic, minPartitions="5").writeStream
+         .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(180)
+        assert q.exception() is None
+        assert _rows(spark.table(name)) == sorted(produced)
+        assert max(_tasks_of_job_group(spark, str(q.runId))) == 5
+    finally:
+        q.stop()
+    wait_until(lambda: _members(zk, names.group) == [], 30, "the query to leave the group")
+    with pytest.raises(ZkConsumerSourceError, match="minPartitions must be >= 1, got 0"):
+        parse_options({"zookeeper.connect": "zk:2181", "topics": "a", "minPartitions": "0"})
+
+
 # -- pure helpers -------------------------------------------------------------------------------
+
+
+def test_split_ranges_cuts_in_proportion_and_covers_each_range_exactly() -> None:
+    from zkconsumer.spark.read import split_ranges
+
+    def rng(partition: int, start: int, end: int) -> OffsetRange:
+        return OffsetRange("t", partition, start, end, ("b:1",), (), True)
+
+    ranges = [rng(0, 100, 400), rng(1, 0, 100), rng(2, 5, 6)]
+    assert split_ranges(ranges, None) == ranges
+    assert split_ranges(ranges, 3) == ranges
+    pieces = split_ranges(ranges, 8)
+    assert [(r.partition, r.start, r.end) for r in pieces] == [
+        (0, 100, 150), (0, 150, 200), (0, 200, 250), (0, 250, 300), (0, 300, 350),
+        (0, 350, 400), (1, 0, 50), (1, 50, 100), (2, 5, 6)]  # 5.99, 2.0 and 0.02 of 8
+    assert split_ranges(ranges, 8) == pieces  # the same again: a replayed batch's tasks
+    # More pieces than offsets: no empty task.
+    assert [(r.start, r.end) for r in split_ranges([rng(0, 0, 2)], 5)] == [(0, 1), (1, 2)]
+
+
 
 
 def test_rate_limit_shares_in_proportion_to_lag_and_starves_no_partition() -> None:
@@ -1101,8 +1173,8 @@ def test_options_of_sparks_kafka_source_say_what_to_give_instead() -> None:
         ({"topics": "a", "startingoffsetsbytimestamp": "{}"},
          "startingoffsetsbytimestamp: offsets by timestamp are not supported: give offsets "
          "(startingOffsets, endingOffsets)"),
-        ({"topics": "a", "minpartitions": "8"},
-         "minpartitions: an option of Spark's Kafka source this source does not have"),
+        ({"topics": "a", "maxrecordsperpartition": "8"},
+         "maxrecordsperpartition: an option of Spark's Kafka source this source does not have"),
     ]:
         with pytest.raises(ZkConsumerSourceError) as info:
             parse_options({**base, **options})
@@ -1659,7 +1731,14 @@ class _ConfluentMessage:
         return b"v"
 
     def timestamp(self) -> tuple[int, int]:
-        return 1, 1000
+        # librdkafka gives an error event the type NOT_AVAILABLE (what _speedups relies on).
+        return (0, -1) if self.error_ is not None else (1, 1000)
+
+    def topic(self) -> str:
+        return "t"
+
+    def partition(self) -> int:
+        return 0
 
 
 def _kafka_python_out_of_range_after(n: int, log_start: int, log_end: int) -> Any:

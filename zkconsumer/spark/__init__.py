@@ -21,15 +21,16 @@ How it works (docs/spark.md has the user's view and the options table):
   partitions this member owns when the batch is planned, as offsets ``{"topic": {"0": 42}}`` in
   Spark's checkpoint; once a batch is done its end offsets go to ``/consumers/G/offsets/T/P``
   (only for partitions still owned), so the legacy lag tools show the pipeline's progress.
-- **Executors** read one Kafka partition's offset range per Spark task in assign mode, never
-  through ZooKeeper, with confluent-kafka when it is installed (about 3.5 times kafka-python's
-  rate in ``tools/bench spark``), else kafka-python (each executor decides, unless
-  ``fetch.backend`` is given), and hand Spark Arrow record batches. A range that runs past
-  the log end (the log truncated, or the topic recreated, after it was planned) is lost data
-  (``failOnDataLoss``): the task fails, or ends its range at the log end, once the broker
-  answers its position out of range or the log end has stayed at or below it for
-  :data:`LOG_END_CONFIRM_S` (a new leader's high watermark may lag that long). Each Python
-  worker keeps a few idle clients for its next tasks (:data:`MAX_IDLE_CLIENTS`).
+- **Executors** read one Kafka partition's offset range per Spark task (``minPartitions``
+  cuts large ranges into several, as Spark's Kafka source does) in assign mode, never
+  through ZooKeeper, with confluent-kafka when it is installed, else kafka-python (each
+  executor decides, unless ``fetch.backend`` is given), and hand Spark Arrow record
+  batches. A range that runs past the log end (the log truncated, or the topic recreated,
+  after it was planned) is lost data (``failOnDataLoss``): the task fails, or ends its range
+  at the log end, once the broker answers its position out of range or the log end has
+  stayed at or below it for :data:`LOG_END_CONFIRM_S` (a new leader's high watermark may lag
+  that long). Each Python worker keeps a few idle clients for its next tasks
+  (:data:`MAX_IDLE_CLIENTS`).
 - **Batch** reads (``spark.read``) take ``startingOffsets``/``endingOffsets``.
 
 Ownership and the checkpoint. A partition's position in the checkpoint is authoritative while

@@ -64,6 +64,7 @@ SOURCE_KEYS = {
     "kafka.bootstrap.servers": "kafka.bootstrap.servers",
     "failondataloss": "failOnDataLoss",
     "streams": "streams",
+    "minpartitions": "minPartitions",
 }
 #: Source options of one kind of read only: given to the other kind, they fail it.
 STREAM_ONLY = ("maxOffsetsPerTrigger", "streams")
@@ -104,7 +105,7 @@ _SPARK_KAFKA_OPTIONS = {
          "endingtimestamp", "startingoffsetsbytimestampstrategy"),
         "offsets by timestamp are not supported: give offsets (startingOffsets, endingOffsets)"),
     **dict.fromkeys(
-        ("minpartitions", "maxrecordsperpartition", "mintriggerdelay", "maxtriggerdelay",
+        ("maxrecordsperpartition", "mintriggerdelay", "maxtriggerdelay",
          "minoffsetspertrigger", "includeheaders", "groupidprefix",
          "kafkaconsumer.polltimeoutms", "fetchoffset.numretries",
          "fetchoffset.retryintervalms"),
@@ -144,6 +145,9 @@ class SourceOptions:
     bootstrap: tuple[str, ...] | None
     fail_on_data_loss: bool
     streams: int
+    #: At least this many Spark tasks per read or micro-batch: a partition's range is split
+    #: in proportion to its share of the offsets (None: one task per partition).
+    min_partitions: int | None = None
     #: The options given: the source's by their names (``startingOffsets``), legacy keys as
     #: they are (``auto.commit.enable`` only when not ``false``, the value the source uses).
     given: frozenset[str] = frozenset()
@@ -251,6 +255,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     fail_on_data_loss = (_parse_bool("failOnDataLoss", source["failondataloss"])
                          if "failondataloss" in source else True)
     streams = _parse_int("streams", source["streams"], 1) if "streams" in source else 1
+    min_partitions = (_parse_int("minPartitions", source["minpartitions"], 1)
+                      if "minpartitions" in source else None)
     named = {SOURCE_KEYS[k] for k in source}
     named.update(k for k in opts if not (k == "auto.commit.enable"
                                          and opts[k].strip().lower() == "false"))
@@ -258,7 +264,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         props=tuple(sorted(props.items())), group_given=group_given, topics=topics,
         topic_filter=topic_filter, starting=starting, ending=ending,
         max_offsets_per_trigger=max_per_trigger, bootstrap=bootstrap,
-        fail_on_data_loss=fail_on_data_loss, streams=streams, given=frozenset(named),
+        fail_on_data_loss=fail_on_data_loss, streams=streams, min_partitions=min_partitions,
+        given=frozenset(named),
     )
 
 

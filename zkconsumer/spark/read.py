@@ -5,7 +5,9 @@ small pool per Python worker; and what a range past the log end or over lost dat
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
+import math
 import os
 import re
 import threading
@@ -29,6 +31,11 @@ from zkconsumer.broker.clients import (
 from zkconsumer.spark.offsets import _OffsetLookup
 from zkconsumer.spark.options import SCHEMA
 
+try:
+    from zkconsumer._speedups import split_messages
+except ImportError:  # built without a C compiler (see setup.py): the Python path does it
+    split_messages = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -42,6 +49,7 @@ __all__ = [
     "READ_STALL_S",
     "OffsetRange",
     "read_range",
+    "split_ranges",
 ]
 
 log = logging.getLogger("zkconsumer.spark")
@@ -81,6 +89,28 @@ class OffsetRange(InputPartition):
         return f"OffsetRange({self.topic}:{self.partition} [{self.start}, {self.end}))"
 
 
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """``ranges`` as at least about ``min_partitions`` tasks, as Spark's Kafka source splits
+    them: when there are fewer ranges, each is cut into contiguous pieces, their number in
+    proportion to its share of all the offsets (at least one; rounded half up). Deterministic:
+    a micro-batch replayed after a restart gets the same tasks."""
+    total = sum(r.end - r.start for r in ranges)
+    if min_partitions is None or len(ranges) >= min_partitions or total <= 0:
+        return ranges
+    out = []
+    for rng in ranges:
+        size = rng.end - rng.start
+        pieces = max(math.floor(size / total * min_partitions + 0.5), 1)  # Scala's round
+        start, remaining = rng.start, size
+        for i in range(pieces):
+            this = remaining // (pieces - i)  # the last pieces take what rounding left
+            remaining -= this
+            if this > 0:
+                out.append(dataclasses.replace(rng, start=start, end=start + this))
+            start += this
+    return out
+
+
 _CLIENTS_LOCK = threading.Lock()
 #: Executor-side clients not in use, by (backend, bootstrap, props), the least recently used
 #: first: kept for the next tasks the Python worker runs (Spark reuses workers). A task takes
@@ -102,7 +132,7 @@ def _arrow_schema() -> pa.Schema:
 
 def _to_batch(
     schema: pa.Schema, rng: OffsetRange, keys: list[Any], values: list[Any],
-    offsets: list[int], timestamps: list[int | None],
+    offsets: list[int], timestamps: list[int | None] | pa.Array,
 ) -> pa.RecordBatch:
     import pyarrow as pa
 
@@ -111,13 +141,28 @@ def _to_batch(
         [
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
-            pa.array([rng.topic] * n, pa.string()),
-            pa.array([rng.partition] * n, pa.int32()),
+            pa.repeat(pa.scalar(rng.topic, pa.string()), n),
+            pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
             pa.array(offsets, pa.int64()),
-            pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+            (timestamps if isinstance(timestamps, pa.Array)
+             else pa.array(timestamps, pa.timestamp("us", tz="UTC"))),
         ],
         schema=schema,
     )
+
+
+def _stamps_us(stamps: list[int], has: list[int]) -> pa.Array:
+    """librdkafka's millisecond timestamps as Arrow microseconds; null where a message has
+    none (``has`` 0, or a negative one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = pa.timestamp("us", tz="UTC")
+    ms = pa.array(stamps, pa.int64())
+    if all(has) and (not stamps or pc.min(ms).as_py() >= 0):  # the usual case, in C
+        return pc.multiply(ms, 1000).cast(kind)
+    return pa.array([t * 1000 if h and t >= 0 else None
+                     for t, h in zip(stamps, has, strict=True)], kind)
 
 
 def _corrupt(rng: OffsetRange, at: int, detail: object) -> ZkConsumerError:
@@ -478,13 +523,16 @@ def _confluent_batches(consumer: Any, ctp: Any, rng: OffsetRange, schema: pa.Sch
         answered = answered or bool(messages)
         ended = False
         skip_to: int | None = None
-        if [m for m in messages if m.error() is not None]:
+        columns = _columns(messages, rng)
+        if columns is None and [m for m in messages if m.error() is not None]:
             messages, position, ended, skip_to = _confluent_errors(
                 consumer, rng, messages, position,
                 timeout_s=max(config.socket_timeout_ms, 10_000) / 1000)
         if messages:
             last_progress = time.monotonic()
-            batch, position = _confluent_batch(schema, rng, messages, position)
+            batch, position = (_columns_batch(schema, rng, columns, position)
+                               if columns is not None
+                               else _confluent_batch(schema, rng, messages, position))
             if batch is not None:
                 yield batch
             if skip_to is not None:
@@ -505,6 +553,47 @@ def _confluent_batches(consumer: Any, ctp: Any, rng: OffsetRange, schema: pa.Sch
                 break
         if ended:
             break
+
+
+#: split_messages' value for each librdkafka timestamp type (not available, create time,
+#: log append time): whether the message has a timestamp.
+_HAS_TIMESTAMP = (0, 1, 1)
+_Columns = tuple[list[int], list[Any], list[Any], list[int], list[int]]
+
+
+def _columns(messages: list[Any], rng: OffsetRange) -> _Columns | None:
+    """``messages`` as columns (offsets, keys, values, timestamps, whether each has one),
+    read in C by :mod:`zkconsumer._speedups`; None when it is not built, or when a message is
+    an error or of another partition (what :func:`_confluent_batch` and
+    :func:`_confluent_errors` handle, message by message)."""
+    if split_messages is None or not messages:
+        return None
+    runs, errors = split_messages(messages, _HAS_TIMESTAMP)
+    if errors or len(runs) != 1:
+        return None
+    topic, partition, offsets, keys, values, stamps, has = runs[0]
+    if topic != rng.topic or partition != rng.partition:
+        return None
+    return offsets, keys, values, stamps, has
+
+
+def _columns_batch(schema: pa.Schema, rng: OffsetRange, columns: _Columns,
+                   position: int) -> tuple[pa.RecordBatch | None, int]:
+    """:func:`_confluent_batch` of messages read as ``columns``."""
+    offsets, keys, values, stamps, has = columns
+    lo = bisect.bisect_left(offsets, position)
+    hi = bisect.bisect_left(offsets, rng.end)
+    reached_end = hi < len(offsets)
+    if lo or reached_end:
+        offsets, keys, values = offsets[lo:hi], keys[lo:hi], values[lo:hi]
+        stamps, has = stamps[lo:hi], has[lo:hi]
+    batch = None
+    if offsets:
+        position = offsets[-1] + 1
+        batch = _to_batch(schema, rng, keys, values, offsets, _stamps_us(stamps, has))
+    if reached_end:
+        position = rng.end
+    return batch, position
 
 
 def _confluent_batch(schema: pa.Schema, rng: OffsetRange, messages: list[Any],

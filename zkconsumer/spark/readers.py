@@ -57,7 +57,13 @@ from zkconsumer.spark.options import (
     _fail,
     parse_options,
 )
-from zkconsumer.spark.read import LOG_END_RETRIES, LOG_END_RETRY_S, OffsetRange, read_range
+from zkconsumer.spark.read import (
+    LOG_END_RETRIES,
+    LOG_END_RETRY_S,
+    OffsetRange,
+    read_range,
+    split_ranges,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -363,11 +369,11 @@ class ZkConsumerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             return []
         member = self._join()
         member.membership.running(finish)
-        return [
+        return split_ranges([
             OffsetRange(tp.topic, tp.partition, lo, hi, member.bootstrap, self.opts.props,
                         self.opts.fail_on_data_loss)
             for tp, lo, hi in ranges
-        ]
+        ], self.opts.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange), partition
@@ -426,11 +432,11 @@ class ZkConsumerBatchReader(DataSourceReader):
             if lookup is not None:
                 lookup.close()
             _close_zk(zk)
-        return [
+        return split_ranges([
             OffsetRange(tp.topic, tp.partition, begin[tp], finish[tp], bootstrap, opts.props,
                         opts.fail_on_data_loss)
             for tp in tps if finish[tp] > begin[tp]
-        ]
+        ], opts.min_partitions)
 
     def _check_log_ends(self, lookup: _OffsetLookup, begin: Positions,
                         finish: Positions) -> None:
