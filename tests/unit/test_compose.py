@@ -22,7 +22,6 @@ from zkconsumer.stack.local import (
     LocalStack,
 )
 
-
 yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
