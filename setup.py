@@ -54,6 +54,8 @@ setup(
         # Kept so that `pip install zkconsumer[fast]` still works: confluent-kafka is a
         # requirement of the package itself now.
         "fast": [],
+        # tools/compose-check's container faults (tests/compose): the Docker engine's API.
+        "compose": ["docker>=7"],
         # tools/bench's peer rows (tools/bench_pykafka.py): pykafka 2.8.0's own requirements
         # but kazoo. pykafka itself pins kazoo==2.5.0, which our kazoo>=2.10 rules out (pip:
         # ResolutionImpossible), and runs on ours: tools/_bootstrap.sh installs it with

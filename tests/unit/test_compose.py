@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from zkconsumer.stack import local as _stack
-from zkconsumer.stack.classpaths import pom_sha256
+from zkconsumer.stack.classpaths import ZOOKEEPER_CLASSPATH, pom, pom_sha256
 from zkconsumer.stack.local import (
     _LOG4J_PROPERTIES,
     BROKER_CLASSPATHS,
@@ -29,6 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 #: The files the compose services mount or build from.
 COMPOSE_DIR = ROOT / "tools" / "compose"
+#: Every image's build: one Dockerfile, a stage per kind of service.
+DOCKERFILE = COMPOSE_DIR / "Dockerfile"
+#: The one image pulled (or made with debootstrap): every other is built from it.
+BASE_IMAGE = "debian:bookworm-slim"
+#: Where the containers that download find the extra CA certificates (ZKCONSUMER_CA_CERTS).
+CA_MOUNT = "/usr/local/share/ca-certificates/zkconsumer"
+CA_SOURCE = "${ZKCONSUMER_CA_CERTS:-./tools/compose/ca-certificates}"
 #: Where the jars service puts the classpaths (the volume), as ZKCONSUMER_JVM_DIR.
 JARS = "/jars"
 #: What differs between the suite's broker and the compose one: where each listens, where it
@@ -62,9 +68,51 @@ def env(service: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in raw.items()}
 
 
-def image(service: dict[str, Any]) -> tuple[str, str]:
-    repo, _, tag = service["image"].rpartition(":")
-    return repo, tag
+def stages() -> dict[str, str]:
+    """The Dockerfile's stages: name -> what it is built FROM."""
+    out = {}
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if words[:1] == ["FROM"]:
+            assert len(words) == 4 and words[2] == "AS", line
+            out[words[3]] = words[1]
+    return out
+
+
+def stage_text(name: str) -> str:
+    """The Dockerfile's lines of stage ``name``, comments left out."""
+    out, inside = [], False
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("FROM "):
+            inside = line.split()[-1] == name
+        if inside and not line.startswith("#"):
+            out.append(line)
+    return "\n".join(out)
+
+
+def built_stage(service: dict[str, Any]) -> str:
+    """The Dockerfile stage a service's image is built from."""
+    build = service["build"]
+    assert (ROOT / build["context"]).resolve() == COMPOSE_DIR
+    assert build.get("dockerfile", "Dockerfile") == "Dockerfile"
+    return str(build["target"])
+
+
+def lineage(stage: str) -> list[str]:
+    """``stage``, the stage it is built from, and so on down to the base image."""
+    out, known = [stage], stages()
+    while out[-1] in known:
+        out.append(known[out[-1]])
+    return out
+
+
+def pinned(name: str) -> dict[tuple[str | None, str | None], str | None]:
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    return {
+        (d.findtext("m:groupId", namespaces=ns), d.findtext("m:artifactId", namespaces=ns)):
+            d.findtext("m:version", namespaces=ns)
+        for d in ET.parse(pom(name)).getroot().iterfind("m:dependencies/m:dependency", ns)
+    }
 
 
 def published(service: dict[str, Any]) -> list[tuple[str, int, int]]:
@@ -108,8 +156,9 @@ def mounts(service: dict[str, Any]) -> dict[str, str]:
     """Container path -> source (``./path`` for a file of the repository, else a volume)."""
     out = {}
     for spec in service.get("volumes", []):
-        source, target = str(spec).split(":")[:2]
-        out[target] = source
+        spec = str(spec).replace(CA_SOURCE, "CA")  # its default holds a colon
+        source, target = spec.split(":")[:2]
+        out[target] = CA_SOURCE if source == "CA" else source
     return out
 
 
@@ -152,8 +201,17 @@ def _capture_spawn(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> list[l
     return argvs
 
 
+def stamp(jvm: Path, name: str) -> None:
+    """Mark ``jvm/name`` as copied from its pom as it is now (what tools/jvm/resolve writes)."""
+    (jvm / name / ".resolved").write_text(pom_sha256(name) + "\n")
+
+
 def suite_zookeeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
     """The command line and zoo.cfg the suite's stack starts ZooKeeper with."""
+    jvm = tmp_path / "jvm"
+    (jvm / ZOOKEEPER_CLASSPATH).mkdir(parents=True)
+    stamp(jvm, ZOOKEEPER_CLASSPATH)
+    monkeypatch.setenv("ZKCONSUMER_JVM_DIR", str(jvm))
     stack = LocalStack(tmp_path / "stack")
     stack.zk_port = 2181
     argvs = _capture_spawn(stack, monkeypatch)
@@ -165,8 +223,7 @@ def suite_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[s
     """The command line and server.properties the suite's stack starts its broker with."""
     jvm = tmp_path / "jvm"
     (jvm / BROKER_CLASSPATHS["kafka"]).mkdir(parents=True)
-    (jvm / BROKER_CLASSPATHS["kafka"] / ".resolved").write_text(
-        pom_sha256(BROKER_CLASSPATHS["kafka"]) + "\n")
+    stamp(jvm, BROKER_CLASSPATHS["kafka"])
     monkeypatch.setenv("ZKCONSUMER_JVM_DIR", str(jvm))
     stack = LocalStack(tmp_path / "stack", broker="kafka")
     stack.zk_port, stack.broker_port = 2181, 9092
@@ -183,32 +240,26 @@ def test_the_jars_service_copies_the_suites_classpaths_with_the_suites_script(
     compose: dict[str, Any], services: dict[str, Any],
 ) -> None:
     jars = services["jars"]
-    assert image(jars) == ("maven", "3.9-eclipse-temurin-17")
-    # tools/jvm/resolve copies every tools/jvm/<name>/pom.xml to $ZKCONSUMER_JVM_DIR/<name>/
-    # with its .resolved stamp, as for the suite; the checkout is read-only to it.
-    assert command(jars) == ["bash", "/src/tools/jvm/resolve"]
-    assert mounts(jars) == {"/src": ".", JARS: "jars"}
+    assert "maven" in lineage(built_stage(jars))
+    # tools/jvm/resolve copies every pinned classpath to $ZKCONSUMER_JVM_DIR/<name>/ with its
+    # .resolved stamp, as for the suite; the checkout is read-only to it.
+    assert command(jars) == ["trust-ca-certificates", "bash", "/src/tools/jvm/resolve"]
+    assert mounts(jars) == {"/src": ".", JARS: "jars", CA_MOUNT: CA_SOURCE}
     assert ".:/src:ro" in jars["volumes"]
     assert env(jars) == {"ZKCONSUMER_JVM_DIR": JARS}
     assert "jars" in compose["volumes"]
     assert "profiles" not in jars
 
 
-def test_the_suites_pom_pins_apache_kafka_3_9_2() -> None:
-    pom = ROOT / "zkconsumer" / "stack" / "jvm" / BROKER_CLASSPATHS["kafka"] / "pom.xml"
-    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
-    deps = {
-        (d.findtext("m:groupId", namespaces=ns), d.findtext("m:artifactId", namespaces=ns)):
-            d.findtext("m:version", namespaces=ns)
-        for d in ET.parse(pom).getroot().iterfind("m:dependencies/m:dependency", ns)
-    }
-    assert deps[("org.apache.kafka", "kafka_2.13")] == "3.9.2"
+def test_the_suites_poms_pin_apache_kafka_3_9_2_and_zookeeper_3_8_4() -> None:
+    assert pinned(BROKER_CLASSPATHS["kafka"])[("org.apache.kafka", "kafka_2.13")] == "3.9.2"
+    assert pinned(ZOOKEEPER_CLASSPATH)[("org.apache.zookeeper", "zookeeper")] == "3.8.4"
 
 
 def test_kafka_runs_the_suites_jars(services: dict[str, Any]) -> None:
     kafka = services["kafka"]
     # Java 17, as the suite's broker needs (find_java(17)).
-    assert image(kafka) == ("eclipse-temurin", "17-jre")
+    assert "jre" in lineage(built_stage(kafka))
     assert mounts(kafka)[JARS] == "jars"
     assert "jars:/jars:ro" in kafka["volumes"]
     argv = command(kafka)
@@ -255,30 +306,63 @@ def test_kafka_logging_is_the_suites(services: dict[str, Any]) -> None:
     assert lines == _LOG4J_PROPERTIES.splitlines()
 
 
-def test_zookeeper_is_the_version_the_suite_runs(services: dict[str, Any]) -> None:
-    build = services["zookeeper"]["build"]
-    dockerfile = (ROOT / build["context"] / build["dockerfile"]).read_text(encoding="utf-8")
-    # Debian bookworm's package, as on the suite's machines and in the tests service.
-    assert "FROM debian:bookworm-slim" in dockerfile.splitlines()
-    assert "--no-install-recommends zookeeper" in dockerfile
-    assert image(services["tests"])[1].endswith("-bookworm")
-    # The image's build fails unless Debian's jar is the version the suite runs.
-    suite_version = _stack.zookeeper_version()
-    assert suite_version == "3.8.0"
-    assert f"test -f /usr/share/java/zookeeper-{suite_version}.jar" in dockerfile
-    assert "image" not in services["zookeeper"]  # built here, never pulled by that name
+def test_every_image_is_built_from_debian_bookworm_slim(services: dict[str, Any]) -> None:
+    known = stages()
+    assert set(known.values()) - set(known) == {BASE_IMAGE}  # the one image not built here
+    for name, service in services.items():
+        assert lineage(built_stage(service))[-1] == BASE_IMAGE, name
+        # Built here, tagged with a name of the project's own: never pulled by that name.
+        assert service["image"].startswith("zkconsumer-compose/"), name
+
+
+def test_the_images_are_debians_builds() -> None:
+    # Java 17, Maven and Python 3.11 from Debian's packages, as on the suite's machines; no
+    # ZooKeeper package (ZooKeeper is the zookeeper-3.8 classpath, from Maven Central).
+    assert "openjdk-17-jre-headless" in stage_text("jre")
+    assert """grep -q '"17\\.'""" in stage_text("jre")
+    assert " maven" in stage_text("maven")
+    assert "python3 python3-venv" in stage_text("tests")
+    assert "sys.version_info[:2] == (3, 11)" in stage_text("tests")
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    assert " zookeeper" not in text.replace("# ", "")
+    assert "pip install" not in text  # builds fetch only Debian's packages (no CA needed)
+
+
+def test_zookeeper_runs_the_suites_jars(services: dict[str, Any]) -> None:
+    zookeeper = services["zookeeper"]
+    assert "jre" in lineage(built_stage(zookeeper))
+    assert mounts(zookeeper)[JARS] == "jars"
+    argv = command(zookeeper)
+    assert argv[argv.index("-cp") + 1] == f"{JARS}/{ZOOKEEPER_CLASSPATH}/*"
+    assert argv[argv.index("-cp") + 2] == "org.apache.zookeeper.server.ZooKeeperServerMain"
 
 
 def test_zookeeper_runs_as_the_suite_does(
     services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     suite, cfg = suite_zookeeper(tmp_path, monkeypatch)
-    expected = ["java"] + [
-        "/etc/zkconsumer/zoo.cfg" if arg == str(cfg) else arg
-        for arg in suite[1:] if not arg.startswith("-Dzkconsumer.stack=")]
+    jvm, logback = tmp_path / "jvm", cfg.parent / "logback.xml"
+    expected = ["java"]
+    for arg in suite[1:]:
+        if arg.startswith("-Dzkconsumer.stack="):
+            continue  # the suite's marker for its own processes
+        arg = arg.replace(str(logback), "/etc/zkconsumer/logback.xml")
+        arg = "/etc/zkconsumer/zoo.cfg" if arg == str(cfg) else arg
+        expected.append(arg.replace(str(jvm), JARS))
+    assert command(services["zookeeper"]) == expected
+
+
+def test_zookeeper_logging_is_the_suites(
+    services: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, cfg = suite_zookeeper(tmp_path, monkeypatch)
+    suite = (cfg.parent / "logback.xml").read_text(encoding="utf-8")
     argv = command(services["zookeeper"])
-    assert argv == expected
-    assert argv[argv.index("-cp") + 1] == f"{_stack.ZOOKEEPER_JAR}:{_stack.SLF4J_SIMPLE_JAR}"
+    option = next(a for a in argv if a.startswith("-Dlogback.configurationFile="))
+    ours = mounted_file(services["zookeeper"], option.partition("=")[2]).read_text(
+        encoding="utf-8")
+    # The compose file's first lines are a comment saying whose it is.
+    assert ours[ours.index("-->\n") + 4:] == suite
 
 
 def test_zookeeper_configuration_is_the_suites(
@@ -295,8 +379,9 @@ def test_zookeeper_configuration_is_the_suites(
     # package gives its user a directory.
     assert (zoo["clientPortAddress"], int(zoo["clientPort"])) == (
         "0.0.0.0", published(services["zookeeper"])[0][2])
+    # Its data in the container: `down` drops them with the broker's.
     assert zoo["dataDir"] == "/var/lib/zookeeper"
-    assert services["zookeeper"]["user"] == "zookeeper"
+    assert not [m for m in mounts(services["zookeeper"]) if m.startswith(zoo["dataDir"])]
 
 
 def test_published_ports_are_bound_to_localhost(services: dict[str, Any]) -> None:
@@ -360,14 +445,16 @@ def test_tests_service_reaches_the_registered_endpoint(services: dict[str, Any])
 
 def test_tests_service_runs_the_suite(services: dict[str, Any]) -> None:
     tests = services["tests"]
-    assert tests["image"] == "python:3.11-slim-bookworm"
+    assert "tests" in lineage(built_stage(tests))
     assert ".:/src" in tests["volumes"]
     assert tests["working_dir"] == "/src"
-    command = tests["command"]
-    script = command if isinstance(command, str) else " ".join(command)
-    # Everything the suite imports and starts: the extras, Java, Debian's ZooKeeper.
-    assert "pip install -e '.[dev,spark,fast]' && pytest" in script
-    assert "openjdk-17-jre-headless" in script and " zookeeper " in script
+    argv = command(tests)
+    assert argv[:3] == ["trust-ca-certificates", "sh", "-c"]
+    # Everything the suite imports and starts, by default: the extras, then the suite.
+    assert env(tests)["ZKCONSUMER_EXTRAS"] == "dev,spark,fast"
+    assert env(tests)["ZKCONSUMER_PYTEST_ARGS"] == ""
+    assert argv[3] == ('pip install -q -e ".[$$ZKCONSUMER_EXTRAS]" && '
+                       "exec pytest -p no:cacheprovider $$ZKCONSUMER_PYTEST_ARGS")
 
 
 def test_tests_service_runs_the_jars_services_classpaths(services: dict[str, Any]) -> None:
@@ -386,7 +473,7 @@ def test_tests_service_only_with_the_test_profile(services: dict[str, Any]) -> N
 
 def test_depends_on(services: dict[str, Any]) -> None:
     assert depends_on(services["jars"]) == {}
-    assert depends_on(services["zookeeper"]) == {}
+    assert depends_on(services["zookeeper"]) == {"jars": "service_completed_successfully"}
     assert depends_on(services["kafka"]) == {
         "jars": "service_completed_successfully",
         "zookeeper": "service_healthy",
@@ -412,9 +499,30 @@ def test_healthchecks(services: dict[str, Any]) -> None:
 
 
 def test_no_unescaped_interpolation() -> None:
-    # Compose would substitute a bare $VAR from the caller's environment.
+    # Compose would substitute a bare $VAR from the caller's environment: only the CA
+    # directory is meant to come from there.
     text = COMPOSE.read_text(encoding="utf-8")
-    assert "$" not in text.replace("$$", "")
+    assert "$" not in text.replace("$$", "").replace(CA_SOURCE, "")
+
+
+def test_the_containers_that_download_trust_the_extra_ca_certificates(
+    services: dict[str, Any],
+) -> None:
+    for name in ("jars", "tests"):  # Maven; pip
+        assert mounts(services[name])[CA_MOUNT] == CA_SOURCE, name
+        assert f"{CA_SOURCE}:{CA_MOUNT}:ro" in services[name]["volumes"], name
+        assert command(services[name])[0] == "trust-ca-certificates", name
+    # The default directory is in the repository, with no certificate in it.
+    default = ROOT / CA_SOURCE.partition(":-")[2].rstrip("}")
+    assert default.is_dir() and not list(default.glob("*.crt"))
+    script = (COMPOSE_DIR / "trust-ca-certificates").read_text(encoding="utf-8")
+    assert f"{CA_MOUNT}/*.crt" in script and "update-ca-certificates" in script
+    assert 'exec "$@"' in script
+    # Installed where the commands find it, in the stage every image is built on; pip is told
+    # the system bundle (which update-ca-certificates rewrites); Java's cacerts follows it.
+    assert "COPY trust-ca-certificates /usr/local/bin/trust-ca-certificates" in stage_text("jre")
+    assert "ca-certificates-java" in stage_text("jre")
+    assert "PIP_CERT=/etc/ssl/certs/ca-certificates.crt" in stage_text("tests")
 
 
 def test_the_test_container_keeps_the_tools_off_the_mounted_venv(
