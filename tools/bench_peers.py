@@ -551,8 +551,7 @@ def idle_cpu(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, seconds: 
             continue
         try:
             m.join()
-            wait_until(lambda g=g: len(_owners(g.zk, g.group, g.topic, g.partitions))
-                       == partitions, 60, f"{row} owns every partition")
+            wait_until(functools.partial(_owns_all, g), 60, f"{row} owns every partition")
             time.sleep(2.0)  # past its start
             c0, t0 = _cpu_s(m.proc.pid), time.monotonic()
             time.sleep(seconds)
@@ -566,6 +565,10 @@ def idle_cpu(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, seconds: 
             "measure": "CPU seconds (user + system, /proc/<pid>/stat) of the member's "
                        "process over the idle window, after it owns every partition",
             "members": rows}
+
+
+def _owns_all(g: _PeerGroup) -> bool:
+    return len(_owners(g.zk, g.group, g.topic, g.partitions)) == len(g.partitions)
 
 
 def _zkc_member(g: _PeerGroup, backend: str, streams: int) -> MemberProcess:

@@ -1,5 +1,6 @@
 """The benchmarks' handle on a member process (tools/bench_member.py): zkconsumer's or
-pykafka's (or a peer's program, tools/bench_peers.py), told to join, leave and report over its stdin, one line of JSON back each."""
+pykafka's (or a peer's program, tools/bench_peers.py), told to join, leave and report over
+its stdin, one line of JSON back each."""
 
 from __future__ import annotations
 
