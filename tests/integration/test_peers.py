@@ -31,3 +31,21 @@ def test_a_peers_short_storm_converges_on_its_own_assignment(stack, zk, name) ->
         assert r["failed_attempts"] is None and "not counted" in row["failed_attempts"], row
     assert storm["seconds_median"] == storm["seconds_max"] == r["seconds"], storm
     assert row["client"] and row["assignment"] and row["layout"], row
+
+
+@pytest.mark.parametrize("name", bench_peers.peer_names())
+def test_a_peers_rebalance_row_times_a_join_and_a_leave(stack, zk, name) -> None:
+    """Two members of the peer, then a third joining and leaving: both changes settle on the
+    peer's own assignment and are timed; every member rebalanced at each change."""
+    made = bench.Made()
+    try:
+        row = bench_peers.rebalance_row(name, made, zk, stack.zookeeper, stack.bootstrap, 2,
+                                        6, 2, timeout=90)
+    finally:
+        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+    assert row["failure"] is None, row["failure"]
+    assert row["latency_ms"]["samples"] == 2 and all(
+        0 < ms < 90000 for ms in row["latency_ms"]["all"]), row["latency_ms"]
+    assert row["join_latency_ms"]["samples"] == row["leave_latency_ms"]["samples"] == 1, row
+    # The join rebalanced the two members and the joiner, the leave the two left.
+    assert row["rebalances"] >= 5, row
