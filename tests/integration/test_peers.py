@@ -17,13 +17,13 @@ def test_a_peers_short_storm_converges_on_its_own_assignment(stack, zk, name) ->
     made = bench.Made()
     try:
         row = bench_peers.storm_row(name, made, zk, stack.zookeeper, stack.bootstrap, [3], 1,
-                                    6, timeout=90)
+                                    6, timeout=180)
     finally:
         bench.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert "not_run" not in row, row.get("not_run")
     (storm,) = row["storms"]
     (r,) = storm["rounds"]
-    assert r["converged"] is True and 0 < r["seconds"] < 90, r
+    assert r["converged"] is True and 0 < r["seconds"] < 180, r
     assert r["rebalances"] >= 3, r  # every member rebalanced at least once
     if bench_peers.PEERS[name].fails_counted():
         assert r["failed_attempts"] >= 0 and storm["failed_attempts"] == r["failed_attempts"]
@@ -40,12 +40,12 @@ def test_a_peers_rebalance_row_times_a_join_and_a_leave(stack, zk, name) -> None
     made = bench.Made()
     try:
         row = bench_peers.rebalance_row(name, made, zk, stack.zookeeper, stack.bootstrap, 2,
-                                        6, 2, timeout=90)
+                                        6, 2, timeout=180)
     finally:
         bench.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert row["failure"] is None, row["failure"]
     assert row["latency_ms"]["samples"] == 2 and all(
-        0 < ms < 90000 for ms in row["latency_ms"]["all"]), row["latency_ms"]
+        0 < ms < 180000 for ms in row["latency_ms"]["all"]), row["latency_ms"]
     assert row["join_latency_ms"]["samples"] == row["leave_latency_ms"]["samples"] == 1, row
     # The join rebalanced the two members and the joiner, the leave the two left.
     assert row["rebalances"] >= 5, row
