@@ -344,10 +344,17 @@ def _storm_round(g: _PeerGroup, n: int, timeout: float) -> dict[str, Any]:
         t0 = time.time()
         for p in procs:
             p.post("join")
+        refused: list[str] = []
         for p in procs:
-            p.id = p.receive("join")["id"]
+            try:
+                p.id = p.receive("join")["id"]
+            except SystemExit as e:  # the peer refused to join: said in the row
+                refused.append(str(e))
         row: dict[str, Any]
-        if g.settles(n, timeout):
+        if refused:
+            row = {"converged": False, "seconds": None,
+                   "why": f"{len(refused)} of {n} members could not join: {refused[0]}"}
+        elif g.settles(n, timeout):
             row = {"converged": True, "seconds": round(time.time() - t0, 3)}
         else:
             row = {"converged": False, "seconds": None,
@@ -429,7 +436,11 @@ def rebalance_row(name: str, made: Any, zk: KazooClient, zk_addr: str, bootstrap
         spare = spawn()
         for k in range(members):
             m = spawn()
-            m.join()
+            try:
+                m.join()
+            except SystemExit as e:  # the peer refused to join: said in the row
+                failure = f"member {k + 1} could not join: {e}"
+                break
             live.append(m)
             if not g.settles(k + 1, timeout):
                 failure = f"member {k + 1} not settled within {timeout:g} s: {g.why_not(k + 1)}"
@@ -439,7 +450,11 @@ def rebalance_row(name: str, made: Any, zk: KazooClient, zk_addr: str, bootstrap
         for i in range(changes if failure is None else 0):
             if extra is None:
                 kind, extra = "join", spare
-                t0 = extra.join()
+                try:
+                    t0 = extra.join()
+                except SystemExit as e:
+                    failure = f"change {i + 1} (join) could not join: {e}"
+                    break
                 live.append(extra)
             else:
                 kind = "leave"
