@@ -113,6 +113,9 @@ class Peer:
     def fails_counted(self) -> bool:
         return True
 
+    def make_group(self, zk: KazooClient, group: str) -> None:
+        """What the peer needs of a new group before its members start at once."""
+
 
 class JvmPeer(Peer):
     def build(self) -> None:
@@ -203,6 +206,13 @@ class GoPeer(Peer):
     def fails_counted(self) -> bool:
         return False
 
+    def make_group(self, zk: KazooClient, group: str) -> None:
+        # JoinConsumerGroup checks that the group's znode exists, then creates it: members
+        # starting at once on a new group race, and all but one fail with "zk: node already
+        # exists"; its registration makes the ids directory the same way ("Consumer instance
+        # already registered"). Both are made first, as for a group that has run before.
+        zk.ensure_path(zp.ids_dir(group))
+
 
 PEERS: dict[str, Peer] = {
     "jvm_1_1_1": JvmPeer("jvm_1_1_1", {
@@ -244,6 +254,10 @@ PEERS: dict[str, Peer] = {
                   "timestamp, owners valued by the bare instance id, offsets in ZooKeeper",
         "assignment": "its range: ids sorted as strings, partitions sorted by (leader, "
                       "partition), one slice each",
+        "group": "its znode and ids directory made before the members start: "
+                 "JoinConsumerGroup checks that each exists, then creates it, and members "
+                 "starting at once on a new group fail ('zk: node already exists', 'Consumer "
+                 "instance already registered') but one",
         "failed_attempts": "not counted: it retries a partition still claimed by another "
                            "(ErrPartitionClaimedByOther) silently, once a second, and keeps "
                            "no counter; each partition's first claim waits 1 s by design",
@@ -318,6 +332,7 @@ def _fresh(peer: Peer, made: Any, zk: KazooClient, zk_addr: str, bootstrap: str,
     made.groups.add(name)
     create_topic(bootstrap, name, partitions)
     wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
+    peer.make_group(zk, name)
     return _PeerGroup(peer, zk, zk_addr, name, name, list(range(partitions)))
 
 
