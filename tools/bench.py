@@ -7,7 +7,10 @@
     tools/bench exporter [--groups 1000 --partitions 100 --topics 10]
 
 rebalance (range and roundrobin: pykafka has no sticky) and storm add pykafka 2.8.0's
-BalancedConsumer as a peer row (tools/bench_pykafka.py; ``--no-pykafka`` leaves it out).
+BalancedConsumer as a peer row (tools/bench_pykafka.py; ``--no-pykafka`` leaves it out), and
+the JVM 1.1.1 consumer, kafka-node 3.0.1 and Go's consumergroup (tools/bench_peers.py;
+``--peers none`` leaves them out). storm runs zkconsumer's members without and with fetchers
+and measures one idle member's CPU per backend and the JVM's (``--idle-s 0`` skips it).
 Each benchmark starts its own local stack (or uses ZKCONSUMER_ZOOKEEPER/ZKCONSUMER_BOOTSTRAP).
 Goals are checked and reported in the JSON (``goal_met``), never asserted in tests.
 """
@@ -36,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from kazoo.client import KazooClient  # noqa: E402
 
 from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
-from tools import bench_pykafka  # noqa: E402 - pykafka itself only imported when a row runs
+from tools import bench_peers, bench_pykafka  # noqa: E402 - pykafka only imported when a row runs
 from tools.bench_procs import MemberProcess, close_all  # noqa: E402
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
 from zkconsumer.stack.local import running_stack  # noqa: E402
@@ -261,6 +264,20 @@ def _changes(zk: KazooClient, group: str, topic: str, args: argparse.Namespace,
     return latencies, zk_ops, per_member, totals, warmup
 
 
+def _peer_rows(args: argparse.Namespace) -> list[str]:
+    """The issue-42 peers asked for (``--peers``: names, ``all`` or ``none``)."""
+    if args.peers == "none":
+        return []
+    if args.peers == "all":
+        return bench_peers.peer_names()
+    names: list[str] = str(args.peers).split(",")
+    unknown = [n for n in names if n not in bench_peers.PEERS]
+    if unknown:
+        raise SystemExit(f"tools/bench: unknown peer {', '.join(unknown)} (known: "
+                         f"{', '.join(bench_peers.peer_names())}, all, none)")
+    return names
+
+
 def bench_rebalance(args: argparse.Namespace) -> None:
     pykafka_row = args.strategy in bench_pykafka.STRATEGIES and not args.no_pykafka
     if pykafka_row:
@@ -309,6 +326,15 @@ def bench_rebalance(args: argparse.Namespace) -> None:
                 strategy=args.strategy)
         elif not args.no_pykafka:
             peers["pykafka_balanced"] = {"not_run": bench_pykafka.NO_STICKY}
+        for name in _peer_rows(args):
+            if args.strategy != "range":
+                peers[name] = {"not_run": f"{name}'s row runs with range, its only strategy "
+                                          "measured here (tools/bench rebalance --strategy "
+                                          "range)"}
+                continue
+            peers[name] = bench_peers.rebalance_row(
+                name, made, zk, zk_addr, bootstrap, args.members, args.partitions,
+                min(args.changes, bench_peers.PEER_CHANGES))
         zk.stop()
         zk.close()
     conflicts = {"claim_waits": totals["claim_waits"], "failed_attempts": totals["failures"]}
@@ -414,6 +440,11 @@ class _Group:
         self.members.clear()
 
 
+#: The storms with fetchers fetch with the default install's backend (issue 38), named
+#: explicitly so that the row measures it whatever the library's default.
+STORM_BACKEND = "confluent"
+
+
 def _storm_round(g: _Group, n: int) -> dict[str, Any]:
     """``n`` member processes started ahead, then all told to join at once; the time from
     then until the group has converged: every partition owned as the assignor computes it
@@ -421,6 +452,8 @@ def _storm_round(g: _Group, n: int) -> dict[str, Any]:
     (the end read from the members' clocks, as the rebalance benchmark's)."""
     props = {"auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
              "rebalance.backoff.ms": "2000", "partition.assignment.strategy": g.strategy}
+    if g.fetch:
+        props["fetch.backend"] = STORM_BACKEND
     procs = [MemberProcess(g.zk_addr, g.group, g.topic, props, fetch=g.fetch)
              for _ in range(n)]
     try:
@@ -499,14 +532,22 @@ def _moves(g: _Group, changes: int) -> list[dict[str, Any]]:
     return out
 
 
+def _storm_why_not(n: int, secs: list[float], failed: int, fetch: bool) -> str:
+    return (f"{failed} failed attempts and " if failed else "") + (
+        f"the slowest of {len(secs)} rounds took {max(secs):.2f} s: {n} member processes "
+        f"{'starting their fetchers, ' if fetch else ''}all rebalancing at once, with "
+        f"ZooKeeper and the broker, on {os.cpu_count()} cores shared with other work "
+        f"(load average {_load()[0]})")
+
+
 def _fresh_group(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
-                 strategy: str, stem: str) -> _Group:
+                 strategy: str, stem: str, fetch: bool = False) -> _Group:
     name = f"bench-{stem}-{strategy}-{time.time_ns()}"
     made.topics.add(name)
     made.groups.add(name)
     create_topic(bootstrap, name, args.partitions)
     wait_until(lambda: zk.exists(zp.topic_path(name)), 30, "topic registered")
-    return _Group(zk, zk_addr, name, name, args.partitions, strategy, args.fetch)
+    return _Group(zk, zk_addr, name, name, args.partitions, strategy, fetch)
 
 
 class _Deliveries:
@@ -675,27 +716,36 @@ def bench_storm(args: argparse.Namespace) -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     goals_s = {20: 1.0, 50: 3.0}
     storms: list[dict[str, Any]] = []
+    storms_fetching: list[dict[str, Any]] = []
     movement: dict[str, Any] = {}
+    idle: dict[str, Any] = {}
     with stack(made) as (zk_addr, bootstrap):
         zk = KazooClient(hosts=zk_addr)
         zk.start()
         try:
-            for n in sizes:
-                rounds = []
-                for r in range(args.rounds):
-                    g = _fresh_group(made, zk, zk_addr, bootstrap, args, "range", "storm")
-                    rounds.append(_storm_round(g, n))  # its member processes end with it
-                    progress(f"storm of {n}, round {r + 1}: {rounds[-1]}")
-                secs = [x["seconds"] for x in rounds]
-                failed = sum(x["failed_attempts"] for x in rounds)
-                goal = goals_s.get(n)
-                storms.append({
-                    "members": n, "partitions": args.partitions, "rounds": rounds,
-                    "seconds_median": statistics.median(secs), "seconds_max": max(secs),
-                    "failed_attempts": failed,
-                    "goal": None if goal is None else f"< {goal:g} s, 0 failed attempts",
-                    "goal_met": None if goal is None else max(secs) < goal and failed == 0,
-                })
+            for fetch in (False, True):
+                for n in sizes:
+                    rounds = []
+                    for r in range(args.rounds):
+                        g = _fresh_group(made, zk, zk_addr, bootstrap, args, "range", "storm",
+                                         fetch=fetch)
+                        rounds.append(_storm_round(g, n))  # its member processes end with it
+                        progress(f"storm of {n}{' with fetchers' if fetch else ''}, round "
+                                 f"{r + 1}: {rounds[-1]}")
+                    secs = [x["seconds"] for x in rounds]
+                    failed = sum(x["failed_attempts"] for x in rounds)
+                    goal = goals_s.get(n)
+                    met = None if goal is None else max(secs) < goal and failed == 0
+                    (storms_fetching if fetch else storms).append({
+                        "members": n, "partitions": args.partitions,
+                        "fetchers": "real" if fetch else "none", "rounds": rounds,
+                        "seconds_median": statistics.median(secs), "seconds_max": max(secs),
+                        "failed_attempts": failed,
+                        "goal": None if goal is None else f"< {goal:g} s, 0 failed attempts",
+                        "goal_met": met,
+                        **({"goal_why_not": _storm_why_not(n, secs, failed, fetch)}
+                           if met is False else {}),
+                    })
             for strategy in ("range", "roundrobin", "sticky"):
                 g = _fresh_group(made, zk, zk_addr, bootstrap, args, strategy, "moves")
                 try:
@@ -717,11 +767,16 @@ def bench_storm(args: argparse.Namespace) -> None:
             if args.gap_window > 0:
                 gaps = [_gap_run(made, zk, zk_addr, bootstrap, args, full)
                         for full in (False, True)]
+            if args.idle_s > 0:
+                idle = bench_peers.idle_cpu(made, zk, zk_addr, bootstrap, args.idle_s)
             peers: dict[str, Any] = {}
             if not args.no_pykafka:
                 peers["pykafka_balanced"] = bench_pykafka.storm_row(
                     made, zk, zk_addr, bootstrap, sizes, args.rounds, args.partitions,
-                    fetch=args.fetch)
+                    fetch=False)
+            for name in _peer_rows(args):
+                peers[name] = bench_peers.storm_row(name, made, zk, zk_addr, bootstrap, sizes,
+                                                    args.rounds, args.partitions)
         finally:
             zk.stop()
             zk.close()
@@ -744,8 +799,12 @@ def bench_storm(args: argparse.Namespace) -> None:
             <= incr["longest_gap_quiet_ms_median"] + 100 and incr["duplicates"] == 0,
         }}
     write_result("storm", {
-        "fetchers": "real" if args.fetch else "none",
+        "fetchers": "storms: none (ZooKeeper coordination alone); storms_with_fetchers: "
+                    f"real, each member fetching (fetch.backend={STORM_BACKEND}, the default "
+                    "install's) in its own process",
         "storms": storms,
+        "storms_with_fetchers": storms_fetching,
+        **({"idle_cpu_per_member": idle} if idle else {}),
         "movement": {
             "members": args.move_members, "partitions": args.partitions, **movement,
             "sticky_goal": f"a join moves at most ceil(P/(N+1))+1 = {join_bound}; a leave "
@@ -779,6 +838,9 @@ def main() -> None:
     p.add_argument("--no-pykafka", action="store_true",
                    help="skip the pykafka peer row (tools/bench_pykafka.py; range and "
                         "roundrobin: pykafka has no sticky)")
+    p.add_argument("--peers", default="all",
+                   help="issue-42 peer rows (range only): comma-separated names "
+                        f"({', '.join(bench_peers.peer_names())}), all or none")
     p.set_defaults(func=bench_rebalance)
     p = sub.add_parser("storm", help="many members starting at once; partitions moved per "
                                      "join and leave, per strategy")
@@ -787,8 +849,11 @@ def main() -> None:
     p.add_argument("--partitions", type=int, default=100)
     p.add_argument("--move-members", type=int, default=10)
     p.add_argument("--changes", type=int, default=6, help="joins and leaves, alternating")
-    p.add_argument("--fetch", action="store_true",
-                   help="members with real fetchers (default: ZooKeeper coordination alone)")
+    p.add_argument("--idle-s", type=float, default=20.0,
+                   help="seconds of the idle-CPU measure per backend and the JVM (0: skip)")
+    p.add_argument("--peers", default="all",
+                   help="issue-42 peer rows: comma-separated names "
+                        f"({', '.join(bench_peers.peer_names())}), all or none")
     p.add_argument("--gap-window", type=float, default=3.0,
                    help="seconds of each delivery-gap window (0: skip the delivery gaps)")
     p.add_argument("--gap-rate", type=int, default=1200, help="messages a second, produced "

@@ -31,12 +31,22 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from typing import Any
 
 from tests.support import NullFetcher
 from tools import bench_pykafka
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
+
+
+def _drain(stream: Any) -> None:
+    """A stream read as an application would (a bench topic is idle or near it)."""
+    try:
+        for _ in stream:
+            pass
+    except Exception:  # noqa: BLE001 - the stream ends (or fails) at shutdown
+        pass
 
 
 def answer(data: dict[str, Any]) -> None:
@@ -49,13 +59,16 @@ class ZkConsumerMember:
                  props: dict[str, str]) -> None:
         self.topic = topic
         self.fetch = fetch
+        self.streams = int(props.pop("streams", "1"))
         self.props = {"zookeeper.connect": zk, "group.id": group, **props}
         self.connector: ZookeeperConsumerConnector | None = None
 
     def join(self) -> str:
         self.connector = ZookeeperConsumerConnector(
             ConsumerConfig(self.props), fetcher_factory=None if self.fetch else NullFetcher)
-        self.connector.create_message_streams({self.topic: 1})
+        for stream in self.connector.create_message_streams(
+                {self.topic: self.streams})[self.topic]:
+            threading.Thread(target=_drain, args=(stream,), daemon=True).start()
         return self.connector.consumer_id
 
     def stats(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """The benchmarks' handle on a member process (tools/bench_member.py): zkconsumer's or
-pykafka's, told to join, leave and report over its stdin, one line of JSON back each."""
+pykafka's (or a peer's program, tools/bench_peers.py), told to join, leave and report over
+its stdin, one line of JSON back each."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ class MemberProcess:
     """A member in its own process, told to join, leave and report (see tools/bench_member)."""
 
     def __init__(self, zk_addr: str, group: str, topic: str, props: dict[str, str],
-                 fetch: bool, kind: str = "zkconsumer") -> None:
-        argv = [sys.executable, "-m", "tools.bench_member", zk_addr, group, topic,
-                f"fetch={int(fetch)}", f"kind={kind}",
-                *(f"{k}={v}" for k, v in props.items())]
+                 fetch: bool, kind: str = "zkconsumer", argv: list[str] | None = None
+                 ) -> None:
+        """``argv``: another program speaking the same protocol (a peer's member,
+        tools/bench_peers.py) instead of tools/bench_member.py."""
+        if argv is None:
+            argv = [sys.executable, "-m", "tools.bench_member", zk_addr, group, topic,
+                    f"fetch={int(fetch)}", f"kind={kind}",
+                    *(f"{k}={v}" for k, v in props.items())]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
         self.id = ""

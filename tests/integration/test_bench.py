@@ -63,7 +63,7 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     bench_throughput.bench_throughput(
-        argparse.Namespace(messages=4000, size=100, rounds=1, jvm=True))
+        argparse.Namespace(messages=4000, size=100, rounds=1, jvm=True, peers=True))
     result = json.loads((tmp_path / "throughput_4000.json").read_text())
     row = bench_throughput.JVM_ROW
     assert result["msgs_per_s"][row] > 0, result["msgs_per_s"]
@@ -73,6 +73,16 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
         expected = result["msgs_per_s"][f"zkconsumer_{backend}"] / result["msgs_per_s"][row]
         assert per_round == result["ratio_to_jvm"][backend] == round(expected, 3)
     assert "ZookeeperConsumerConnector" in result["jvm"]["consumer"]
+    # The default configuration's goals (issue 38) against the JVM and raw confluent-kafka,
+    # and the other peers (issue 42) read the same messages in the same run.
+    default = result["default_configuration"]
+    assert default["row"] == "zkconsumer_confluent", default
+    assert set(default["goal_met_per_goal"]) == {"raw_confluent", row}, default
+    assert default["goal_met"] == all(default["goal_met_per_goal"].values()), default
+    assert default["ratio"]["raw_confluent"] == result["ratio"]["confluent"], default
+    for peer in bench_throughput.PEER_ROWS:
+        assert result["msgs_per_s"][peer] > 0, result["msgs_per_s"]
+        assert result["peers"][peer]["default_ratio_to_it"] == default["ratio_to_peers"][peer]
     assert len(result["load_average"]["end"]) == 3
     assert len(result["load_average_per_round"]) == 1
 
@@ -86,7 +96,7 @@ def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     bench.bench_rebalance(argparse.Namespace(members=3, partitions=8, changes=4, no_fetch=True,
                                              strategy="roundrobin", no_pykafka=True,
-                                             warmup=1))
+                                             warmup=1, peers="none"))
     result = json.loads((tmp_path / "rebalance_roundrobin_3x8.json").read_text())
     assert result["samples"] == 4 and result["members"] == 3
     assert len(result["warmup_ms"]["all"]) == 1
