@@ -1014,9 +1014,8 @@ def test_an_offset_client_busy_past_shutdown_closes_itself(
         return {}
 
     monkeypatch.setattr(lookups_module, "log_end_offsets", slow_lookup)
-    client = _OffsetClient(None)  # type: ignore[arg-type]
-    client._manager = type("M", (), {"config": ConsumerConfig(
-        {"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})})()
+    client = _OffsetClient(ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"}),
+                           "g_test", lambda: ["127.0.0.1:1"])
     monkeypatch.setattr(client, "_client", FakeConsumer)
     t = threading.Thread(target=client.log_end, args=([TopicPartition("t", 0)],), daemon=True)
     t.start()

@@ -80,7 +80,7 @@ def test_bad_arguments_fail_as_kazoo_fails() -> None:
 
 def test_the_consumers_zookeeper_client_uses_it() -> None:
     client = _kazoo_client(ConsumerConfig({"zookeeper.connect": "127.0.0.1:1",
-                                           "group.id": "g"}))
+                                           "group.id": "g"}), "g_test")
     try:
         assert isinstance(client.handler, PollingHandler)
     finally:
