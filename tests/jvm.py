@@ -105,7 +105,7 @@ class MemberProcess:
         self.closed = False
         self.messages: list[Handed] = []
         self._stderr_path = stderr_path
-        self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed in _reap
+        self._stderr = open(stderr_path, "wb")  # closed in _reap
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self._reader = threading.Thread(target=self._read, name="member-reader",

@@ -32,7 +32,7 @@ from tests.support import create_topic, group_owners, produce, wait_until  # noq
 from zkconsumer import (  # noqa: E402
     ConsumerConfig,
     ConsumerTimeoutException,
-    create_consumer_connector,  # noqa: E402
+    create_consumer_connector,
 )
 from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts  # noqa: E402
 from zkconsumer.zk import paths as zp  # noqa: E402

@@ -74,7 +74,7 @@ def _bootstrap_from_zk(zookeeper: str) -> str:
     zk = KazooClient(hosts=zookeeper, timeout=10.0)
     try:
         zk.start(timeout=15)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any failure to connect: one line, the tool's error
         raise ZkConsumerError(f"cannot connect to ZooKeeper at {zookeeper}: {e}") from None
     try:
         for bid in sorted(zk.get_children(zp.BROKER_IDS) if zk.exists(zp.BROKER_IDS) else []):

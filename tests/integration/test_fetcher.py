@@ -849,7 +849,7 @@ def test_a_read_woken_after_a_clean_close_is_not_logged_as_an_error() -> None:
             transport._closed = closed
             try:
                 raise error
-            except Exception:
+            except Exception:  # noqa: BLE001 - logged with its traceback, as kafka-python does
                 transport_log.exception("%s: Error receiving network data closing socket",
                                         transport)
     assert [(r.levelname, type(r.exc_info[1]).__name__ if r.exc_info else "")

@@ -81,7 +81,7 @@ class Closing:
             self.log.warning("final commit not made: the ZooKeeper connection or session is "
                              "gone (%r); what was consumed since the last commit will be "
                              "delivered again", e)
-        except Exception:  # noqa: BLE001 - shutdown goes on; the error is logged
+        except Exception:  # shutdown goes on; the error is logged
             self.log.exception("final commit failed")
 
     def close_clients(self) -> None:

@@ -126,7 +126,7 @@ class _OffsetClient(_SharedClient):
         if consumer is not None:
             try:
                 consumer.close(autocommit=False)
-            except Exception:  # noqa: BLE001 - already failing; the first error matters
+            except Exception:  # already failing; the first error matters
                 log.debug("closing the offset client failed", exc_info=True)
 
 
@@ -165,7 +165,7 @@ class _MetadataClient(_SharedClient):
         if admin is not None:
             try:
                 admin.close()
-            except Exception:  # noqa: BLE001 - already failing
+            except Exception:  # already failing
                 log.debug("closing the metadata client failed", exc_info=True)
 
 

@@ -304,7 +304,7 @@ class FetcherManager:
         for backend in idle:
             try:
                 backend.close()
-            except Exception:  # noqa: BLE001 - closing; nothing depends on it
+            except Exception:  # closing; nothing depends on it
                 log.debug("%s: closing an idle fetch client failed", self.consumer_id,
                           exc_info=True)
         self.offset_client.close(max(0.1, deadline - time.monotonic()))
@@ -344,7 +344,7 @@ class FetcherManager:
 
         try:
             brokers = list(self._brokers())
-        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper unreachable: retried later
+        except Exception as e:  # e.g. ZooKeeper unreachable: retried later
             raise KafkaConnectionError(f"cannot list the brokers: {e!r}") from e
         if not brokers:
             raise KafkaConnectionError("no broker is registered in ZooKeeper")

@@ -275,7 +275,7 @@ class _FetcherThread(threading.Thread):
             if backend is not None and not (clean and self.manager.keep_backend(backend)):
                 try:
                     backend.close()
-                except Exception:  # noqa: BLE001 - closing; nothing depends on it
+                except Exception:  # closing; nothing depends on it
                     log.debug("%s: closing the fetch client failed", self.name, exc_info=True)
             if self.manager.metrics is not None:
                 self.manager.metrics.remove_fetcher(self.metrics_key)

@@ -621,7 +621,7 @@ class QuietHandler(WSGIRequestHandler):
         except (TimeoutError, ConnectionError):
             self.close_connection = True  # idle or gone: the connection ends here
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:  # the base's name
         pass
 
 

@@ -385,7 +385,7 @@ class KafkaOffsetStore:
         if admin is not None:
             try:
                 admin.close()
-            except Exception:  # noqa: BLE001 - already failing; the first error matters
+            except Exception:  # already failing; the first error matters
                 log.debug("closing the offsets admin client failed", exc_info=True)
 
     def close(self) -> None:

@@ -299,7 +299,7 @@ class Rebalancer:
             # before its partitions go, as in a rebalance that succeeds.
             try:
                 self.tell_releasing()
-            except Exception:  # noqa: BLE001 - the rollback goes on all the same
+            except Exception:  # the rollback goes on all the same
                 self.log.exception("before_releasing_partitions failed")
         self.ownership.registry = {}
         try:
@@ -448,7 +448,7 @@ class Rebalancer:
                 self.commits.commit(retry_on_failure=True, strict=True)
             except CONNECTION_ERRORS as e:
                 raise _Disconnected() from e
-            except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
+            except Exception:  # the rebalance goes on, as in the original
                 self.log.exception("commit before release failed")
     def stop_fetching(self, commit: bool) -> None:
         """Step 2: stop fetchers, clear queues and streams, commit consumed offsets.
@@ -473,7 +473,7 @@ class Rebalancer:
                 self.commits.commit(retry_on_failure=True, strict=True)
             except CONNECTION_ERRORS as e:
                 raise _Disconnected() from e
-            except Exception:  # noqa: BLE001 - the rebalance goes on, as in the original
+            except Exception:  # the rebalance goes on, as in the original
                 self.log.exception("commit before release failed")
     def new_info(self, tp: TopicPartition, thread: str, offset: int | None
                   ) -> PartitionTopicInfo:

@@ -125,7 +125,7 @@ class RebalanceWatcher:
                         break
                     self.log.warning("rebalance interrupted (%r); retrying", e)
                     retry_at = time.monotonic() + backoff_s
-        except BaseException as e:  # noqa: BLE001 - kept and re-raised to the user
+        except BaseException as e:  # kept and re-raised to the user
             self.bg_error = e
             self.log.exception("watcher thread died")
             if not self.shutdown_event.is_set():

@@ -609,7 +609,7 @@ def _forget_groups(settings: CompareSettings, runs: Sequence[_Run], kafka: Mappi
             continue
         try:
             _forget_group(settings, run, kafka, say)
-        except BaseException as e:  # Ctrl-C: the other groups are still named
+        except BaseException as e:  # noqa: BLE001 - re-raised below; Ctrl-C: the others are still named
             stopped = e
             _left_behind(settings, run, "interrupted while deleting it", say)
     if stopped is not None:

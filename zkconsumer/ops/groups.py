@@ -126,7 +126,7 @@ def describe_group(
         if client is not None:
             try:
                 kafka_found = client.offsets(group)
-            except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+            except Exception as e:  # shown as "unknown" with the reason
                 kafka_error = _reason(e)
                 log.debug("committed offsets in Kafka failed", exc_info=True)
         if kafka_error is not None:
@@ -209,7 +209,7 @@ def _log_range(
         reader = log_end_offsets or partial(_log_end_offsets, kafka=kafka)
         try:
             ends = reader(servers, known)
-        except Exception as e:  # noqa: BLE001 - shown as "unknown" with the reason
+        except Exception as e:  # shown as "unknown" with the reason
             error = f"log end offsets unknown: {e}"
             log.debug("log end offsets failed", exc_info=True)
         # The log starts, for offsets below them (messages deleted by retention): asked
@@ -220,7 +220,7 @@ def _log_range(
         if committed and start_reader is not None and error is None:
             try:
                 starts = start_reader(servers, committed)
-            except Exception as e:  # noqa: BLE001 - said in a warning: not checked
+            except Exception as e:  # said in a warning: not checked
                 log.debug("log start offsets failed", exc_info=True)
                 warnings.append(f"offsets below the log start not checked: log start "
                                 f"offsets unknown: {_reason(e)}")

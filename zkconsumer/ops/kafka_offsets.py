@@ -180,7 +180,7 @@ def _ask_kafka(
         for group in groups:
             try:
                 found = client.offsets(group)
-            except Exception as e:  # noqa: BLE001 - refused, with the reason
+            except Exception as e:  # refused, with the reason
                 log.debug("committed offsets in Kafka failed", exc_info=True)
                 raise _kafka_unknown(action, [group], _reason(e)) from e
             if found:
@@ -188,7 +188,7 @@ def _ask_kafka(
         for group in plan.offsets:
             try:
                 members = client.members(group)
-            except Exception as e:  # noqa: BLE001 - refused, with the reason
+            except Exception as e:  # refused, with the reason
                 log.debug("DescribeGroups failed", exc_info=True)
                 raise KafkaUnknownError(
                     f"refusing to {action}: cannot ask Kafka whether group {group!r}, which "
@@ -325,7 +325,7 @@ def kafka_offsets_left(
     with client:
         try:
             found = client.offsets(group)
-        except Exception as e:  # noqa: BLE001 - said in the warning: not checked
+        except Exception as e:  # said in the warning: not checked
             log.debug("committed offsets in Kafka failed", exc_info=True)
             return KafkaOffsetsLeft(group, topic, [], client.servers, _reason(e))
     tps = sorted(tp for tp in found if topic is None or tp.topic == topic)

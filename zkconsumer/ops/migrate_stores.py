@@ -262,7 +262,7 @@ def broker_log_range(
         ends = log_end_offsets(tps, bootstrap_servers=bootstrap.split(","),
                                timeout_ms=timeout_ms, **dict(kafka or {}))
         earliest = admin.list_partition_offsets({KTP(t, p): OffsetSpec.EARLIEST for t, p in tps})
-    except Exception as e:  # noqa: BLE001 - reported as unknown log range, with the reason
+    except Exception as e:  # reported as unknown log range, with the reason
         log.debug("log range failed", exc_info=True)
         return {}, {}, f"cannot read the log range from the brokers: {e!r}"
     starts = {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in earliest.items()}
@@ -348,7 +348,7 @@ def _described_log_range(
         return ({}, {}, None), {}
     try:
         described, doubtful = _describe_topics(admin, topics)
-    except Exception as e:  # noqa: BLE001 - an unknown log range, with the reason
+    except Exception as e:  # an unknown log range, with the reason
         log.debug("describe topics failed", exc_info=True)
         return ({}, {}, f"cannot describe the topics on the brokers: {e!r}"), {}
     ask = sorted(tp for tp in tps if tp.partition in (described.get(tp.topic) or ()))

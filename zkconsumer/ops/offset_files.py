@@ -313,7 +313,7 @@ def _import_checks(
         try:
             ends = reader(_reachable_brokers(zk, bootstrap, kafka),
                           sorted({TopicPartition(e.topic, e.partition) for e in present}))
-        except Exception as e:  # noqa: BLE001 - said in the warning: not checked
+        except Exception as e:  # said in the warning: not checked
             log.debug("log end offsets failed", exc_info=True)
             error = _reason(e)
         else:

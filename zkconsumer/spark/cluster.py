@@ -36,7 +36,7 @@ def _zk_client(config: ConsumerConfig, long_lived: bool = False) -> KazooClient:
     )
     try:
         start_and_check_login(zk, config)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - said as the source's one-line error, below
         _close_zk(zk)  # stopped first: a running client refuses close()
         raise ZkConsumerError(
             f"zkconsumer source: cannot connect to ZooKeeper at {config.zookeeper_connect}: {e}"

@@ -112,7 +112,7 @@ class _Membership(ConsumerRebalanceListener):
         if done and self.commit_fn is not None:
             try:
                 self.commit_fn(done)
-            except Exception:  # noqa: BLE001 - the rebalance goes on; the next batch commits
+            except Exception:  # the rebalance goes on; the next batch commits
                 log.exception("committing offsets before releasing partitions failed")
 
     def before_starting_fetchers(

@@ -147,7 +147,7 @@ class _OffsetLookup:
         if consumer is not None:
             try:
                 consumer.close(autocommit=False)
-            except Exception:  # noqa: BLE001 - closing; nothing left to do
+            except Exception:  # closing; nothing left to do
                 log.debug("closing the offset consumer failed", exc_info=True)
 
 

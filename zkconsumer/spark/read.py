@@ -358,7 +358,7 @@ def _return_client(key: tuple[Any, ...], client: Any) -> None:
 def _close_client(client: Any) -> None:
     try:
         client.close()
-    except Exception:  # noqa: BLE001 - nothing left to do with it
+    except Exception:  # nothing left to do with it
         log.debug("closing a client failed", exc_info=True)
 
 

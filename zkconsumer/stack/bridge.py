@@ -481,8 +481,8 @@ class Bridge:
         if self._admin is not None:
             try:
                 self._admin.close()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception:  # dropped anyway: a new one is made
+                log.debug("closing the admin client failed", exc_info=True)
             self._admin = None
 
     # -- one round -------------------------------------------------------------------------
