@@ -442,3 +442,19 @@ def test_the_broker_is_asked_once_per_offset_and_a_failure_is_not_retried(
     zk.set(zp.offset_path(g, topic, 0), b"2")
     wait_until(lambda: monitor.poll(zk, [g])[0].partitions[0].offset == 2, 10, "the commit")
     assert asked[-1] == {TopicPartition(topic, 0): 2}
+
+
+def test_message_timestamps_skip_a_message_deleted_by_retention(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    from tests.support import delete_records
+    from zkconsumer.broker.clients import message_timestamps
+
+    topic = topic_factory(names.topic, 2)
+    before = time.time()
+    produce(stack.bootstrap, topic, [(0, None, b"a")] * 5 + [(1, None, b"b")] * 5)
+    delete_records(stack.bootstrap, topic, {0: 3})  # offsets 0 to 2 of partition 0 gone
+    found = message_timestamps({TopicPartition(topic, 0): 1, TopicPartition(topic, 1): 2},
+                               bootstrap_servers=stack.bootstrap)
+    assert set(found) == {TopicPartition(topic, 1)}, found
+    assert before - 1 <= found[TopicPartition(topic, 1)] <= time.time() + 1

@@ -285,6 +285,7 @@ def message_timestamps(
     broker down) is left out; so is a message without a timestamp (-1, message format v0).
     """
     from kafka import TopicPartition as KTP
+    from kafka.errors import OffsetOutOfRangeError
 
     if not positions:
         return {}
@@ -302,15 +303,26 @@ def message_timestamps(
         for ktp, offset in wanted.items():
             consumer.seek(ktp, offset)
         found: dict[TopicPartition, float] = {}
+        done: set[Any] = set()  # answered, with a timestamp or without one, or out of range
         deadline = time.monotonic() + timeout_ms / 1000
-        while len(found) < len(wanted) and time.monotonic() < deadline:
-            polled = consumer.poll(timeout_ms=200)
+        while len(done) < len(wanted) and time.monotonic() < deadline:
+            try:
+                polled = consumer.poll(timeout_ms=200)
+            except OffsetOutOfRangeError as e:  # deleted by retention: no message to date
+                gone = e.args[0] if e.args and isinstance(e.args[0], dict) else {}
+                if not gone:
+                    break
+                consumer.pause(*gone)
+                done.update(gone)
+                continue
             for ktp, records in polled.items():
                 record = next((r for r in records if r.offset >= wanted[ktp]), None)
-                if record is not None and record.timestamp is not None and record.timestamp >= 0:
+                if record is None:
+                    continue
+                if record.timestamp is not None and record.timestamp >= 0:
                     found[TopicPartition(ktp.topic, ktp.partition)] = record.timestamp / 1000
-                if record is not None:
-                    consumer.pause(ktp)  # got what it came for
+                consumer.pause(ktp)  # got what it came for
+                done.add(ktp)
         return found
     finally:
         consumer.close()
