@@ -522,21 +522,21 @@ def throughput_argv(name: str, zk: str, topic: str, n: int) -> list[str] | str:
     return peer.argv(zk, "{group}", topic, {"count": str(n)})
 
 
-def throughput_run(argv: list[str], n: int, made: Any, deadline_s: float) -> float:
-    """One peer reading the ``n`` messages in a fresh group: its rate from its first message
-    to its ``n``-th, timed by the peer (its COUNT line)."""
-    group = f"bench-peer-{uuid.uuid4().hex[:8]}"
-    made.groups.add(group)
+def counted_run(argv: list[str], timeout_s: float, grace_s: float
+                ) -> tuple[int | None, tuple[int, int, int] | None, str]:
+    """Runs a counting member (the peers', the JVM's ``--output count``) to its end, or
+    SIGTERMs it after ``timeout_s`` (its shutdown prints the count so far) and kills it after
+    ``grace_s`` more: (exit status, its last ``COUNT got first_ns last_ns`` line or None,
+    its stderr)."""
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([a.replace("{group}", group) for a in argv],
-                                stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            out, _ = proc.communicate(timeout=deadline_s)
+            out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             proc.terminate()
             try:
-                out, _ = proc.communicate(timeout=30)
+                out, _ = proc.communicate(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, _ = proc.communicate()
@@ -545,9 +545,22 @@ def throughput_run(argv: list[str], n: int, made: Any, deadline_s: float) -> flo
     counts = [line.split() for line in out.decode(errors="replace").splitlines()
               if line.startswith("COUNT ")]
     if not counts:
-        raise RuntimeError(f"{argv[0]} exited with {proc.returncode} and no count: "
-                           f"{stderr[-2000:]}")
+        return proc.returncode, None, stderr
     got, first, last = (int(w) for w in counts[-1][1:4])
+    return proc.returncode, (got, first, last), stderr
+
+
+def throughput_run(argv: list[str], n: int, made: Any, deadline_s: float) -> float:
+    """One peer reading the ``n`` messages in a fresh group: its rate from its first message
+    to its ``n``-th, timed by the peer (its COUNT line)."""
+    group = f"bench-peer-{uuid.uuid4().hex[:8]}"
+    made.groups.add(group)
+    returncode, count, stderr = counted_run(
+        [a.replace("{group}", group) for a in argv], deadline_s, grace_s=30)
+    if count is None:
+        raise RuntimeError(f"{argv[0]} exited with {returncode} and no count: "
+                           f"{stderr[-2000:]}")
+    got, first, last = count
     if got < n or last < 0:
         raise RuntimeError(f"{argv[0]}: only {got} of {n} messages read in {deadline_s:g} s")
     return n / ((last - first) / 1e9)

@@ -45,7 +45,6 @@ import importlib.util
 import os
 import statistics
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -234,26 +233,12 @@ def jvm_streams(argv: list[str], n: int, made: Made | None = None,
     group = f"bench-jvm-{uuid.uuid4().hex[:8]}"
     if made is not None:
         made.groups.add(group)
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([*argv, "--group", group], stdout=subprocess.PIPE, stderr=err,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s + JVM_START_S)
-        except subprocess.TimeoutExpired:
-            proc.terminate()  # its shutdown hook prints the count so far
-            try:
-                out, _ = proc.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    counts = [line.split() for line in out.decode(errors="replace").splitlines()
-              if line.startswith("COUNT ")]
-    if not counts:
-        raise RuntimeError(f"JVM {JVM_RELEASE} member exited with {proc.returncode} and no "
+    returncode, count, stderr = bench_peers.counted_run(
+        [*argv, "--group", group], timeout_s + JVM_START_S, grace_s=60)
+    if count is None:
+        raise RuntimeError(f"JVM {JVM_RELEASE} member exited with {returncode} and no "
                            f"count:\n{stderr[-3000:]}")
-    got, first, last = (int(w) for w in counts[-1][1:4])
+    got, first, last = count
     if got < n or last < 0:
         tail = stderr.strip().splitlines()[-1:] or [""]
         raise _late(f"JVM {JVM_RELEASE}", got, n, timeout_s + JVM_START_S, tail[0])
