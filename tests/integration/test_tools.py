@@ -783,6 +783,52 @@ def test_console_consumer_deletes_its_group_after_a_zookeeper_outage(tmp_path: A
             wait_until(lambda: zk.exists(zp.group_dir(group)) is None, 10, "the group deleted")
 
 
+def test_console_consumer_keeps_in_a_file_the_offsets_an_outage_left_uncommitted(
+    tmp_path: Any,
+) -> None:
+    """Ctrl-C while ZooKeeper is down cannot commit: the offsets of what was printed are
+    written to a file it names, in ``offsets import``'s format, and importing that file
+    after the outage keeps them (the messages are not delivered again). Before, they were
+    lost: the group had no offsets and the next run printed everything again."""
+    from zkconsumer.stack.local import running_stack
+
+    work = tmp_path / "cwd"
+    work.mkdir()
+    with running_stack(tmp_path / "stack") as private:
+        with started_zk(private.zookeeper) as zk:
+            create_topic(private.bootstrap, "t", 2)
+            produce(private.bootstrap, "t", [(0, None, b"a0"), (0, None, b"a1"),
+                                             (1, None, b"b0")])
+            wait_until(lambda: zk.exists(zp.topic_path("t")), 30, "the topic registered")
+            with reaped(subprocess.Popen(
+                    _cli("console-consumer", "--zookeeper", private.zookeeper, "--topic", "t",
+                         "--group", "keep", "--from-beginning", "--connect-timeout", "1"),
+                    cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True)) as proc:
+                assert proc.stdout is not None
+                printed = {proc.stdout.readline() for _ in range(3)}
+                assert printed == {"a0\n", "a1\n", "b0\n"}
+                private.stop("zookeeper")
+                proc.send_signal(signal.SIGINT)
+                assert proc.wait(timeout=60) == 130
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+            (kept,) = list(work.iterdir())
+            assert f"were not committed (ZooKeeper unreachable); kept in {kept}" in err, err
+            assert sorted(kept.read_text().splitlines()) == [
+                "/consumers/keep/offsets/t/0:2", "/consumers/keep/offsets/t/1:1"]
+            private.start("zookeeper")  # the same port and data
+            wait_until(lambda: zk.connected, 30, "the test's client reconnected")
+            # The member's registration outlives the outage until its session expires.
+            imported = subprocess.run(
+                _cli("offsets", "import", "--zookeeper", private.zookeeper, "--input",
+                     str(kept), "--force"),
+                cwd=work, capture_output=True, text=True, timeout=120)
+            assert imported.returncode == 0, imported.stderr
+            assert zk.get(zp.offset_path("keep", "t", 0))[0] == b"2"
+            assert zk.get(zp.offset_path("keep", "t", 1))[0] == b"1"
+
+
 def test_offsets_and_owners_that_do_not_decode_are_left_out_with_a_warning(
     zk: KazooClient, names: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

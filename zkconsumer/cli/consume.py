@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import random
 import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -368,6 +370,7 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
     delete = False if throwaway else _offsets_to_delete(args, zk, group)
 
     count = 0
+    printed: dict[tuple[str, int], int] = {}  # the next offset of each partition printed
     connector = None
     deleted = False
     failed = False
@@ -391,6 +394,7 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
                         count -= 1
                         _silence_stdout()
                         break
+                    printed[(message.topic, message.partition)] = message.offset + 1
                     if args.max_messages is not None and count >= args.max_messages:
                         break
             except Exception as e:
@@ -406,6 +410,8 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
     finally:
         if connector is not None:
             connector.shutdown()
+            if not throwaway and config.auto_commit_enable:
+                _keep_uncommitted(zk, group, printed, args.zookeeper)
         if throwaway:
             _delete_quietly(zk, group,
                             lambda: session.connect(args.zookeeper, args.connect_timeout),
@@ -414,6 +420,73 @@ def _console_consumer(args: argparse.Namespace, zk: KazooClient,
             print(f"Processed a total of {count} message{'s' if count != 1 else ''}",
                   file=sys.stderr)
     return 0
+
+
+def _keep_uncommitted(zk: KazooClient, group: str, printed: Mapping[tuple[str, int], int],
+                      zookeeper: str) -> None:
+    """After the shutdown's commit: when ZooKeeper could not take it (unreachable, or it
+    holds less than what was printed), the printed messages' offsets go to a file in
+    ``offsets import``'s format, named on stderr, so that they are not delivered again."""
+    missing = _uncommitted(zk, group, printed)
+    if not missing:
+        return
+    text = _ops.format_offset_lines(
+        _ops.OffsetEntry(group, t, p, o) for (t, p), o in sorted(missing.items()))
+    try:
+        path = _write_kept_offsets(group, text)
+    except OSError as e:
+        print(f"zkconsumer console-consumer: the offsets of {len(missing)} partition(s) of "
+              f"group {group} were not committed (ZooKeeper unreachable), and could not be "
+              f"kept in a file: {e}; they are:\n{text}", file=sys.stderr, end="")
+        return
+    print(f"zkconsumer console-consumer: the offsets of {len(missing)} partition(s) of group "
+          f"{group} were not committed (ZooKeeper unreachable); kept in {path}: "
+          f"`zkconsumer offsets import --zookeeper {zookeeper} --input {path}` writes them "
+          "(--force while the member's session lasts)", file=sys.stderr)
+
+
+def _uncommitted(zk: KazooClient, group: str,
+                 printed: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The printed offsets ZooKeeper does not hold: all of them when it cannot be asked."""
+    if not printed:
+        return {}
+    if not zk.connected:
+        return dict(printed)
+    held: dict[tuple[str, int], bytes] = {}
+    try:
+        for tp in printed:
+            try:
+                held[tp] = zk.get(zp.offset_path(group, *tp))[0]
+            except NoNodeError:
+                held[tp] = b""  # never committed
+    except KazooException:
+        return dict(printed)  # lost meanwhile
+    return {tp: o for tp, o in printed.items() if not _at_least(held[tp], o)}
+
+
+def _at_least(data: bytes, offset: int) -> bool:
+    try:
+        return int(data.decode()) >= offset
+    except (UnicodeDecodeError, ValueError):
+        return False  # not an offset: the printed one is worth keeping
+
+
+def _write_kept_offsets(group: str, text: str) -> str:
+    """``text`` in a new file of the working directory (the temporary one when that is not
+    writable), named after the group and the time; its path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    name = f"zkconsumer-{group}-uncommitted-{stamp}.offsets"
+    last: OSError | None = None
+    for directory in (os.getcwd(), tempfile.gettempdir()):
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "x", encoding="utf-8") as f:
+                f.write(text)
+            return path
+        except OSError as e:
+            last = e
+    assert last is not None
+    raise last
 
 
 def _wait_for_topic(zk: KazooClient, topic: str, timeout_ms: int | None) -> bool:
