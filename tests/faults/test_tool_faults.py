@@ -105,6 +105,52 @@ def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
     assert data == b"1006"
 
 
+def test_a_group_delete_paused_part_way_says_what_it_deleted_and_how_to_finish(
+    private_stack: StackInfo, pzk: KazooClient, names: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A group too big for one transaction is deleted znode by znode: ZooKeeper paused part
+    way, the error named only how many operations were written; now it names the topics
+    whose offsets are gone, partly gone and kept, and the rerun it names finishes it."""
+    from zkconsumer import ops as _ops
+    from zkconsumer.cli import groups as groups_cli
+
+    group = f"del{names.suffix}"
+    sizes = {"a": 400, "b": 1200, "c": 300}  # deepest first, topic by topic: a, b, c
+    _ops.import_offsets(pzk, [_ops.OffsetEntry(group, t, p, 5) for t, n in sizes.items()
+                              for p in range(n)], zookeeper_only=True)
+    zookeeper = private_stack.local.procs["zookeeper"].pid
+    paused = []
+
+    def pause() -> None:
+        os.killpg(zookeeper, signal.SIGSTOP)
+        paused.append(True)
+
+    argv = ["groups", "delete", "--zookeeper", private_stack.zookeeper, "--group", group,
+            "--connect-timeout", "2"]
+    # Paused once 1,000 znodes are deleted: a's 400 and its topic znode, then most of b's.
+    monkeypatch.setattr(groups_cli, "_progress", _pausing_after(10, pause))
+    try:
+        assert main(argv) == 2
+    finally:
+        os.killpg(zookeeper, signal.SIGCONT)
+    assert paused
+    [line] = capsys.readouterr().err.splitlines()
+    assert f"delete group '{group}' failed part way: " in line, line
+    assert ": the offsets of topic a, 599 of topic b's 1200 offsets; the offsets of topic c " \
+        "not deleted; run it again to finish" in line, line
+    monkeypatch.undo()
+    # What it said it deleted is gone, what it said it kept is there.
+    assert pzk.exists(zp.offsets_topic_dir(group, "a")) is None
+    # The delete in flight when ZooKeeper stopped may have been applied when it went on.
+    assert _written(pzk, group, "b") in (1200 - 599, 1200 - 600)
+    assert _written(pzk, group, "c") == 300
+
+    assert main(argv[:-2]) == 0  # the rerun it names
+    assert capsys.readouterr().out.startswith(f"deleted group {group}: ")
+    assert pzk.exists(zp.group_dir(group)) is None
+
+
 def test_a_members_zookeeper_outage_is_logged_once_at_its_start_and_once_at_its_end(
     private_stack: StackInfo, names: Any, caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -19,6 +19,7 @@ from zkconsumer.cli.plumbing import (
     _handler,
     _name,
     _print_json,
+    _progress,
     _table,
 )
 from zkconsumer.zk.session import command_config
@@ -115,7 +116,8 @@ def _cmd_groups_delete(args: argparse.Namespace, zk: KazooClient) -> int:
     kafka = command_config(args.command_config)  # a bad file: nothing deleted
     if args.bootstrap_server is not None:
         parse_broker_list(args.bootstrap_server)  # nor a typo in it
-    result = _ops.delete_group(zk, group, topic)
+    with _progress(f"deleting group {group}") as bar:
+        result = _ops.delete_group(zk, group, topic, progress=bar)
     if result.group_deleted:
         extra = f" (topic {topic} was its only topic)" if topic is not None else ""
         print(f"deleted group {group}{extra}: {_count(result.deleted_znodes, 'znode')}")

@@ -19,6 +19,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
 from zkconsumer._errors import AdminError, UnknownTopicError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition, partition_lag
 from zkconsumer.ops.brokers import _log_end_offsets, _reason
+from zkconsumer.ops.common import Progress, counted
 from zkconsumer.ops.group_reads import (
     _check_name,
     _consumer_of,
@@ -288,6 +289,9 @@ _BAD_OFFSET_CLASSES = ("below_log_start", "above_log_end", "topic_missing",
 # groups delete
 # --------------------------------------------------------------------------------------
 
+#: A big delete's progress is reported every this many znodes.
+DELETE_PROGRESS_STEP = 100
+
 
 def _subtree(zk: KazooClient, path: str) -> list[str]:
     """``path`` and all its descendants, deepest first (the order deletes need)."""
@@ -303,12 +307,19 @@ def _subtree(zk: KazooClient, path: str) -> list[str]:
     return out
 
 
-def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> DeleteResult:
+def delete_group(zk: KazooClient, group: str, topic: str | None = None,
+                 progress: Progress | None = None) -> DeleteResult:
     """Delete a group's znodes, or only one topic's offsets and owners.
 
     Refuses while members are registered. As the legacy tool did, deleting the only topic
-    a group has offsets for deletes the whole group. One transaction; on a concurrent
-    change nothing is deleted (AdminError).
+    a group has offsets for deletes the whole group. One transaction when it fits; on a
+    concurrent change nothing is deleted (AdminError). A group too big for one is deleted
+    znode by znode, deepest first: a failure part way says (in the exception's note) how
+    much was deleted, by topic, and that a rerun finishes it.
+
+    :param progress: called with (znodes deleted, znodes to delete) during a big delete.
+    :raises GroupActiveError: members are registered.
+    :raises UnknownTopicError: ``topic`` is not one of the group's.
     """
     _require_group(zk, group)
     if topic is not None:
@@ -348,20 +359,68 @@ def delete_group(zk: KazooClient, group: str, topic: str | None = None) -> Delet
                     tx.delete(p)
                 commit_transaction(tx, action)
             else:
-                # Too big for one multi: delete in order, members checked just before.
-                require_no_members(zk, group, action)
-                for i, p in enumerate(paths):
-                    try:
-                        zk.delete(p)
-                    except NoNodeError:
-                        pass
-                    except NoAuthError:
-                        raise acl_refused(zk, "delete", p, action, written_count(i)) from None
-                    except NotEmptyError:
-                        # A member registered after the check (it refuses if run again).
-                        raise AdminError(f"{action}: {zk.unchroot(p)} got a child meanwhile; "
-                                         f"{written_count(i)}") from None
+                _delete_one_by_one(zk, group, paths, action, progress)
         except ZooKeeperChangedError:
             continue
         return DeleteResult(group, topic, len(paths), whole)
     raise AdminError(f"{action}: the group kept changing; nothing deleted")
+
+
+def _delete_one_by_one(zk: KazooClient, group: str, paths: Sequence[str], action: str,
+                       progress: Progress | None) -> None:
+    """Delete ``paths`` in order (too many for one transaction), the members checked just
+    before; a failure part way gets a note of what was deleted and what not."""
+    require_no_members(zk, group, action)
+    i = 0
+    try:
+        for i, p in enumerate(paths):
+            try:
+                zk.delete(p)
+            except NoNodeError:
+                pass
+            except NoAuthError:
+                raise acl_refused(zk, "delete", p, action, written_count(i)) from None
+            except NotEmptyError:
+                # A member registered after the check (it refuses if run again).
+                raise AdminError(f"{action}: {zk.unchroot(p)} got a child meanwhile; "
+                                 f"{written_count(i)}") from None
+            if progress is not None and (i + 1) % DELETE_PROGRESS_STEP == 0:
+                progress(i + 1, len(paths))
+    except Exception as e:
+        if i:
+            e.add_note(partial_delete_note(group, paths, i, action))
+        raise
+
+
+def partial_delete_note(group: str, paths: Sequence[str], done: int, action: str) -> str:
+    """What a delete of ``paths`` (deepest first) that failed after ``done`` of them left,
+    the group's offsets counted by topic, and how to finish."""
+    total, deleted = _offsets_by_topic(group, paths), _offsets_by_topic(group, paths[:done])
+    gone = sorted(t for t, n in total.items() if deleted.get(t, 0) == n)
+    part = sorted(t for t, n in total.items() if 0 < deleted.get(t, 0) < n)
+    kept = sorted(t for t in total if t not in deleted)
+    said = [f"the offsets of {_topics(gone)}"] if gone else []
+    said += [f"{deleted[t]} of topic {t}'s {total[t]} offsets" for t in part]
+    text = (f"{action} failed part way: {counted(done, 'znode')} of {len(paths)} deleted "
+            "(and perhaps the one in flight)")
+    if said:
+        text += f": {', '.join(said)}"
+    if kept:
+        text += f"; the offsets of {_topics(kept)} not deleted"
+    return text + "; run it again to finish: a rerun deletes what is left"
+
+
+def _offsets_by_topic(group: str, paths: Sequence[str]) -> dict[str, int]:
+    """How many of ``paths`` are offset znodes of the group, per topic."""
+    root = zp.offsets_dir(group) + "/"
+    counts: dict[str, int] = {}
+    for p in paths:
+        topic, sep, _ = p.removeprefix(root).partition("/") if p.startswith(root) else ("", "", "")
+        if sep:
+            counts[topic] = counts.get(topic, 0) + 1
+    return counts
+
+
+def _topics(names: Sequence[str], shown: int = 6) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"topic{'s' if len(names) != 1 else ''} {', '.join(names[:shown])}{more}"
