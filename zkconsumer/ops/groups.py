@@ -401,7 +401,7 @@ def partial_delete_note(group: str, paths: Sequence[str], done: int, action: str
     kept = sorted(t for t in total if t not in deleted)
     said = [f"the offsets of {_topics(gone)}"] if gone else []
     said += [f"{deleted[t]} of topic {t}'s {total[t]} offsets" for t in part]
-    text = (f"{action} failed part way: {counted(done, 'znode')} of {len(paths)} deleted "
+    text = (f"{action} failed part way: {done} of {counted(len(paths), 'znode')} deleted "
             "(and perhaps the one in flight)")
     if said:
         text += f": {', '.join(said)}"
