@@ -606,7 +606,9 @@ def register(sub: Any) -> None:
         "console-consumer", help="print messages of topics with the ZooKeeper consumer",
         description="Consume with the ZooKeeper-based connector and print each message's "
         "value (or key<TAB>value with --property print.key=true). Without --group a "
-        "throwaway group console-consumer-NNNNN is used and deleted on exit.")
+        "throwaway group console-consumer-NNNNN is used and deleted on exit. With --group, an "
+        "exit while ZooKeeper is unreachable (nothing can be committed) writes the printed "
+        "messages' offsets to a file it names, for `zkconsumer offsets import`.")
     _add_common(p, json_flag=False)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", metavar="T", help="the topic to consume")
