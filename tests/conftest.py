@@ -161,12 +161,25 @@ def speedups(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
 
 _summaries: list[str] = []
+#: Layer (tests/unit, tests/integration, ..., or the package's doctests) -> [seconds, tests].
+_layer_times: dict[str, list[float]] = {}
+
+
+def layer_of(nodeid: str) -> str:
+    """The part of the suite a test belongs to: its directory under tests/, or "doctests"."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if parts[0] == "tests" and len(parts) > 2:
+        return parts[1]
+    return "doctests" if parts[0] == "zkconsumer" else parts[0]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Collects the lines tests gave :func:`tests.support.record_summary` (in the main
-    process: the reports of pytest-xdist's workers come here too)."""
+    """Collects the lines tests gave :func:`tests.support.record_summary`, and each layer's
+    time (in the main process: the reports of pytest-xdist's workers come here too)."""
+    times = _layer_times.setdefault(layer_of(report.nodeid), [0.0, 0])
+    times[0] += report.duration  # setup, call and teardown: fixtures' stacks count too
     if report.when == "call":
+        times[1] += 1
         _summaries.extend(str(v) for k, v in report.user_properties if k == SUMMARY_KEY)
 
 
@@ -175,3 +188,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("fault runs and soak")
         for line in _summaries:
             terminalreporter.write_line(line)
+    if _layer_times:
+        # Summed over the processes: with two workers the wall time is about half the total.
+        terminalreporter.section("time per layer (summed over the worker processes)")
+        for layer, (seconds, count) in sorted(_layer_times.items(), key=lambda kv: -kv[1][0]):
+            terminalreporter.write_line(f"{layer:<12} {int(count):>5} tests "
+                                        f"{int(seconds) // 60:>3} min {int(seconds) % 60:>2} s")
