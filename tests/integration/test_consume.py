@@ -283,6 +283,10 @@ def test_no_committed_offset_largest_starts_at_true_log_end(
         stream = c.create_message_streams({topic: 1})[topic][0]
         with pytest.raises(ConsumerTimeoutException):
             next(iter(stream))
+        # "largest" is the log end when the fetcher looks it up: produced before that, the
+        # new message would be skipped (as by the legacy consumer), so wait for the lookup.
+        wait_until(lambda: [i.fetched_offset for i in c.partition_infos().values()] == [500],
+                   30, "the start offset looked up")
         produce(stack.bootstrap, topic, [(0, b"k", b"new")])
         # The stream stays usable after a timeout; the new message may take more than one
         # 300 ms wait to be fetched (a fetch waits up to fetch.wait.max.ms on the broker).
