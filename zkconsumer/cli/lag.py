@@ -27,6 +27,7 @@ from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.brokers import log_ends, message_times
 from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
+from zkconsumer.ops.kafka_offsets import kafka_offsets_of
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
     COMMAND_CONFIG_HELP,
@@ -54,7 +55,9 @@ def _monitor(args: argparse.Namespace) -> LagMonitor:
         raise _command_error(f"--window must be >= 2, got {args.window}")
     return LagMonitor(window=args.window, log_ends=lambda zk, tps: log_ends(
         zk, tps, args.bootstrap_server, kafka), message_times=lambda zk, positions:
-        message_times(zk, positions, args.bootstrap_server, kafka))
+        message_times(zk, positions, args.bootstrap_server, kafka),
+        kafka_offsets=lambda zk, groups: kafka_offsets_of(zk, groups, args.bootstrap_server,
+                                                          kafka))
 
 
 def _connect(args: argparse.Namespace) -> KazooClient:
