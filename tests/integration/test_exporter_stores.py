@@ -125,6 +125,16 @@ def test_a_group_committing_to_kafka_has_its_lag_from_kafka(
     code = cli.main(["groups", "lag", "--zookeeper", stack.zookeeper, "--json", "--group", g])
     [doc] = json.loads(capsys.readouterr().out)
     assert code == 0 and (doc["total_lag"], doc["offset_store"]) == (14, "kafka")
+    assert cli.main(["groups", "lag", "--zookeeper", stack.zookeeper, "--group", g]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split() == ["GROUP", "TOPIC", "PARTITION", "OFFSET", "ZK-OFFSET",
+                              "KAFKA-OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG", "OWNER",
+                              "STATUS"]
+    kafka0 = next_offsets(topic, taken)[TopicPartition(topic, 0)]
+    assert rows[0].split()[3:8] == [str(kafka0), "-", str(kafka0), "10", str(10 - kafka0)]
+    assert cli.main(["groups", "lag", "--zookeeper", stack.zookeeper]) == 0
+    [line] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(g)]
+    assert line.split()[4] == "14" and line.split()[-2:] == ["kafka", "OK"]
 
 
 def test_a_dual_commit_group_shows_both_stores_and_the_larger_lag(

@@ -132,8 +132,21 @@ class _LogEnds:
     def __init__(self, command: str) -> None:
         self._command = command
         self._error: str | None = None
+        self._kafka_error: str | None = None
+
+    def _kafka_said(self, monitor: LagMonitor) -> None:
+        error = monitor.kafka_error
+        if error is not None and error != self._kafka_error and monitor.log_end_error is None:
+            print(f"zkconsumer {self._command}: warning: committed offsets in Kafka unknown "
+                  f"(groups with offsets there shown as UNKNOWN): {error}", file=sys.stderr,
+                  flush=True)
+        elif error is None and self._kafka_error is not None:
+            print(f"zkconsumer {self._command}: committed offsets in Kafka known again",
+                  file=sys.stderr, flush=True)
+        self._kafka_error = error
 
     def said(self, monitor: LagMonitor) -> None:
+        self._kafka_said(monitor)
         error = monitor.log_end_error
         if error is not None and error != self._error:
             print(f"zkconsumer {self._command}: warning: log end offsets unknown (lag shown "
@@ -283,22 +296,27 @@ def _age_cell(seconds: float | None, known: bool) -> str | None:
 
 def _group_table(groups: list[GroupLag]) -> Table:
     t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "TIME-LAG",
-               "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
-                                 "TIME-LAG"])
+               "STORE", "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
+                                          "TIME-LAG"])
     for g in groups:
         t.add_row(g.group, g.members, len(g.partitions), g.unowned,
                   _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False),
-                  _age_cell(g.max_time_lag, False), g.status)
+                  _age_cell(g.max_time_lag, False), g.store, g.status)
     return t
 
 
 def _partition_table(groups: list[GroupLag]) -> Table:
-    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG",
-               "OWNER", "STATUS"],
-              right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG"])
+    """One row a partition; with ZK-OFFSET and KAFKA-OFFSET once a group shown has offsets in
+    Kafka (OFFSET: the one the lag is of)."""
+    both = any(p.kafka_offset is not None for g in groups for p in g.partitions)
+    stores = ["ZK-OFFSET", "KAFKA-OFFSET"] if both else []
+    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", *stores, "LOG-END-OFFSET", "LAG",
+               "TIME-LAG", "OWNER", "STATUS"],
+              right=["PARTITION", "OFFSET", *stores, "LOG-END-OFFSET", "LAG", "TIME-LAG"])
     for g in groups:
         for p in g.partitions:
-            t.add_row(g.group, p.topic, p.partition, p.offset,
+            cells = [p.zookeeper_offset, p.kafka_offset] if both else []
+            t.add_row(g.group, p.topic, p.partition, p.offset, *cells,
                       _lag_cell(p.log_end_offset, False),
                       _lag_cell(p.lag, p.offset is None),
                       _age_cell(p.time_lag, p.offset is None), p.owner, p.status)
@@ -343,7 +361,10 @@ def register(sub: Any) -> None:
         description="Poll every consumer group in ZooKeeper (committed offsets, owners, "
         "members) and the log ends every --interval, and serve per partition the committed "
         "offset, log end, lag, owner and status, and per group the total and largest lag, "
-        "members, unowned partitions and status, on http://ADDRESS:PORT/metrics. "
+        "members, unowned partitions and status, on http://ADDRESS:PORT/metrics. Offsets are "
+        "read from both stores, ZooKeeper and Kafka (offsets.storage=kafka, dual commit), "
+        "labelled store; a group's lag and status are of the store its offsets say it "
+        "commits to. "
         + STATUS_HELP)
     _common(p, 30.0)
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
