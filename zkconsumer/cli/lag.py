@@ -299,9 +299,10 @@ def _group_table(groups: list[GroupLag]) -> Table:
                "STORE", "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
                                           "TIME-LAG"])
     for g in groups:
+        none = g.status == "NOTFOUND"  # nothing committed: no lag (-), not an unknown one
         t.add_row(g.group, g.members, len(g.partitions), g.unowned,
-                  _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False),
-                  _age_cell(g.max_time_lag, False), g.store, g.status)
+                  _lag_cell(g.total_lag, none), _lag_cell(g.max_lag, none),
+                  _age_cell(g.max_time_lag, none), g.store, g.status)
     return t
 
 
@@ -351,7 +352,8 @@ STATUS_HELP = ("Status per partition, as Burrow evaluates it over a sliding wind
                "observations: OK, WARN (the offset moves but the lag never falls), STOP (no "
                "commit for longer than the window's commits span), STALL (commits, but the "
                "offset does not move), REWIND (the offset went back), NOTFOUND (no offset); "
-               "a group's is its worst partition's (REWIND: ERR).")
+               "a group's is its worst partition's (REWIND: ERR; NOTFOUND when nothing is "
+               "committed). docs/operations.md has the rules with examples.")
 
 
 def register(sub: Any) -> None:
