@@ -281,7 +281,7 @@ def _lag_cell(value: int | None, known: bool) -> str | int | None:
     return "?" if not known else None
 
 
-def _age_cell(seconds: float | None, known: bool) -> str | None:
+def age_cell(seconds: float | None, known: bool) -> str | None:
     """A time lag for a table: ``4.2s``, ``3m12s``, ``2h05m``; ``?`` when it cannot be told
     (yet), None (``-``) when there is none (no committed offset)."""
     if seconds is None:
@@ -302,7 +302,7 @@ def _group_table(groups: list[GroupLag]) -> Table:
         none = g.status == "NOTFOUND"  # nothing committed: no lag (-), not an unknown one
         t.add_row(g.group, g.members, len(g.partitions), g.unowned,
                   _lag_cell(g.total_lag, none), _lag_cell(g.max_lag, none),
-                  _age_cell(g.max_time_lag, none), g.store, g.status)
+                  age_cell(g.max_time_lag, none), g.store, g.status)
     return t
 
 
@@ -320,7 +320,7 @@ def _partition_table(groups: list[GroupLag]) -> Table:
             t.add_row(g.group, p.topic, p.partition, p.offset, *cells,
                       _lag_cell(p.log_end_offset, False),
                       _lag_cell(p.lag, p.offset is None),
-                      _age_cell(p.time_lag, p.offset is None), p.owner, p.status)
+                      age_cell(p.time_lag, p.offset is None), p.owner, p.status)
     return t
 
 
