@@ -709,9 +709,10 @@ _HELP = {
     "zkconsumer_group_partition_status": "Burrow-style status code of the partition "
     "(NOTFOUND 0, OK 1, WARN 2, STOP 4, STALL 5, REWIND 6, UNKNOWN 7)",
     "zkconsumer_partition_log_end_offset": "Log end offset of the partition",
-    "zkconsumer_group_lag": "Sum of the group's partition lags (absent when one is unknown)",
-    "zkconsumer_group_max_lag": "Largest partition lag of the group (absent when one is "
-    "unknown)",
+    "zkconsumer_group_lag": "Sum of the group's partition lags, of its offset store (absent "
+    "when one is unknown, or nothing is committed)",
+    "zkconsumer_group_max_lag": "Largest partition lag of the group, of its offset store "
+    "(absent when one is unknown, or nothing is committed)",
     "zkconsumer_group_max_time_lag_seconds": "Largest partition time lag of the group "
     "(absent when one cannot be told)",
     "zkconsumer_group_offset_store": "1 for the store the group's lag and status are of "
