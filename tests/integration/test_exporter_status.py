@@ -96,7 +96,7 @@ def test_a_group_with_no_offsets_yet_is_notfound_with_no_lag_not_0(
     assert cli.main(["groups", "lag", "--zookeeper", stack.zookeeper, "--group", empty,
                      "--group", fresh]) == 0
     capsys.readouterr()
-    assert cli.main(["groups", "lag", "--zookeeper", stack.zookeeper]) == 0
+    cli.main(["groups", "lag", "--zookeeper", stack.zookeeper])  # 1 if another is UNKNOWN
     [line] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(fresh)]
     assert line.split()[4:7] == ["-", "-", "-"]  # no lag: not 0, not unknown
 

@@ -7,13 +7,18 @@ partition involved) once per interval. Each partition keeps a sliding window of 
 a status by Burrow's rules, in this order:
 
 1. no committed offset: ``NOTFOUND``; a lag of 0 now: ``OK``;
-2. the committed offset went back within the window: ``REWIND``;
-3. (a full window only) no commit for longer than the window's commits span (now minus the
-   last commit's time greater than the last commit's time minus the oldest's): ``STOP``;
-4. (a full window only) commits made but the offset not moving, lag > 0: ``STALL``;
-5. (a full window only) the offset moving but the lag never falling between two
-   observations: ``WARN``;
-6. otherwise ``OK`` (so too while the window is not full: not enough data to say more).
+2. the committed offset went back within the window: ``REWIND`` (but a rewind seen while
+   the group has no registered member, as ``offsets reset`` requires, is an operator's:
+   the window starts anew from it);
+3. the window not full yet, or a lag of 0 anywhere in it (caught up a moment ago): ``OK``;
+4. no commit for longer than the window's commits span (now minus the last commit's time
+   greater than the last commit's time minus the oldest's): ``STOP``;
+5. commits made but the offset not moving, lag > 0: ``STALL``;
+6. the offset moving but the lag never falling between two observations: ``WARN``;
+7. otherwise ``OK``.
+
+A group with no committed offset at all (no member yet, or members that have not committed)
+is ``NOTFOUND``, its lag unknown (no sample), never 0.
 
 A partition with a committed offset whose log end is unknown (the brokers did not answer)
 is ``UNKNOWN``: its lag is None, never 0. A group's status is its worst partition's:
@@ -39,9 +44,11 @@ Every offset store: each poll also asks Kafka for every ZooKeeper group's commit
 (OffsetFetch, batched: :func:`~zkconsumer.ops.kafka_offsets.kafka_offsets_of`), where
 members with ``offsets.storage=kafka`` commit (and, with ``dual.commit.enabled``, ZooKeeper
 too). Both stores' offsets are served, labelled ``store``; a group's lag and status are of
-the store its members commit to, which the offsets tell (:func:`offset_store`; the ids
-znodes do not say it): the only store with offsets; with both, the one ahead on some
-partition and behind on none; else ``dual``, each partition's larger lag used. A group's
+the store its members commit to (``dual``: both, each partition's larger lag used). The ids
+znodes of zkconsumer members say it (``offsets_storage``; members that differ make it
+``dual``); where a member does not (a JVM's), or none is registered, the offsets tell it
+(:func:`offset_store`): the only store with offsets; with both, the one ahead on some
+partition and behind on none; else ``dual``. A group's
 store changes when two polls in a row say so (a poll amid a dual commit sees one store ahead
 for a moment). Kafka gives no commit time: a Kafka offset's is when a poll first saw it, so
 a commit of the same offset again (STALL) reads as none (STOP). The groups are ZooKeeper's
@@ -130,6 +137,8 @@ def evaluate_partition(window: Sequence[Observation], size: int, now: float) -> 
         return "REWIND"
     if len(window) < size or last.lag is None:
         return "OK"
+    if any(o.lag == 0 for o in window):
+        return "OK"  # caught up within the window: a message since is no stop (Burrow #128)
     first = window[0]
     if now - last.committed_at > last.committed_at - first.committed_at:
         return "STOP"
@@ -200,8 +209,10 @@ class GroupLag:
 
     @property
     def lag_known(self) -> bool:
-        """Whether every partition with a committed offset has a known lag."""
-        return all(p.lag is not None for p in self.partitions if p.offset is not None)
+        """Whether every partition with a committed offset has a known lag, and one has
+        (a group that committed nothing has no lag to know)."""
+        committed = [p for p in self.partitions if p.offset is not None]
+        return bool(committed) and all(p.lag is not None for p in committed)
 
     @property
     def total_lag(self) -> int | None:
@@ -222,7 +233,7 @@ class GroupLag:
         """The largest partition time lag; None when one is unknown (never a 0 that hides
         it)."""
         committed = [p.time_lag for p in self.partitions if p.offset is not None]
-        if any(t is None for t in committed):
+        if not committed or any(t is None for t in committed):
             return None
         return max((t for t in committed if t is not None), default=0.0)
 
@@ -244,6 +255,8 @@ class _RawGroup:
     owners: dict[TopicPartition, str] = field(default_factory=dict)
     members: int = 0
     kafka: dict[TopicPartition, tuple[int, float]] | None = field(default_factory=dict)
+    declared: list[str | None] = field(default_factory=list)
+    """Each member's ``offsets_storage`` from its ids znode (None: not said, a JVM's)."""
 
 
 def offset_store(zookeeper: Mapping[TopicPartition, int], kafka: Mapping[TopicPartition, int]
@@ -321,6 +334,7 @@ class LagMonitor:
         self.kafka_error: str | None = None
         self._clock = clock
         self._windows: dict[tuple[str, TopicPartition], deque[Observation]] = {}
+        self._seen: set[tuple[str, TopicPartition]] = set()  # the partitions of this poll
         # Each partition's log ends over the polls, for the time lags (shared by the groups).
         self._timelines: dict[TopicPartition, Timeline] = {}
         self._warned: set[str] = set()  # znodes named as undecodable
@@ -405,9 +419,17 @@ class LagMonitor:
         """The offset each partition's lag and status are of, its commit time and store."""
         if raw.kafka is None:
             return {}  # Kafka's unknown: so is the lag
-        verdict = offset_store({tp: o for tp, (o, _) in raw.offsets.items()},
-                               {tp: o for tp, (o, _) in raw.kafka.items()})
-        store, pending = self._stores.get(name, (verdict, None))
+        said = set(raw.declared)
+        pending: str | None
+        if raw.declared and None not in said:
+            # Every member says where it commits (zkconsumer's do): taken as said, members
+            # that differ (a rolling change of offsets.storage) making it both.
+            verdict = store = str(said.pop()) if len(said) == 1 else "dual"
+            pending = None
+        else:
+            verdict = offset_store({tp: o for tp, (o, _) in raw.offsets.items()},
+                                   {tp: o for tp, (o, _) in raw.kafka.items()})
+            store, pending = self._stores.get(name, (verdict, None))
         if verdict == store:
             pending = None
         elif pending == verdict or not raw.offsets or not raw.kafka:
@@ -481,6 +503,8 @@ class LagMonitor:
             return GroupLag(name, raw.members, rows, "UNKNOWN",
                             f"committed offsets in Kafka unknown: {self.kafka_error}", store)
         status = group_status(r.status for r in rows)
+        if all(r.offset is None for r in rows):
+            status = "NOTFOUND"  # nothing committed yet: no lag to tell, not a lag of 0
         return GroupLag(name, raw.members, rows, status,
                         self._unknown_reason(rows) if status == "UNKNOWN" else None, store)
 
@@ -501,6 +525,7 @@ class LagMonitor:
         end = ends.get(tp)
         owner = raw.owners.get(tp)
         key = (group, tp)
+        self._seen.add(key)
         if raw.kafka is None:  # Kafka's offsets unknown: the window waits for them
             return PartitionLag(tp.topic, tp.partition, zk_offset, end, None, owner,
                                 "UNKNOWN", None, zk_offset, None)
@@ -514,6 +539,8 @@ class LagMonitor:
         if window and window[-1].store != source and (
                 self._stores[group][0] != "dual"):
             window.clear()  # the group moved to another store: its history is the other's
+        elif window and offset < window[-1].offset and raw.members == 0:
+            window.clear()  # set back with nobody registered: an operator's reset
         window.append(Observation(now, offset, lag, committed_at, source))
         status = "UNKNOWN" if end is None else evaluate_partition(window, self.window, now)
         return PartitionLag(tp.topic, tp.partition, offset, end, lag, owner, status,
@@ -534,8 +561,7 @@ class LagMonitor:
 
 
     def _forget_gone(self, groups: Sequence[GroupLag]) -> None:
-        seen = {(g.group, TopicPartition(p.topic, p.partition))
-                for g in groups for p in g.partitions}
+        seen, self._seen = self._seen, set()  # the keys _partition met this poll
         for key in [k for k in self._windows if k not in seen]:
             del self._windows[key]
         polled = {tp for _, tp in seen}
@@ -641,14 +667,20 @@ def read_groups(zk: KazooClient | ZkCache, groups: Sequence[str] | None = None,
     answers = cache.read("children", dirs)
     topic_dirs: list[str] = []
     kinds: list[tuple[str, str, str]] = []  # (group, "offsets"|"owners", topic)
+    id_paths: list[tuple[str, str]] = []
     for i, g in enumerate(names):
         offset_topics, owner_topics, ids = answers[3 * i:3 * i + 3]
         raw[g].members = len(ids or [])
+        id_paths += [(g, zp.id_path(g, c)) for c in ids or []]
         for what, topics in (("offsets", offset_topics), ("owners", owner_topics)):
             for topic in topics or []:
                 topic_dirs.append(zp.offsets_topic_dir(g, topic) if what == "offsets"
                                   else zp.owners_topic_dir(g, topic))
                 kinds.append((g, what, topic))
+    for (g, path), answer in zip(id_paths, cache.read("get", [p for _, p in id_paths]),
+                                 strict=True):
+        if answer is not None:
+            raw[g].declared.append(_declared_store(answer[0], path))
     leaves: list[str] = []
     leaf_keys: list[tuple[str, str, TopicPartition]] = []
     for (g, what, topic), children in zip(kinds, cache.read("children", topic_dirs),
@@ -675,6 +707,15 @@ def read_groups(zk: KazooClient | ZkCache, groups: Sequence[str] | None = None,
                 warned.add(path)
                 log.warning("left out: %s", e)
     return raw
+
+
+def _declared_store(data: bytes, path: str) -> str | None:
+    """Where the member of the ids znode says it commits (None: not said, or undecodable:
+    the offsets tell instead)."""
+    try:
+        return zp.ConsumerRegistration.decode(data, path).offsets_storage
+    except ZkDataError:
+        return None
 
 
 def topic_partition_map(zk: KazooClient | ZkCache, topics: Sequence[str]
@@ -719,8 +760,8 @@ _HELP = {
     "(zookeeper, kafka, or dual: both, each partition's larger lag)",
     "zkconsumer_group_members": "Registered members of the group",
     "zkconsumer_group_unowned_partitions": "Partitions of the group's topics with no owner",
-    "zkconsumer_group_status_code": "Burrow-style status code of the group (OK 1, WARN 2, "
-    "ERR 3, STOP 4, STALL 5, UNKNOWN 7)",
+    "zkconsumer_group_status_code": "Burrow-style status code of the group (NOTFOUND 0: "
+    "nothing committed, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, UNKNOWN 7)",
     "zkconsumer_group_status": "1 for the group's current status",
     "zkconsumer_exporter_groups": "Groups seen at the last poll",
     "zkconsumer_exporter_poll_duration_seconds": "Duration of the last poll",
@@ -746,26 +787,44 @@ def render(monitor: LagMonitor) -> bytes:
         lines[name].append(f"{name}{{{labels}}} {value}" if labels else f"{name} {value}")
 
     ends: dict[tuple[str, int], int] = {}
+    # The partition samples are most of the text: appended straight to their lists, each
+    # topic's label escaped once.
+    offsets = lines["zkconsumer_group_partition_offset"]
+    lags = lines["zkconsumer_group_partition_lag"]
+    ages = lines["zkconsumer_group_partition_time_lag_seconds"]
+    owners = lines["zkconsumer_group_partition_owner"]
+    statuses = lines["zkconsumer_group_partition_status"]
+    topic_labels: dict[str, str] = {}
     for g in monitor.groups:
         gl = f'group="{_label(g.group)}"'
         for p in g.partitions:
-            pl = f'{gl},topic="{_label(p.topic)}",partition="{p.partition}"'
-            for store, offset in (("zookeeper", p.zookeeper_offset),
-                                  ("kafka", p.kafka_offset)):
-                if offset is None:
-                    continue
-                sl = f'{pl},store="{store}"'
-                add("zkconsumer_group_partition_offset", sl, offset)
-                lag = p.store_lag(store)
-                if lag is not None and p.status != "UNKNOWN":
-                    add("zkconsumer_group_partition_lag", sl, lag)
+            tl = topic_labels.get(p.topic)
+            if tl is None:
+                tl = topic_labels[p.topic] = _label(p.topic)
+            pl = f'{gl},topic="{tl}",partition="{p.partition}"'
+            end = p.log_end_offset
+            known = end is not None and p.status != "UNKNOWN"
+            if p.zookeeper_offset is not None:
+                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="zookeeper"}} '
+                               f'{p.zookeeper_offset}')
+                if known:
+                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="zookeeper"}} '
+                                f'{partition_lag(p.zookeeper_offset, end)}')
+            if p.kafka_offset is not None:
+                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="kafka"}} '
+                               f'{p.kafka_offset}')
+                if known:
+                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="kafka"}} '
+                                f'{partition_lag(p.kafka_offset, end)}')
             if p.time_lag is not None:
-                add("zkconsumer_group_partition_time_lag_seconds", pl, p.time_lag)
+                ages.append(f"zkconsumer_group_partition_time_lag_seconds{{{pl}}} {p.time_lag}")
             if p.owner is not None:
-                add("zkconsumer_group_partition_owner", f'{pl},owner="{_label(p.owner)}"', 1)
-            add("zkconsumer_group_partition_status", pl, STATUS_CODES[p.status])
-            if p.log_end_offset is not None:
-                ends[(p.topic, p.partition)] = p.log_end_offset
+                owners.append(f'zkconsumer_group_partition_owner{{{pl},owner="'
+                              f'{_label(p.owner)}"}} 1')
+            statuses.append(f"zkconsumer_group_partition_status{{{pl}}} "
+                            f"{STATUS_CODES[p.status]}")
+            if end is not None:
+                ends[(p.topic, p.partition)] = end
         if g.total_lag is not None and g.max_lag is not None:  # an unknown lag: no sample
             add("zkconsumer_group_lag", gl, g.total_lag)
             add("zkconsumer_group_max_lag", gl, g.max_lag)
