@@ -100,6 +100,10 @@ def test_statuses_of_real_groups_over_polls(
     def commit(p: str, data: bytes) -> None:
         latest[0] = max(latest[0], zk.set(p, data).mtime / 1000)
 
+    # A member registered in the rewound group (a rewind with nobody registered is an
+    # operator's reset, which starts the window anew).
+    zk.create(zp.id_path(rewound, "c1"), zp.ConsumerRegistration.static(
+        {topic: 1}, int(time.time() * 1000)).encode(), makepath=True)
     monitor = LagMonitor(window=3, clock=lambda: latest[0] + 0.01)
     groups = [stopped, stalled, warned, rewound, fine]
     for i in range(3):
@@ -123,8 +127,10 @@ def test_statuses_of_real_groups_over_polls(
 
     got = samples(monitor.render().decode())
     labels = (("group", warned), ("partition", "0"), ("topic", topic))
-    assert got[("zkconsumer_group_partition_offset", labels)] == 3
-    assert got[("zkconsumer_group_partition_lag", labels)] == 21
+    in_zk = (*labels[:2], ("store", "zookeeper"), labels[2])
+    assert got[("zkconsumer_group_partition_offset", in_zk)] == 3
+    assert got[("zkconsumer_group_partition_lag", in_zk)] == 21
+    assert got[("zkconsumer_group_offset_store", (("group", warned), ("store", "zookeeper")))] == 1
     assert got[("zkconsumer_group_partition_status", labels)] == STATUS_CODES["WARN"]
     assert got[("zkconsumer_partition_log_end_offset",
                 (("partition", "0"), ("topic", topic)))] == 24
@@ -165,7 +171,8 @@ def test_exporter_serves_every_group_with_owners_and_members(
                    "two polls")
         got = scrape()
         p0 = (("group", g), ("partition", "0"), ("topic", topic))
-        assert got[("zkconsumer_group_partition_lag", p0)] == 3
+        assert got[("zkconsumer_group_partition_lag",
+                     (*p0[:2], ("store", "zookeeper"), p0[2]))] == 3
         assert got[("zkconsumer_group_partition_owner", (*p0[:1], ("owner", f"{g}_m-0"),
                                                           *p0[1:]))] == 1
         assert got[("zkconsumer_group_members", (("group", g),))] == 1
@@ -203,7 +210,9 @@ def test_groups_lag_once_json_and_watch(
     [part] = doc["partitions"]
     age = part.pop("time_lag")
     assert part == {"topic": topic, "partition": 0, "offset": 1, "log_end_offset": 3,
-                    "lag": 2, "owner": None, "status": "OK"}
+                    "lag": 2, "owner": None, "status": "OK", "zookeeper_offset": 1,
+                    "kafka_offset": None, "store": "zookeeper"}
+    assert doc["offset_store"] == "zookeeper"
     assert 0 <= age <= time.time() - before + 1, age  # the broker's clock is this one
     assert doc["max_time_lag_s"] == age
     # --watch: a table a poll, each after a line saying when.
@@ -287,7 +296,7 @@ def test_an_unreachable_broker_is_unknown_lag_never_0(
     # The summary of every group: the group 4 behind is not "0 OK", and says why once.
     done = _run_cli("groups", "lag", *nowhere)
     [row] = [line for line in done.stdout.splitlines() if line.startswith(f"{g} ")]
-    assert row == f"{g} 0 1 1 ? ? ? UNKNOWN", done.stdout
+    assert row == f"{g} 0 1 1 ? ? ? zookeeper UNKNOWN", done.stdout
     assert done.returncode == 1, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "log end" in line]
     assert len(warnings) == 1, done.stderr

@@ -310,3 +310,30 @@ def test_the_kafka_style_tools_refuse_what_zkconsumers_own_refuse(
     assert (rc, out) == (2, "")
     assert err == NOTE + (f"zkconsumer consumer-groups: group {g!r} has no offsets, owners or "
                           f"subscription of topic {typo!r} (did you mean {topic!r}?)\n")
+
+
+def test_the_tools_json_has_time_lags_unknown_as_null_never_0(
+    stack: StackInfo, zk: KazooClient, names: Any, topic_factory: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from tests.support import delete_records
+
+    topic, g = topic_factory(names.topic, 3), names.group
+    before = time.time()
+    produce(stack.bootstrap, topic, [(0, None, b"a")] * 3 + [(1, None, b"b")] * 2
+            + [(2, None, b"c")] * 3)
+    delete_records(stack.bootstrap, topic, {2: 2})  # the message at offset 1 is gone
+    for p, offset in ((0, 1), (1, 2), (2, 1)):  # behind, caught up, behind a deleted one
+        zk.create(zp.offset_path(g, topic, p), zp.encode_offset(offset), makepath=True)
+    zkc = ("--zookeeper", stack.zookeeper)
+    for argv in (("consumer-groups", *zkc, "--describe", "--group", g, "--json"),
+                 ("consumer-offset-checker", *zkc, "--group", g, "--json")):
+        rc, out, _ = run(capsys, *argv)
+        assert rc == 0, argv
+        rows = json.loads(out)
+        ages = [r["time_lag"] for r in rows]
+        assert ages[0] is not None and 0 <= ages[0] <= time.time() - before + 1, ages
+        assert ages[1:] == [0.0, None], ages  # caught up: 0; its message deleted: unknown
+        assert [r["lag"] for r in rows] == [2, 0, 2]

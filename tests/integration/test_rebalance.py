@@ -81,8 +81,8 @@ def test_one_three_one_members_match_the_assignor(stack, zk, names, topic_factor
         assert stat.ephemeralOwner != 0
         reg = json.loads(data)
         assert list(reg) == ["version", "subscription", "pattern", "timestamp",
-                             "assignment_strategy"]
-        assert reg["assignment_strategy"] == "range"
+                             "assignment_strategy", "offsets_storage"]
+        assert reg["assignment_strategy"] == "range" and reg["offsets_storage"] == "zookeeper"
         assert reg["version"] == 1 and reg["subscription"] == {topic: 1}
         assert reg["pattern"] == "static" and isinstance(reg["timestamp"], str)
         assert data == json.dumps(reg, separators=(",", ":")).encode()

@@ -166,9 +166,15 @@ def test_describe_matches_a_running_group(
                    "every consumed offset known")
         a.commit_offsets()
         b.commit_offsets()
+        produced_late = time.time()
         produce(stack.bootstrap, topic, [(0, b"k0", f"late-{i}".encode()) for i in range(3)])
 
         rows = run_json(capsys, "groups", "describe", *zkc, "--group", g)
+        # The time lag: the age of the message at the offset (a late one), 0 caught up,
+        # null for a row without a partition.
+        ages = [r.pop("time_lag") for r in rows]
+        assert 0 <= ages[0] <= time.time() - produced_late + 1, ages
+        assert ages[1:] == [0.0, 0.0, 0.0, None, None]
         idle = {"group": g, "topic": None, "partition": None, "offset": None,
                 "log_end_offset": None, "lag": None, "offset_source": None,
                 "zookeeper_offset": None, "kafka_offset": None}
@@ -205,10 +211,11 @@ def test_describe_matches_a_running_group(
         lines = [line.rstrip() for line in out.splitlines()]
         assert lines[0] == f"Group {g}: 2 registered members, total lag 3"
         assert lines[1].split() == ["TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG",
-                                    "OWNER"]
+                                    "OWNER", "TIME-LAG"]
         # Piped: one space between cells, no rule, no padding, no TOTAL row (the first line
         # has the total).
-        assert lines[2] == f"{topic} 0 5 8 3 {g}_a-0"
+        assert lines[2].startswith(f"{topic} 0 5 8 3 {g}_a-0 ") and lines[2].endswith("s")
+        assert lines[3] == f"{topic} 1 3 3 0 {g}_b-0 0.0s"
         assert not [line for line in lines if line.startswith("TOTAL")]
         assert f"Threads owning no partition: {g}_b-3, {g}_b-4" in lines
 
@@ -1207,10 +1214,10 @@ def test_describe_shows_the_offsets_a_member_committing_to_kafka_resumes_from(
         assert rows == [
             {"group": g, "topic": topic, "partition": 0, "offset": 4, "log_end_offset": 4,
              "lag": 0, "owner": f"{g}_a-0", "offset_source": "kafka", "zookeeper_offset": 1,
-             "kafka_offset": 4},
+             "kafka_offset": 4, "time_lag": 0.0},
             {"group": g, "topic": topic, "partition": 1, "offset": 3, "log_end_offset": 3,
              "lag": 0, "owner": f"{g}_a-0", "offset_source": "kafka", "zookeeper_offset": None,
-             "kafka_offset": 3},
+             "kafka_offset": 3, "time_lag": 0.0},
         ]
 
         rc, out, err = run(capsys, "groups", "describe", *zkc, "--group", g)
@@ -1219,9 +1226,9 @@ def test_describe_shows_the_offsets_a_member_committing_to_kafka_resumes_from(
         assert lines[0] == f"Group {g}: 1 registered member, total lag 0"
         # The columns scripts read stay where they were; where each offset came from is last.
         assert lines[1].split() == ["TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG",
-                                    "OWNER", "OFFSET-SOURCE"]
-        assert lines[2].split() == [topic, "0", "4", "4", "0", f"{g}_a-0", "kafka"]
-        assert lines[3].split() == [topic, "1", "3", "3", "0", f"{g}_a-0", "kafka"]
+                                    "OWNER", "OFFSET-SOURCE", "TIME-LAG"]
+        assert lines[2].split() == [topic, "0", "4", "4", "0", f"{g}_a-0", "kafka", "0.0s"]
+        assert lines[3].split() == [topic, "1", "3", "3", "0", f"{g}_a-0", "kafka", "0.0s"]
         assert err == (
             f"zkconsumer groups describe: warning: ZooKeeper and Kafka hold different offsets "
             f"for 1 partition ({topic}:0 zookeeper 1 kafka 4): the larger is shown, where a "
@@ -1265,9 +1272,10 @@ def test_describe_shows_the_larger_of_both_stores_as_a_dual_commit_member_reads_
     assert rc == 0
     lines = [line.rstrip() for line in out.splitlines()]
     assert lines[0] == f"Group {g}: 0 registered members, total lag 6"
-    assert [line.split() for line in lines[2:6]] == [
+    assert [line.split()[:7] for line in lines[2:6]] == [
         [topic, "0", "4", "6", "2", "-", "kafka"], [topic, "1", "5", "6", "1", "-", "zookeeper"],
         [topic, "2", "3", "6", "3", "-", "both"], [topic, "3", "6", "6", "0", "-", "kafka"]]
+    assert lines[5].split()[7] == "0.0s"  # TIME-LAG, last
     assert err.startswith(
         f"zkconsumer groups describe: warning: ZooKeeper and Kafka hold different offsets for "
         f"2 partitions ({topic}:0 zookeeper 2 kafka 4, {topic}:1 zookeeper 5 kafka 1): "), err
@@ -1409,7 +1417,7 @@ def test_a_topic_znode_that_does_not_decode_does_not_stop_describe_verify_or_imp
         # Not taken for a missing topic (no "topics not in /brokers/topics" warning).
         rc, out, err2 = run(capsys, *argv)
         assert (rc, err2) == (0, err)
-        assert [bad, "1", "7", "-", "-", "-"] in _table_rows(out)
+        assert [bad, "1", "7", "-", "-", "-", "?"] in _table_rows(out)  # no time lag: ?
 
         # verify-rebalance: T's owners checked, T's part not verified (it cannot be).
         caplog.clear()
@@ -2627,7 +2635,7 @@ def test_describe_warns_about_offsets_below_the_log_start(
         assert (rc, err) == (0, f"zkconsumer groups describe: warning: {expected}\n")
     assert sorted(json.loads(out)[0]) == sorted(
         ["group", "topic", "partition", "offset", "log_end_offset", "lag", "owner",
-         "offset_source", "zookeeper_offset", "kafka_offset"])
+         "offset_source", "zookeeper_offset", "kafka_offset", "time_lag"])
 
     # The log starts not read: said, once the log ends were.
     from zkconsumer.ops.kafka_offsets import _KafkaGroups
@@ -2740,12 +2748,14 @@ def test_describe_on_an_80_column_terminal_cuts_nothing(
     assert f"TOPIC           {topic}" in text.splitlines()
     # Wide enough: aligned columns, the same cells.
     wide = _on_pty(argv, 300).splitlines()
-    assert wide[2].split() == [topic, "0", "1", "4", "3", f"{member}-0"]
+    assert wide[2].split()[:6] == [topic, "0", "1", "4", "3", f"{member}-0"]
     # Piped: one space between cells, nothing padded.
     rc, out, _ = run(capsys, *argv)
     assert rc == 0
-    assert out.splitlines()[1:4] == ["TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER",
-                                     f"{topic} 0 1 4 3 {member}-0", f"{topic} 1 0 0 0 -"]
+    header, row0, row1 = out.splitlines()[1:4]
+    assert header == "TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER TIME-LAG"
+    assert row0.startswith(f"{topic} 0 1 4 3 {member}-0 ") and row0.endswith("s")
+    assert row1 == f"{topic} 1 0 0 0 - 0.0s"
     assert out.splitlines()[-2:] == ["CONSUMER-ID PATTERN SUBSCRIPTION THREADS PARTITIONS",
                                      f"{member} static {topic}:1 1 1"]
 

@@ -273,6 +273,18 @@ def test_consumer_registration_records_the_strategy_as_an_extra_field() -> None:
         ConsumerRegistration({"t": 1}, "static", 1, assignment_strategy="")
 
 
+def test_consumer_registration_says_where_a_zkconsumer_member_commits() -> None:
+    reg = ConsumerRegistration({"t": 2}, "static", 1494000000000, offsets_storage="dual")
+    assert reg.encode() == REF_IDS[:-1] + b',"offsets_storage":"dual"}'
+    assert ConsumerRegistration.decode(reg.encode()) == reg
+    assert ConsumerRegistration.decode(REF_IDS).offsets_storage is None  # a JVM member's
+    for bad in (b'1', b'"Kafka"', b'null'):  # anything else reads as absent
+        data = REF_IDS[:-1] + b',"offsets_storage":' + bad + b'}'
+        assert ConsumerRegistration.decode(data).offsets_storage is None
+    with pytest.raises(ValueError, match="offsets_storage"):
+        ConsumerRegistration({"t": 1}, "static", 1, offsets_storage="both")
+
+
 def test_consumer_registration_wildcards() -> None:
     wl = ConsumerRegistration.wildcard("white_list", "a.*|b", 3, 1494000000000)
     assert wl.encode() == (

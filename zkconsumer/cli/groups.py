@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer import ops as _ops
 from zkconsumer.broker.clients import parse_broker_list
-from zkconsumer.cli.lag import add_groups_lag
+from zkconsumer.cli.lag import add_groups_lag, age_cell
 from zkconsumer.cli.plumbing import (
     _add_common,
     _cell,
@@ -81,11 +81,13 @@ def _cmd_groups_describe(args: argparse.Namespace, zk: KazooClient) -> int:
         sources = desc.offsets_in_kafka
         columns = [("TOPIC", "left"), ("PARTITION", "right"), ("OFFSET", "right"),
                    ("LOG-END-OFFSET", "right"), ("LAG", "right"), ("OWNER", "left")]
-        table = _table(columns + [("OFFSET-SOURCE", "left")] if sources else columns)
+        table = _table([*columns, *([("OFFSET-SOURCE", "left")] if sources else []),
+                        ("TIME-LAG", "right")])
         for r in desc.partitions:
             cells = [_cell(r.topic), _cell(r.partition), _cell(r.offset),
                      _cell(r.log_end_offset), _cell(r.lag), _cell(r.owner)]
-            table.add_row(*cells, *([_cell(r.offset_source)] if sources else []))
+            table.add_row(*cells, *([_cell(r.offset_source)] if sources else []),
+                          _cell(age_cell(r.time_lag, r.offset is None)))
         if desc.partitions:
             table.print()
         else:
@@ -150,7 +152,9 @@ def register(sub: Any) -> None:
         "subscriptions (--members for the member list alone). The committed offset is the "
         "one a member resumes from: the larger of ZooKeeper's and the group's offset in "
         "Kafka (offsets.storage=kafka, dual commit), with an OFFSET-SOURCE column once Kafka "
-        "holds any; a warning says when Kafka could not be asked. Warnings also name "
+        "holds any; a warning says when Kafka could not be asked. TIME-LAG, last: the age "
+        "of the message at the committed offset (its timestamp, read from the brokers), "
+        "0.0s caught up, ? when it cannot be told. Warnings also name "
         "offsets no member can resume from: past the log end, or of topics or partitions "
         "not in /brokers/topics.")
     _add_common(p, bootstrap=True)

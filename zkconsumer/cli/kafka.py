@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -47,7 +48,7 @@ from zkconsumer._properties import read_properties
 from zkconsumer._types import TopicPartition
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.offsets import read_input, reset_target
-from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders
+from zkconsumer.ops.brokers import broker_endpoints, log_ends, partition_leaders, time_lags
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk import session
 from zkconsumer.zk.read import topic_partitions
@@ -60,6 +61,11 @@ from zkconsumer.zk.session import (
 )
 
 __all__ = ["register"]
+
+#: The help of the tools' --json (not Kafka's: zkconsumer's own addition).
+JSON_HELP = ("print the rows as JSON instead (not a flag of Kafka's tool), each with "
+             "time_lag: the age in seconds of the message at the offset, 0.0 caught up, null "
+             "when it cannot be told")
 
 #: Kafka's placeholder for a missing value (ConsumerGroupCommand.MISSING_COLUMN_VALUE).
 MISSING = "-"
@@ -163,8 +169,8 @@ def _consumer_groups(args: argparse.Namespace, zk: KazooClient) -> int:
 def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
     if not _ops.group_exists(zk, group):
         raise KafkaToolError(f"Error: The consumer group '{group}' does not exist.")
-    desc = _ops.describe_group(zk, group, None,
-                                 kafka=command_config(args.command_config))
+    kafka = command_config(args.command_config)
+    desc = _ops.describe_group(zk, group, None, kafka=kafka, time_lags=False)
     # Kafka's tool said nothing on stdout about these; stderr says what is unknown.
     for problem in (desc.log_end_error, desc.kafka_offsets_error):
         if problem is not None:
@@ -178,10 +184,11 @@ def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
     rows = [r for r in desc.partitions if r.topic is not None
             and (not args.topic or r.topic == args.topic)]
     lines: list[tuple[str, object, object, object, object, str]] = []
+    found: list[dict[str, Any]] = []  # the same rows, for --json
     for r in rows:
         # As the original read them: Kafka's offset first, ZooKeeper's where Kafka has none.
         offset = r.kafka_offset if r.kafka_offset is not None else r.zookeeper_offset
-        if offset is None:
+        if offset is None and not args.json:
             print(f"Error: Could not fetch offset from zookeeper for group '{group}' partition "
                   f"'[{r.topic},{r.partition}]' due to missing offset data in zookeeper.")
         lag = (r.log_end_offset - offset if offset is not None and offset != -1
@@ -189,11 +196,20 @@ def _describe(args: argparse.Namespace, zk: KazooClient, group: str) -> int:
         owner = MISSING if r.owner is None else _consumer_of(r.owner)
         lines.append((str(r.topic), r.partition, _or_missing(offset),
                       _or_missing(r.log_end_offset), _or_missing(lag), owner))
+        found.append({"topic": r.topic, "partition": r.partition, "current_offset": offset,
+                      "log_end_offset": r.log_end_offset, "lag": lag,
+                      "consumer_id": None if r.owner is None else owner})
     owners = {line[5] for line in lines}
     for m in desc.members:  # members owning nothing: a row per subscribed topic
         if m.consumer_id not in owners:
             lines += [(MISSING, MISSING, MISSING, MISSING, MISSING, m.consumer_id)
                       for _ in m.subscription]
+            found += [{"topic": None, "partition": None, "current_offset": None,
+                       "log_end_offset": None, "lag": None, "consumer_id": m.consumer_id}
+                      for _ in m.subscription]
+    if args.json:
+        _print_json(_with_time_lags(zk, found, "current_offset", kafka))
+        return 0
     topic_w = max([15] + [len(line[0]) for line in lines])
     id_w = max([15] + [len(line[5]) for line in lines])
     print()
@@ -300,6 +316,17 @@ def _cmd_offset_checker(args: argparse.Namespace, zk: KazooClient) -> int:
     ends, _ = _log_ends_or_none(zk, tps, args)
     owners_of = _ops.owners_of(zk, group, tps)
     leaders = partition_leaders(zk, tps)
+    if args.json:
+        rows = [{"group": group, "topic": tp.topic, "partition": tp.partition,
+                 "offset": None if offsets.get(tp, -1) == -1 else offsets[tp],
+                 "log_size": ends.get(tp), "lag": None if offsets.get(tp, -1) == -1
+                 or tp not in ends else ends[tp] - offsets[tp],
+                 "owner": owners_of.get(tp), "leader": leaders.get(tp)}
+                for topic in sorted(partitions) for tp in
+                (TopicPartition(topic, p) for p in partitions[topic])]
+        _print_json(_with_time_lags(zk, rows, "offset", command_config(args.command_config),
+                                    end_key="log_size"))
+        return 0
     print(_CHECKER_LINE.format("Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"))
     for topic in sorted(partitions):
         for p in partitions[topic]:
@@ -317,6 +344,22 @@ def _cmd_offset_checker(args: argparse.Namespace, zk: KazooClient) -> int:
         for bid, (host, port) in broker_endpoints(zk, used).items():
             print(f"{bid} -> {host}:{port}")
     return 0
+
+
+def _with_time_lags(zk: KazooClient, rows: list[dict[str, Any]], offset_key: str,
+                    kafka: Mapping[str, Any] | None, end_key: str = "log_end_offset"
+                    ) -> list[dict[str, Any]]:
+    """``rows`` with ``time_lag`` (seconds; :func:`zkconsumer.ops.brokers.time_lags`): 0.0
+    caught up, null when it cannot be told (never 0)."""
+    positions = {TopicPartition(r["topic"], r["partition"]): (r[offset_key], r[end_key])
+                 for r in rows if r["topic"] is not None}
+    ages = time_lags(zk, positions, kafka=kafka) if positions else {}
+    return [{**r, "time_lag": None if r["topic"] is None
+             else ages.get(TopicPartition(r["topic"], r["partition"]))} for r in rows]
+
+
+def _print_json(rows: Sequence[dict[str, Any]]) -> None:
+    print(json.dumps(list(rows), indent=2))
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:
@@ -494,6 +537,7 @@ def register(sub: Any) -> None:
     p.add_argument("--retry.backoff.ms", dest="retry_backoff_ms", type=int,
                    help="accepted for Kafka's command lines; not used")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_cmd_offset_checker)
 
     p = sub.add_parser(
@@ -565,6 +609,7 @@ def _register_consumer_groups(sub: Any) -> None:
                    help="refused, with Kafka's error: this tool reads the groups in ZooKeeper "
                    "(--zookeeper); a modern group is Kafka's own kafka-consumer-groups.sh's")
     p.add_argument("--command-config", metavar="FILE", help=COMMAND_CONFIG_HELP)
+    p.add_argument("--json", action="store_true", help="--describe: " + JSON_HELP)
     reset = p.add_argument_group("--reset-offsets")
     reset.add_argument("--to-earliest", action="store_true", help="the log start")
     reset.add_argument("--to-latest", action="store_true", help="the log end")

@@ -27,6 +27,7 @@ from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
 from zkconsumer.ops.brokers import log_ends, message_times
 from zkconsumer.ops.exporter import DEFAULT_WINDOW, ExporterServer, GroupLag, LagMonitor
+from zkconsumer.ops.kafka_offsets import kafka_offsets_of
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
     COMMAND_CONFIG_HELP,
@@ -54,7 +55,9 @@ def _monitor(args: argparse.Namespace) -> LagMonitor:
         raise _command_error(f"--window must be >= 2, got {args.window}")
     return LagMonitor(window=args.window, log_ends=lambda zk, tps: log_ends(
         zk, tps, args.bootstrap_server, kafka), message_times=lambda zk, positions:
-        message_times(zk, positions, args.bootstrap_server, kafka))
+        message_times(zk, positions, args.bootstrap_server, kafka),
+        kafka_offsets=lambda zk, groups: kafka_offsets_of(zk, groups, args.bootstrap_server,
+                                                          kafka))
 
 
 def _connect(args: argparse.Namespace) -> KazooClient:
@@ -129,8 +132,21 @@ class _LogEnds:
     def __init__(self, command: str) -> None:
         self._command = command
         self._error: str | None = None
+        self._kafka_error: str | None = None
+
+    def _kafka_said(self, monitor: LagMonitor) -> None:
+        error = monitor.kafka_error
+        if error is not None and error != self._kafka_error and monitor.log_end_error is None:
+            print(f"zkconsumer {self._command}: warning: committed offsets in Kafka unknown "
+                  f"(groups with offsets there shown as UNKNOWN): {error}", file=sys.stderr,
+                  flush=True)
+        elif error is None and self._kafka_error is not None:
+            print(f"zkconsumer {self._command}: committed offsets in Kafka known again",
+                  file=sys.stderr, flush=True)
+        self._kafka_error = error
 
     def said(self, monitor: LagMonitor) -> None:
+        self._kafka_said(monitor)
         error = monitor.log_end_error
         if error is not None and error != self._error:
             print(f"zkconsumer {self._command}: warning: log end offsets unknown (lag shown "
@@ -265,7 +281,7 @@ def _lag_cell(value: int | None, known: bool) -> str | int | None:
     return "?" if not known else None
 
 
-def _age_cell(seconds: float | None, known: bool) -> str | None:
+def age_cell(seconds: float | None, known: bool) -> str | None:
     """A time lag for a table: ``4.2s``, ``3m12s``, ``2h05m``; ``?`` when it cannot be told
     (yet), None (``-``) when there is none (no committed offset)."""
     if seconds is None:
@@ -280,25 +296,31 @@ def _age_cell(seconds: float | None, known: bool) -> str | None:
 
 def _group_table(groups: list[GroupLag]) -> Table:
     t = Table(["GROUP", "MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG", "TIME-LAG",
-               "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
-                                 "TIME-LAG"])
+               "STORE", "STATUS"], right=["MEMBERS", "PARTITIONS", "UNOWNED", "LAG", "MAX-LAG",
+                                          "TIME-LAG"])
     for g in groups:
+        none = g.status == "NOTFOUND"  # nothing committed: no lag (-), not an unknown one
         t.add_row(g.group, g.members, len(g.partitions), g.unowned,
-                  _lag_cell(g.total_lag, False), _lag_cell(g.max_lag, False),
-                  _age_cell(g.max_time_lag, False), g.status)
+                  _lag_cell(g.total_lag, none), _lag_cell(g.max_lag, none),
+                  age_cell(g.max_time_lag, none), g.store, g.status)
     return t
 
 
 def _partition_table(groups: list[GroupLag]) -> Table:
-    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG",
-               "OWNER", "STATUS"],
-              right=["PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "TIME-LAG"])
+    """One row a partition; with ZK-OFFSET and KAFKA-OFFSET once a group shown has offsets in
+    Kafka (OFFSET: the one the lag is of)."""
+    both = any(p.kafka_offset is not None for g in groups for p in g.partitions)
+    stores = ["ZK-OFFSET", "KAFKA-OFFSET"] if both else []
+    t = Table(["GROUP", "TOPIC", "PARTITION", "OFFSET", *stores, "LOG-END-OFFSET", "LAG",
+               "TIME-LAG", "OWNER", "STATUS"],
+              right=["PARTITION", "OFFSET", *stores, "LOG-END-OFFSET", "LAG", "TIME-LAG"])
     for g in groups:
         for p in g.partitions:
-            t.add_row(g.group, p.topic, p.partition, p.offset,
+            cells = [p.zookeeper_offset, p.kafka_offset] if both else []
+            t.add_row(g.group, p.topic, p.partition, p.offset, *cells,
                       _lag_cell(p.log_end_offset, False),
                       _lag_cell(p.lag, p.offset is None),
-                      _age_cell(p.time_lag, p.offset is None), p.owner, p.status)
+                      age_cell(p.time_lag, p.offset is None), p.owner, p.status)
     return t
 
 
@@ -330,7 +352,8 @@ STATUS_HELP = ("Status per partition, as Burrow evaluates it over a sliding wind
                "observations: OK, WARN (the offset moves but the lag never falls), STOP (no "
                "commit for longer than the window's commits span), STALL (commits, but the "
                "offset does not move), REWIND (the offset went back), NOTFOUND (no offset); "
-               "a group's is its worst partition's (REWIND: ERR).")
+               "a group's is its worst partition's (REWIND: ERR; NOTFOUND when nothing is "
+               "committed). docs/operations.md has the rules with examples.")
 
 
 def register(sub: Any) -> None:
@@ -340,7 +363,10 @@ def register(sub: Any) -> None:
         description="Poll every consumer group in ZooKeeper (committed offsets, owners, "
         "members) and the log ends every --interval, and serve per partition the committed "
         "offset, log end, lag, owner and status, and per group the total and largest lag, "
-        "members, unowned partitions and status, on http://ADDRESS:PORT/metrics. "
+        "members, unowned partitions and status, on http://ADDRESS:PORT/metrics. Offsets are "
+        "read from both stores, ZooKeeper and Kafka (offsets.storage=kafka, dual commit), "
+        "labelled store; a group's lag and status are of the store its offsets say it "
+        "commits to. "
         + STATUS_HELP)
     _common(p, 30.0)
     p.add_argument("--port", type=int, default=DEFAULT_PORT,

@@ -346,6 +346,7 @@ class ZookeeperConsumerConnector:
         self._subscription.registration = zp.ConsumerRegistration(
             dict(topic_count_map), "static", int(time.time() * 1000),
             assignment_strategy=self.config.partition_assignment_strategy,
+            offsets_storage=self._offsets_storage(),
         )
         self.metrics.set_subscribed_topics(topic_count_map)
         self._register_and_rebalance()
@@ -393,9 +394,16 @@ class ZookeeperConsumerConnector:
         self._subscription.registration = zp.ConsumerRegistration(
             {topic_filter.regex: num_streams}, topic_filter.pattern_name, int(time.time() * 1000),
             assignment_strategy=self.config.partition_assignment_strategy,
+            offsets_storage=self._offsets_storage(),
         )
         self._register_and_rebalance()
         return streams
+
+    def _offsets_storage(self) -> str:
+        """Where this member commits, for its ids znode (the lag exporter reads it)."""
+        if self.config.offsets_storage != "kafka":
+            return "zookeeper"
+        return "dual" if self.config.dual_commit_enabled else "kafka"
 
     def _new_stream(self, key_decoder: Decoder | None, value_decoder: Decoder | None
                     ) -> tuple[ChunkQueue, KafkaStream[Any, Any]]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -98,6 +99,41 @@ def message_times(
     servers = _reachable_brokers(zk, bootstrap, kafka)
     return message_timestamps(positions, bootstrap_servers=servers.split(","),
                               **{**dict(kafka or {}), "client_id": TOOLS_CLIENT_ID})
+
+
+def time_lags(
+    zk: KazooClient, positions: Mapping[TopicPartition, tuple[int | None, int | None]],
+    bootstrap: str | None = None, kafka: Mapping[str, Any] | None = None, *,
+    now: float | None = None,
+    read_times: Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, float]]
+    | None = None,
+) -> dict[TopicPartition, float | None]:
+    """Each partition's time lag in seconds, for a one-shot command, from ``positions``
+    (committed offset, log end): 0 when caught up, the age of the message at the committed
+    offset (its timestamp, read from the brokers as :func:`message_times` reads them) when
+    behind, None when it cannot be told (no offset or log end, the message not readable, the
+    brokers not answering: never 0). ``read_times`` replaces the read."""
+    out: dict[TopicPartition, float | None] = {}
+    behind: dict[TopicPartition, int] = {}
+    for tp, (offset, end) in positions.items():
+        if offset is None or offset < 0 or end is None:
+            out[tp] = None
+        elif offset >= end:
+            out[tp] = 0.0
+        else:
+            behind[tp] = offset
+    found: Mapping[TopicPartition, float] = {}
+    if behind:
+        try:
+            found = (read_times(behind) if read_times is not None
+                     else message_times(zk, behind, bootstrap, kafka))
+        except Exception as e:  # noqa: BLE001 - the time lags stay unknown (None), not 0
+            log.debug("message timestamps unknown: %s", e)
+    at = time.time() if now is None else now
+    for tp in behind:
+        stamp = found.get(tp)
+        out[tp] = None if stamp is None else round(max(0.0, at - stamp), 3)
+    return out
 
 
 def partition_leaders(

@@ -7,13 +7,18 @@ partition involved) once per interval. Each partition keeps a sliding window of 
 a status by Burrow's rules, in this order:
 
 1. no committed offset: ``NOTFOUND``; a lag of 0 now: ``OK``;
-2. the committed offset went back within the window: ``REWIND``;
-3. (a full window only) no commit for longer than the window's commits span (now minus the
-   last commit's time greater than the last commit's time minus the oldest's): ``STOP``;
-4. (a full window only) commits made but the offset not moving, lag > 0: ``STALL``;
-5. (a full window only) the offset moving but the lag never falling between two
-   observations: ``WARN``;
-6. otherwise ``OK`` (so too while the window is not full: not enough data to say more).
+2. the committed offset went back within the window: ``REWIND`` (but a rewind seen while
+   the group has no registered member, as ``offsets reset`` requires, is an operator's:
+   the window starts anew from it);
+3. the window not full yet, or a lag of 0 anywhere in it (caught up a moment ago): ``OK``;
+4. no commit for longer than the window's commits span (now minus the last commit's time
+   greater than the last commit's time minus the oldest's): ``STOP``;
+5. commits made but the offset not moving, lag > 0: ``STALL``;
+6. the offset moving but the lag never falling between two observations: ``WARN``;
+7. otherwise ``OK``.
+
+A group with no committed offset at all (no member yet, or members that have not committed)
+is ``NOTFOUND``, its lag unknown (no sample), never 0.
 
 A partition with a committed offset whose log end is unknown (the brokers did not answer)
 is ``UNKNOWN``: its lag is None, never 0. A group's status is its worst partition's:
@@ -33,8 +38,23 @@ never 0).
 
 The time of a commit is the offset znode's modification time: the ZooKeeper consumers
 (this one and the JVM's) write an offset only when it changed, so a consumer that stopped
-committing leaves it still. Offsets the groups keep in Kafka (``offsets.storage=kafka``) are
-not read: the monitor watches ZooKeeper's.
+committing leaves it still.
+
+Every offset store: each poll also asks Kafka for every ZooKeeper group's committed offsets
+(OffsetFetch, batched: :func:`~zkconsumer.ops.kafka_offsets.kafka_offsets_of`), where
+members with ``offsets.storage=kafka`` commit (and, with ``dual.commit.enabled``, ZooKeeper
+too). Both stores' offsets are served, labelled ``store``; a group's lag and status are of
+the store its members commit to (``dual``: both, each partition's larger lag used). The ids
+znodes of zkconsumer members say it (``offsets_storage``; members that differ make it
+``dual``); where a member does not (a JVM's), or none is registered, the offsets tell it
+(:func:`offset_store`): the only store with offsets; with both, the one ahead on some
+partition and behind on none; else ``dual``. A group's
+store changes when two polls in a row say so (a poll amid a dual commit sees one store ahead
+for a moment). Kafka gives no commit time: a Kafka offset's is when a poll first saw it, so
+a commit of the same offset again (STALL) reads as none (STOP). The groups are ZooKeeper's
+(/consumers): one migrated to Kafka but still registered there is shown once. When Kafka
+cannot be asked, the groups that had offsets there are UNKNOWN (their windows wait), the
+others' lag is ZooKeeper's.
 
 :meth:`LagMonitor.render` gives the Prometheus text exposition of the last poll, built once
 per poll, so that a scrape only sends bytes already made. Library functions only: nothing
@@ -65,6 +85,7 @@ from zkconsumer.consumer.metrics import (
     QuietHandler,
 )
 from zkconsumer.ops import brokers
+from zkconsumer.ops.kafka_offsets import kafka_offsets_of
 from zkconsumer.ops.time_lag import Timeline
 from zkconsumer.zk import paths as zp
 
@@ -100,6 +121,7 @@ class Observation:
     offset: int
     lag: int | None
     committed_at: float
+    store: str = "zookeeper"
 
 
 def evaluate_partition(window: Sequence[Observation], size: int, now: float) -> str:
@@ -115,6 +137,8 @@ def evaluate_partition(window: Sequence[Observation], size: int, now: float) -> 
         return "REWIND"
     if len(window) < size or last.lag is None:
         return "OK"
+    if any(o.lag == 0 for o in window):
+        return "OK"  # caught up within the window: a message since is no stop (Burrow #128)
     first = window[0]
     if now - last.committed_at > last.committed_at - first.committed_at:
         return "STOP"
@@ -151,6 +175,17 @@ class PartitionLag:
     time_lag: float | None = None
     """Seconds since the oldest message not committed was appended (see
     :mod:`~zkconsumer.ops.time_lag`); 0 when caught up, None when it cannot be told."""
+    zookeeper_offset: int | None = None
+    kafka_offset: int | None = None
+    """Each store's committed offset (None: none there, or Kafka's unknown); ``offset`` is
+    the one the status and the lag are of, from the store ``store`` names."""
+    store: str | None = None
+
+    def store_lag(self, store: str) -> int | None:
+        """The lag against ``store``'s offset ("zookeeper" or "kafka"); None without one or
+        without a log end."""
+        offset = self.zookeeper_offset if store == "zookeeper" else self.kafka_offset
+        return partition_lag(offset, self.log_end_offset) if offset is not None else None
 
 
 @dataclass(frozen=True)
@@ -164,6 +199,9 @@ class GroupLag:
     partitions: list[PartitionLag]
     status: str
     reason: str | None = None
+    store: str = "zookeeper"
+    """Where the members commit, as the offsets tell (:func:`offset_store`): "zookeeper",
+    "kafka" or "dual" (both; each partition's larger lag used)."""
 
     @property
     def unowned(self) -> int:
@@ -171,8 +209,10 @@ class GroupLag:
 
     @property
     def lag_known(self) -> bool:
-        """Whether every partition with a committed offset has a known lag."""
-        return all(p.lag is not None for p in self.partitions if p.offset is not None)
+        """Whether every partition with a committed offset has a known lag, and one has
+        (a group that committed nothing has no lag to know)."""
+        committed = [p for p in self.partitions if p.offset is not None]
+        return bool(committed) and all(p.lag is not None for p in committed)
 
     @property
     def total_lag(self) -> int | None:
@@ -193,13 +233,13 @@ class GroupLag:
         """The largest partition time lag; None when one is unknown (never a 0 that hides
         it)."""
         committed = [p.time_lag for p in self.partitions if p.offset is not None]
-        if any(t is None for t in committed):
+        if not committed or any(t is None for t in committed):
             return None
         return max((t for t in committed if t is not None), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         return {"group": self.group, "members": self.members, "status": self.status,
-                "status_reason": self.reason,
+                "status_reason": self.reason, "offset_store": self.store,
                 "total_lag": self.total_lag, "max_lag": self.max_lag,
                 "max_time_lag_s": self.max_time_lag,
                 "unowned_partitions": self.unowned,
@@ -208,11 +248,53 @@ class GroupLag:
 
 @dataclass
 class _RawGroup:
-    """What ZooKeeper holds for one group: offset -> (value, commit time), owners, members."""
+    """What ZooKeeper holds for one group: offset -> (value, commit time), owners, members;
+    and Kafka: offset -> (value, when the monitor first saw it), None when unknown."""
 
     offsets: dict[TopicPartition, tuple[int, float]] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)
     members: int = 0
+    kafka: dict[TopicPartition, tuple[int, float]] | None = field(default_factory=dict)
+    declared: list[str | None] = field(default_factory=list)
+    """Each member's ``offsets_storage`` from its ids znode (None: not said, a JVM's)."""
+
+
+def offset_store(zookeeper: Mapping[TopicPartition, int], kafka: Mapping[TopicPartition, int]
+                 ) -> str:
+    """Where a group's members commit, as its offsets tell: the only store with offsets;
+    with both, the one ahead on some partition and behind on none (the other's offsets are
+    left from before: a migrated group, or one rolled back to ZooKeeper); else (equal, or
+    each ahead somewhere) "dual".
+
+    >>> a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    >>> offset_store({a: 5}, {}), offset_store({}, {a: 5}), offset_store({a: 5}, {a: 5})
+    ('zookeeper', 'kafka', 'dual')
+    >>> offset_store({a: 5, b: 2}, {a: 9, b: 2}), offset_store({a: 5, b: 3}, {a: 9, b: 2})
+    ('kafka', 'dual')
+    """
+    if not kafka:
+        return "zookeeper"
+    if not zookeeper:
+        return "kafka"
+    both = zookeeper.keys() & kafka.keys()
+    zk_ahead = any(zookeeper[tp] > kafka[tp] for tp in both)
+    kafka_ahead = any(kafka[tp] > zookeeper[tp] for tp in both)
+    if kafka_ahead != zk_ahead:
+        return "kafka" if kafka_ahead else "zookeeper"
+    return "dual"
+
+
+def _used(store: str, zookeeper: tuple[int, float] | None, kafka: tuple[int, float] | None
+          ) -> tuple[tuple[int, float] | None, str | None]:
+    """The offset (with its commit time) a partition's lag and status are of, and its store:
+    the group's store's, else the other's (not hidden as NOTFOUND); with dual commit, the
+    smaller (the larger lag), ZooKeeper's when equal."""
+    if zookeeper is None or kafka is None:
+        return (zookeeper, "zookeeper") if zookeeper is not None else (
+            (kafka, "kafka") if kafka is not None else (None, None))
+    if store == "zookeeper" or (store == "dual" and zookeeper[0] <= kafka[0]):
+        return zookeeper, "zookeeper"
+    return kafka, "kafka"
 
 
 class LagMonitor:
@@ -228,6 +310,8 @@ class LagMonitor:
         | None = None,
         message_times: Callable[[KazooClient, Mapping[TopicPartition, int]],
                                 Mapping[TopicPartition, float]] | None = None,
+        kafka_offsets: Callable[[KazooClient, Sequence[str]],
+                                Mapping[str, Mapping[TopicPartition, int]]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if window < 2:
@@ -239,8 +323,18 @@ class LagMonitor:
         # (partition, committed offset) -> when that message was written, read from the
         # broker for what the timelines cannot date (a message's time never changes).
         self._stamps: dict[tuple[TopicPartition, int], float | None] = {}
+        # Each group's committed offsets in Kafka (OffsetFetch, batched).
+        self._kafka_offsets = kafka_offsets or (lambda zk, names: kafka_offsets_of(zk, names))
+        # (group, partition) -> (Kafka's offset, when first seen): Kafka gives no commit time.
+        self._kafka_seen: dict[tuple[str, TopicPartition], tuple[int, float]] = {}
+        self._kafka_groups: set[str] = set()  # the groups with offsets in Kafka at last sight
+        # group -> (its store, a different verdict seen once): a store changes only when told
+        # twice in a row (a poll amid a dual commit sees one store ahead for a moment).
+        self._stores: dict[str, tuple[str, str | None]] = {}
+        self.kafka_error: str | None = None
         self._clock = clock
         self._windows: dict[tuple[str, TopicPartition], deque[Observation]] = {}
+        self._seen: set[tuple[str, TopicPartition]] = set()  # the partitions of this poll
         # Each partition's log ends over the polls, for the time lags (shared by the groups).
         self._timelines: dict[TopicPartition, Timeline] = {}
         self._warned: set[str] = set()  # znodes named as undecodable
@@ -268,8 +362,9 @@ class LagMonitor:
         if self._cache is None or self._cache.zk is not zk:
             self._cache = ZkCache(zk)  # a new client: its watches are its own
         raw = read_groups(self._cache, groups, self._warned)
+        self._read_kafka(zk, raw, self._clock())
         topics = sorted({tp.topic for g in raw.values()
-                         for tp in [*g.offsets, *g.owners]})
+                         for tp in [*g.offsets, *g.owners, *(g.kafka or ())]})
         partitions = topic_partition_map(self._cache, topics)
         tps = [TopicPartition(t, p) for t in topics for p in partitions.get(t, [])]
         try:
@@ -283,8 +378,10 @@ class LagMonitor:
         now = self._clock()
         for tp, end in ends.items():
             self._timelines.setdefault(tp, Timeline()).add(now, end)
-        self._date_backlogs(zk, raw, ends)
-        out = [self._group(name, g, partitions, ends, now) for name, g in sorted(raw.items())]
+        used = {name: self._used_offsets(name, g) for name, g in raw.items()}
+        self._date_backlogs(zk, used, ends)
+        out = [self._group(name, g, used[name], partitions, ends, now)
+               for name, g in sorted(raw.items())]
         self._forget_gone(out)
         self.groups = out
         self.polled_at = now
@@ -293,25 +390,83 @@ class LagMonitor:
         self._rendered = render(self)
         return out
 
-    def _date_backlogs(self, zk: KazooClient, raw: Mapping[str, _RawGroup],
+    def _read_kafka(self, zk: KazooClient, raw: Mapping[str, _RawGroup], now: float) -> None:
+        """Every group's committed offsets in Kafka, into ``raw`` (a group's ``kafka`` is None
+        when Kafka cannot be asked and it had offsets there at the last poll that could)."""
+        try:
+            found = self._kafka_offsets(zk, sorted(raw)) if raw else {}
+            self.kafka_error = None
+        except (ZkConsumerError, OSError, KafkaError) as e:
+            # Said by the command that polls, and in each such group's UNKNOWN status.
+            self.kafka_error = str(e)
+            log.debug("committed offsets in Kafka unknown: %s", e)
+            for name, g in raw.items():
+                g.kafka = None if name in self._kafka_groups else {}
+            return
+        seen: dict[tuple[str, TopicPartition], tuple[int, float]] = {}
+        for name, g in raw.items():
+            for tp, offset in found.get(name, {}).items():
+                before = self._kafka_seen.get((name, tp))
+                seen[(name, tp)] = (offset, before[1] if before and before[0] == offset
+                                    else now)
+                assert g.kafka is not None
+                g.kafka[tp] = seen[(name, tp)]
+        self._kafka_seen = seen
+        self._kafka_groups = {name for name, g in raw.items() if g.kafka}
+
+    def _used_offsets(self, name: str, raw: _RawGroup
+                      ) -> dict[TopicPartition, tuple[int, float, str]]:
+        """The offset each partition's lag and status are of, its commit time and store."""
+        if raw.kafka is None:
+            return {}  # Kafka's unknown: so is the lag
+        said = set(raw.declared)
+        pending: str | None
+        if raw.declared and None not in said:
+            # Every member says where it commits (zkconsumer's do): taken as said, members
+            # that differ (a rolling change of offsets.storage) making it both.
+            verdict = store = str(said.pop()) if len(said) == 1 else "dual"
+            pending = None
+        else:
+            verdict = offset_store({tp: o for tp, (o, _) in raw.offsets.items()},
+                                   {tp: o for tp, (o, _) in raw.kafka.items()})
+            store, pending = self._stores.get(name, (verdict, None))
+        if verdict == store:
+            pending = None
+        elif pending == verdict or not raw.offsets or not raw.kafka:
+            store, pending = verdict, None  # told twice, or only one store is left
+        else:
+            pending = verdict
+        self._stores[name] = (store, pending)
+        out: dict[TopicPartition, tuple[int, float, str]] = {}
+        for tp in raw.offsets.keys() | raw.kafka.keys():
+            found, source = _used(store, raw.offsets.get(tp), raw.kafka.get(tp))
+            if found is not None and source is not None:
+                out[tp] = (found[0], found[1], source)
+        return out
+
+    def _date_backlogs(self, zk: KazooClient,
+                       used: Mapping[str, Mapping[TopicPartition, tuple[int, float, str]]],
                        ends: Mapping[TopicPartition, int]) -> None:
         """Reads from the broker when the message at each committed offset the timelines
-        cannot date was written (a backlog older than the first poll, a quiet partition): at
-        most :data:`MAX_STAMP_LOOKUPS` partitions a poll, each once per offset."""
-        committed = {(tp, offset) for g in raw.values() for tp, (offset, _) in g.offsets.items()
-                     if tp in ends and offset < ends[tp]}
-        for key in [k for k in self._stamps if k not in committed]:
-            del self._stamps[key]
+        cannot bound was written (a backlog older than the first poll, a quiet partition): at
+        most :data:`MAX_STAMP_LOOKUPS` partitions a poll, each once per offset. One pass,
+        no sort: only offsets older than their timeline's first point are looked at twice."""
+        undated: set[tuple[TopicPartition, int]] = set()
         wanted: dict[TopicPartition, int] = {}
-        for tp, offset in sorted(committed):
-            if (tp, offset) in self._stamps or tp in wanted:
-                continue
-            timeline = self._timelines.get(tp)
-            dated = timeline.appended_at(offset) if timeline is not None else None
-            if dated is None or dated[1] is None:
-                wanted[tp] = offset
-            if len(wanted) >= MAX_STAMP_LOOKUPS:
-                break
+        for offsets in used.values():
+            for tp, (offset, _, _) in offsets.items():
+                end = ends.get(tp)
+                if end is None or offset >= end:
+                    continue
+                timeline = self._timelines.get(tp)
+                if timeline is not None and timeline.bounds(offset):
+                    continue
+                undated.add((tp, offset))
+                if ((tp, offset) not in self._stamps and tp not in wanted
+                        and len(wanted) < MAX_STAMP_LOOKUPS):
+                    wanted[tp] = offset
+        for key in [k for k in self._stamps if k not in undated]:
+            del self._stamps[key]
         if not wanted:
             return
         try:
@@ -329,19 +484,29 @@ class LagMonitor:
         self.errors += 1
         self._rendered = render(self)
 
-    def _group(self, name: str, raw: _RawGroup, partitions: Mapping[str, list[int]],
-               ends: Mapping[TopicPartition, int], now: float) -> GroupLag:
-        topics = sorted({tp.topic for tp in [*raw.offsets, *raw.owners]})
+    def _group(self, name: str, raw: _RawGroup,
+               used: Mapping[TopicPartition, tuple[int, float, str]],
+               partitions: Mapping[str, list[int]], ends: Mapping[TopicPartition, int],
+               now: float) -> GroupLag:
+        mentioned = [*raw.offsets, *raw.owners, *(raw.kafka or ())]
+        topics = sorted({tp.topic for tp in mentioned})
         rows = []
         for topic in topics:
             # Partitions the registry knows, and any with an offset or owner beyond them.
             known = set(partitions.get(topic, ())) | {
-                tp.partition for tp in [*raw.offsets, *raw.owners] if tp.topic == topic}
+                tp.partition for tp in mentioned if tp.topic == topic}
             for p in sorted(known):
-                rows.append(self._partition(name, TopicPartition(topic, p), raw, ends, now))
+                rows.append(self._partition(name, TopicPartition(topic, p), raw, used, ends,
+                                            now))
+        store = self._stores.get(name, ("zookeeper", None))[0]
+        if raw.kafka is None:
+            return GroupLag(name, raw.members, rows, "UNKNOWN",
+                            f"committed offsets in Kafka unknown: {self.kafka_error}", store)
         status = group_status(r.status for r in rows)
+        if all(r.offset is None for r in rows):
+            status = "NOTFOUND"  # nothing committed yet: no lag to tell, not a lag of 0
         return GroupLag(name, raw.members, rows, status,
-                        self._unknown_reason(rows) if status == "UNKNOWN" else None)
+                        self._unknown_reason(rows) if status == "UNKNOWN" else None, store)
 
     def _unknown_reason(self, rows: Sequence[PartitionLag]) -> str:
         unknown = [r for r in rows if r.status == "UNKNOWN"]
@@ -352,21 +517,35 @@ class LagMonitor:
         return f"no log end for {named}{more} (not in /brokers/topics?)"
 
     def _partition(self, group: str, tp: TopicPartition, raw: _RawGroup,
+                   used: Mapping[TopicPartition, tuple[int, float, str]],
                    ends: Mapping[TopicPartition, int], now: float) -> PartitionLag:
-        committed = raw.offsets.get(tp)
+        zk_offset = raw.offsets[tp][0] if tp in raw.offsets else None
+        kafka = raw.kafka.get(tp) if raw.kafka is not None else None
+        kafka_offset = kafka[0] if kafka is not None else None
         end = ends.get(tp)
+        owner = raw.owners.get(tp)
         key = (group, tp)
+        self._seen.add(key)
+        if raw.kafka is None:  # Kafka's offsets unknown: the window waits for them
+            return PartitionLag(tp.topic, tp.partition, zk_offset, end, None, owner,
+                                "UNKNOWN", None, zk_offset, None)
+        committed = used.get(tp)
         if committed is None:
             self._windows.pop(key, None)
-            return PartitionLag(tp.topic, tp.partition, None, end, None, raw.owners.get(tp),
-                                "NOTFOUND")
-        offset, committed_at = committed
+            return PartitionLag(tp.topic, tp.partition, None, end, None, owner, "NOTFOUND")
+        offset, committed_at, source = committed
         lag = partition_lag(offset, end)
         window = self._windows.setdefault(key, deque(maxlen=self.window))
-        window.append(Observation(now, offset, lag, committed_at))
+        if window and window[-1].store != source and (
+                self._stores[group][0] != "dual"):
+            window.clear()  # the group moved to another store: its history is the other's
+        elif window and offset < window[-1].offset and raw.members == 0:
+            window.clear()  # set back with nobody registered: an operator's reset
+        window.append(Observation(now, offset, lag, committed_at, source))
         status = "UNKNOWN" if end is None else evaluate_partition(window, self.window, now)
-        return PartitionLag(tp.topic, tp.partition, offset, end, lag, raw.owners.get(tp),
-                            status, self._time_lag(tp, offset, end, now))
+        return PartitionLag(tp.topic, tp.partition, offset, end, lag, owner, status,
+                            self._time_lag(tp, offset, end, now), zk_offset, kafka_offset,
+                            source)
 
     def _time_lag(self, tp: TopicPartition, offset: int, end: int | None,
                   now: float) -> float | None:
@@ -382,13 +561,15 @@ class LagMonitor:
 
 
     def _forget_gone(self, groups: Sequence[GroupLag]) -> None:
-        seen = {(g.group, TopicPartition(p.topic, p.partition))
-                for g in groups for p in g.partitions}
+        seen, self._seen = self._seen, set()  # the keys _partition met this poll
         for key in [k for k in self._windows if k not in seen]:
             del self._windows[key]
         polled = {tp for _, tp in seen}
         for tp in [tp for tp in self._timelines if tp not in polled]:
             del self._timelines[tp]
+        names = {g.group for g in groups}
+        for name in [n for n in self._stores if n not in names]:
+            del self._stores[name]
 
     def render(self) -> bytes:
         """The Prometheus text exposition of the last poll (made by :meth:`poll`)."""
@@ -486,14 +667,20 @@ def read_groups(zk: KazooClient | ZkCache, groups: Sequence[str] | None = None,
     answers = cache.read("children", dirs)
     topic_dirs: list[str] = []
     kinds: list[tuple[str, str, str]] = []  # (group, "offsets"|"owners", topic)
+    id_paths: list[tuple[str, str]] = []
     for i, g in enumerate(names):
         offset_topics, owner_topics, ids = answers[3 * i:3 * i + 3]
         raw[g].members = len(ids or [])
+        id_paths += [(g, zp.id_path(g, c)) for c in ids or []]
         for what, topics in (("offsets", offset_topics), ("owners", owner_topics)):
             for topic in topics or []:
                 topic_dirs.append(zp.offsets_topic_dir(g, topic) if what == "offsets"
                                   else zp.owners_topic_dir(g, topic))
                 kinds.append((g, what, topic))
+    for (g, path), answer in zip(id_paths, cache.read("get", [p for _, p in id_paths]),
+                                 strict=True):
+        if answer is not None:
+            raw[g].declared.append(_declared_store(answer[0], path))
     leaves: list[str] = []
     leaf_keys: list[tuple[str, str, TopicPartition]] = []
     for (g, what, topic), children in zip(kinds, cache.read("children", topic_dirs),
@@ -522,6 +709,15 @@ def read_groups(zk: KazooClient | ZkCache, groups: Sequence[str] | None = None,
     return raw
 
 
+def _declared_store(data: bytes, path: str) -> str | None:
+    """Where the member of the ids znode says it commits (None: not said, or undecodable:
+    the offsets tell instead)."""
+    try:
+        return zp.ConsumerRegistration.decode(data, path).offsets_storage
+    except ZkDataError:
+        return None
+
+
 def topic_partition_map(zk: KazooClient | ZkCache, topics: Sequence[str]
                         ) -> dict[str, list[int]]:
     """Each topic's partitions from /brokers/topics (topics not there, or whose znode does
@@ -545,23 +741,27 @@ def topic_partition_map(zk: KazooClient | ZkCache, topics: Sequence[str]
 # --------------------------------------------------------------------------------------
 
 _HELP = {
-    "zkconsumer_group_partition_offset": "Committed offset in ZooKeeper",
-    "zkconsumer_group_partition_lag": "Log end offset minus committed offset",
+    "zkconsumer_group_partition_offset": "Committed offset in each store the group has "
+    "one in (store: zookeeper or kafka)",
+    "zkconsumer_group_partition_lag": "Log end offset minus the store's committed offset",
     "zkconsumer_group_partition_time_lag_seconds": "Age of the oldest message not committed "
     "(estimated from the log ends seen at each poll; absent when it cannot be told)",
     "zkconsumer_group_partition_owner": "1 for the thread owning the partition",
     "zkconsumer_group_partition_status": "Burrow-style status code of the partition "
     "(NOTFOUND 0, OK 1, WARN 2, STOP 4, STALL 5, REWIND 6, UNKNOWN 7)",
     "zkconsumer_partition_log_end_offset": "Log end offset of the partition",
-    "zkconsumer_group_lag": "Sum of the group's partition lags (absent when one is unknown)",
-    "zkconsumer_group_max_lag": "Largest partition lag of the group (absent when one is "
-    "unknown)",
+    "zkconsumer_group_lag": "Sum of the group's partition lags, of its offset store (absent "
+    "when one is unknown, or nothing is committed)",
+    "zkconsumer_group_max_lag": "Largest partition lag of the group, of its offset store "
+    "(absent when one is unknown, or nothing is committed)",
     "zkconsumer_group_max_time_lag_seconds": "Largest partition time lag of the group "
     "(absent when one cannot be told)",
+    "zkconsumer_group_offset_store": "1 for the store the group's lag and status are of "
+    "(zookeeper, kafka, or dual: both, each partition's larger lag)",
     "zkconsumer_group_members": "Registered members of the group",
     "zkconsumer_group_unowned_partitions": "Partitions of the group's topics with no owner",
-    "zkconsumer_group_status_code": "Burrow-style status code of the group (OK 1, WARN 2, "
-    "ERR 3, STOP 4, STALL 5, UNKNOWN 7)",
+    "zkconsumer_group_status_code": "Burrow-style status code of the group (NOTFOUND 0: "
+    "nothing committed, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, UNKNOWN 7)",
     "zkconsumer_group_status": "1 for the group's current status",
     "zkconsumer_exporter_groups": "Groups seen at the last poll",
     "zkconsumer_exporter_poll_duration_seconds": "Duration of the last poll",
@@ -569,6 +769,8 @@ _HELP = {
     "zkconsumer_exporter_polls_total": "Polls made",
     "zkconsumer_exporter_poll_errors_total": "Polls that failed (ZooKeeper lost)",
     "zkconsumer_exporter_log_end_up": "1 when the brokers gave the log ends at the last poll",
+    "zkconsumer_exporter_kafka_offsets_up": "1 when Kafka gave the groups' committed offsets "
+    "at the last poll",
 }
 _COUNTERS = {"zkconsumer_exporter_polls_total", "zkconsumer_exporter_poll_errors_total"}
 
@@ -585,26 +787,50 @@ def render(monitor: LagMonitor) -> bytes:
         lines[name].append(f"{name}{{{labels}}} {value}" if labels else f"{name} {value}")
 
     ends: dict[tuple[str, int], int] = {}
+    # The partition samples are most of the text: appended straight to their lists, each
+    # topic's label escaped once.
+    offsets = lines["zkconsumer_group_partition_offset"]
+    lags = lines["zkconsumer_group_partition_lag"]
+    ages = lines["zkconsumer_group_partition_time_lag_seconds"]
+    owners = lines["zkconsumer_group_partition_owner"]
+    statuses = lines["zkconsumer_group_partition_status"]
+    topic_labels: dict[str, str] = {}
     for g in monitor.groups:
         gl = f'group="{_label(g.group)}"'
         for p in g.partitions:
-            pl = f'{gl},topic="{_label(p.topic)}",partition="{p.partition}"'
-            if p.offset is not None:
-                add("zkconsumer_group_partition_offset", pl, p.offset)
-            if p.lag is not None:
-                add("zkconsumer_group_partition_lag", pl, p.lag)
+            tl = topic_labels.get(p.topic)
+            if tl is None:
+                tl = topic_labels[p.topic] = _label(p.topic)
+            pl = f'{gl},topic="{tl}",partition="{p.partition}"'
+            end = p.log_end_offset
+            known = end is not None and p.status != "UNKNOWN"
+            if p.zookeeper_offset is not None:
+                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="zookeeper"}} '
+                               f'{p.zookeeper_offset}')
+                if known:
+                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="zookeeper"}} '
+                                f'{partition_lag(p.zookeeper_offset, end)}')
+            if p.kafka_offset is not None:
+                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="kafka"}} '
+                               f'{p.kafka_offset}')
+                if known:
+                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="kafka"}} '
+                                f'{partition_lag(p.kafka_offset, end)}')
             if p.time_lag is not None:
-                add("zkconsumer_group_partition_time_lag_seconds", pl, p.time_lag)
+                ages.append(f"zkconsumer_group_partition_time_lag_seconds{{{pl}}} {p.time_lag}")
             if p.owner is not None:
-                add("zkconsumer_group_partition_owner", f'{pl},owner="{_label(p.owner)}"', 1)
-            add("zkconsumer_group_partition_status", pl, STATUS_CODES[p.status])
-            if p.log_end_offset is not None:
-                ends[(p.topic, p.partition)] = p.log_end_offset
+                owners.append(f'zkconsumer_group_partition_owner{{{pl},owner="'
+                              f'{_label(p.owner)}"}} 1')
+            statuses.append(f"zkconsumer_group_partition_status{{{pl}}} "
+                            f"{STATUS_CODES[p.status]}")
+            if end is not None:
+                ends[(p.topic, p.partition)] = end
         if g.total_lag is not None and g.max_lag is not None:  # an unknown lag: no sample
             add("zkconsumer_group_lag", gl, g.total_lag)
             add("zkconsumer_group_max_lag", gl, g.max_lag)
         if g.max_time_lag is not None:
             add("zkconsumer_group_max_time_lag_seconds", gl, g.max_time_lag)
+        add("zkconsumer_group_offset_store", f'{gl},store="{g.store}"', 1)
         add("zkconsumer_group_members", gl, g.members)
         add("zkconsumer_group_unowned_partitions", gl, g.unowned)
         add("zkconsumer_group_status_code", gl, STATUS_CODES[g.status])
@@ -618,6 +844,7 @@ def render(monitor: LagMonitor) -> bytes:
     add("zkconsumer_exporter_polls_total", "", monitor.polls)
     add("zkconsumer_exporter_poll_errors_total", "", monitor.errors)
     add("zkconsumer_exporter_log_end_up", "", 0 if monitor.log_end_error else 1)
+    add("zkconsumer_exporter_kafka_offsets_up", "", 0 if monitor.kafka_error else 1)
     out: list[str] = []
     for name, samples in lines.items():
         kind = "counter" if name in _COUNTERS else "gauge"

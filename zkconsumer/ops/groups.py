@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -18,6 +19,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError, NotEmptyError
 
 from zkconsumer._errors import AdminError, UnknownTopicError, ZooKeeperChangedError
 from zkconsumer._types import TopicPartition, partition_lag
+from zkconsumer.ops import brokers
 from zkconsumer.ops.brokers import _log_end_offsets, _reason
 from zkconsumer.ops.common import Progress, counted
 from zkconsumer.ops.group_reads import (
@@ -76,6 +78,9 @@ def describe_group(
     log_start_offsets: Callable[[str, Sequence[TopicPartition]], Mapping[TopicPartition, int]]
     | None = None,
     kafka: Mapping[str, Any] | None = None,
+    time_lags: bool = True,
+    message_times: Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, float]]
+    | None = None,
 ) -> GroupDescription:
     """Per partition: committed offset, log end, lag, owner; idle threads; members.
 
@@ -101,6 +106,10 @@ def describe_group(
 
     A member whose ids znode does not decode counts as a member whose subscription is
     unknown (as one whose wildcard regex cannot be read): listed, with a warning.
+
+    ``time_lags``: each row's lag in seconds too (:func:`~zkconsumer.ops.brokers.time_lags`:
+    the timestamp of the message at the offset, one fetch from every partition behind);
+    ``message_times`` replaces that read.
     """
     _require_group(zk, group)
     members, undecodable_ids = read_members(zk, group)
@@ -163,6 +172,12 @@ def describe_group(
 
     rows, bad = _partition_rows(group, sorted(tps), zk_offsets, kafka_found, owners, ends,
                                 starts, registry, undecodable)
+    if time_lags and servers is not None and error is None:
+        ages = brokers.time_lags(zk, {TopicPartition(r.topic, r.partition): (
+            r.offset, r.log_end_offset) for r in rows if r.topic is not None
+            and r.partition is not None}, servers, kafka, read_times=message_times)
+        rows = [replace(r, time_lag=ages.get(TopicPartition(r.topic, r.partition)))
+                if r.topic is not None and r.partition is not None else r for r in rows]
     infos, idle = _member_infos(group, members, undecodable_ids, owners)
     return GroupDescription(group, rows, idle, infos, error, warnings, kafka_error,
                             bad, dict(starts))

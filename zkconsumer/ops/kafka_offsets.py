@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from zkconsumer._errors import (
@@ -102,6 +103,26 @@ class _KafkaGroups:
             {KTP(t, p): OffsetSpec.EARLIEST for t, p in tps})
         return {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in found.items()}
 
+    def offsets_of(self, groups: Sequence[str]) -> dict[str, dict[TopicPartition, int]]:
+        """Each group's committed offsets in Kafka (groups with none: an empty dict), in
+        batches of :data:`OFFSET_FETCH_BATCH` (one OffsetFetch v8 per coordinator and batch,
+        as kafka-python sends it to brokers of Kafka 3.0 and later). A batch that fails
+        (one group refused) is asked again group by group, and a group that still fails
+        raises."""
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for start in range(0, len(groups), OFFSET_FETCH_BATCH):
+            batch = list(groups[start:start + OFFSET_FETCH_BATCH])
+            try:
+                found = self._admin.list_group_offsets(batch)
+            except KafkaError:
+                log.debug("batched OffsetFetch failed; asking group by group", exc_info=True)
+                found = {g: self._admin.list_group_offsets([g]).get(g, {}) for g in batch}
+            for group in batch:
+                out[group] = {TopicPartition(k.topic, k.partition): int(v.offset)
+                              for k, v in found.get(group, {}).items()
+                              if v is not None and v.offset is not None and v.offset >= 0}
+        return out
+
     def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit ``offsets`` for ``group`` (raises as ``write_kafka_offsets`` does)."""
 
@@ -109,6 +130,29 @@ class _KafkaGroups:
 
     def close(self) -> None:
         self._admin.close()
+
+
+#: Groups one OffsetFetch asks about, at most.
+OFFSET_FETCH_BATCH = 500
+
+
+def kafka_offsets_of(
+    zk: KazooClient, groups: Sequence[str], bootstrap: str | None = None,
+    kafka: Mapping[str, Any] | None = None,
+) -> dict[str, dict[TopicPartition, int]]:
+    """Each group's committed offsets in Kafka (an empty dict for one with none), asked in
+    batches (:meth:`_KafkaGroups.offsets_of`) through one admin client on ``bootstrap`` or
+    the brokers registered in ZooKeeper, closed before returning (a monitor polling every
+    30 s leaves no client behind between polls). AdminError naming why Kafka cannot be
+    asked."""
+    if not groups:
+        return {}
+    with _kafka_groups(zk, bootstrap, kafka) as client:
+        try:
+            return client.offsets_of(groups)
+        except Exception as e:  # said by the caller (the store unknown), with the reason
+            log.debug("committed offsets in Kafka failed", exc_info=True)
+            raise AdminError(f"committed offsets in Kafka unknown: {_reason(e)}") from e
 
 
 def _kafka_groups(

@@ -48,7 +48,8 @@ class PartitionStatus(_JsonRow):
     ("both" when they hold the same). ``kafka_offset`` is None when Kafka has none, or when
     Kafka could not be asked (:attr:`GroupDescription.kafka_offsets_error` then says why).
     ``log_end_offset`` is the partition's log end (None: unknown), ``lag`` :func:`partition_lag`
-    of ``offset`` and the log end, ``owner`` the owning thread id (None: unowned). A
+    of ``offset`` and the log end, ``owner`` the owning thread id (None: unowned),
+    ``time_lag`` the lag in seconds. A
     registered thread that owns no partition is a row with ``topic`` and ``partition`` None
     and ``owner`` set.
     """
@@ -63,6 +64,9 @@ class PartitionStatus(_JsonRow):
     offset_source: OffsetSource | None = None
     zookeeper_offset: int | None = None
     kafka_offset: int | None = None
+    time_lag: float | None = None
+    """Seconds since the message at ``offset`` was appended (its timestamp); 0 when caught
+    up; None when it cannot be told (no offset or log end, the message not readable)."""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,13 @@ class Timeline:
         self._when = [self._when[i] for i in keep]
         self._end = [self._end[i] for i in keep]
 
+    def bounds(self, offset: int) -> bool:
+        """Whether the timeline bounds when the message at ``offset`` was appended: a poll
+        saw the log end at or below it (a message older than the first point is only
+        extrapolated, without a bound). Stays true as the timeline grows (its first point
+        is kept), until a log end that went back starts it anew."""
+        return bool(self._end) and self._end[0] <= offset
+
     def appended_at(self, offset: int) -> tuple[float, float | None] | None:
         """(when the message at ``offset`` was appended, the error bound), or None when it
         cannot be told: no poll has seen the log end past it yet, or it is older than the

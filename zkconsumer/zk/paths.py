@@ -446,6 +446,10 @@ PATTERN_BLACKLIST = "black_list"
 _PATTERNS = (PATTERN_STATIC, PATTERN_WHITELIST, PATTERN_BLACKLIST)
 #: The ids JSON field in which a zkconsumer member records its partition.assignment.strategy.
 STRATEGY_FIELD = "assignment_strategy"
+#: The ids JSON field in which a zkconsumer member records where it commits its offsets.
+STORAGE_FIELD = "offsets_storage"
+#: Its values: ZooKeeper, Kafka, or both (``offsets.storage=kafka`` with dual commit).
+OFFSET_STORES = ("zookeeper", "kafka", "dual")
 
 
 _JVM_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f",
@@ -489,7 +493,10 @@ class ConsumerRegistration:
         {...,"timestamp":"1494000000000","assignment_strategy":"sticky"}
 
     ``assignment_strategy`` is None for a registration without it (a JVM member, or an older
-    zkconsumer), which can only be using ``range`` or ``roundrobin``.
+    zkconsumer), which can only be using ``range`` or ``roundrobin``. Likewise
+    ``offsets_storage``, where the member commits (``zookeeper``, ``kafka``, or ``dual``:
+    ``offsets.storage=kafka`` with ``dual.commit.enabled``), which the lag exporter reads;
+    None for a JVM member, which does not say it.
     """
 
     subscription: dict[str, int]
@@ -497,6 +504,7 @@ class ConsumerRegistration:
     timestamp_ms: int
     version: int = 1
     assignment_strategy: str | None = None
+    offsets_storage: str | None = None
 
     def __post_init__(self) -> None:
         if self.pattern not in _PATTERNS:
@@ -518,6 +526,9 @@ class ConsumerRegistration:
                 not isinstance(self.assignment_strategy, str) or not self.assignment_strategy):
             raise ValueError("assignment_strategy must be a non-empty string or None, got "
                              f"{self.assignment_strategy!r}")
+        if self.offsets_storage is not None and self.offsets_storage not in OFFSET_STORES:
+            raise ValueError(f"offsets_storage must be one of {OFFSET_STORES} or None, got "
+                             f"{self.offsets_storage!r}")
 
     @classmethod
     def static(cls, topic_counts: dict[str, int], timestamp_ms: int) -> ConsumerRegistration:
@@ -569,6 +580,8 @@ class ConsumerRegistration:
         }
         if self.assignment_strategy is not None:
             obj[STRATEGY_FIELD] = self.assignment_strategy
+        if self.offsets_storage is not None:
+            obj[STORAGE_FIELD] = self.offsets_storage
         return _compact(obj)
 
     @classmethod
@@ -611,8 +624,10 @@ class ConsumerRegistration:
         # Written only by zkconsumer; anything but a non-empty string reads as absent.
         raw_strategy = obj.get(STRATEGY_FIELD)
         strategy = raw_strategy if isinstance(raw_strategy, str) and raw_strategy else None
+        raw_storage = obj.get(STORAGE_FIELD)  # likewise: anything unknown reads as absent
+        storage = raw_storage if raw_storage in OFFSET_STORES else None
         try:
-            return cls(subscription, pattern, timestamp, version, strategy)
+            return cls(subscription, pattern, timestamp, version, strategy, storage)
         except ValueError as exc:
             d.fail(str(exc))
 
