@@ -6,11 +6,14 @@ The layers, lowest first (a module may import its own package and any lower laye
                _version _speedups
     zk/ broker/          ZooKeeper paths, reads, sessions, transactions | Kafka clients, backends
     consumer/            the connector, assignors, fetcher, streams, offsets, metrics
-    ops/ spark/ stack/   operator and migration functions | the Spark source | stack, bridge
+    ops/ spark/ bridge/  operator functions | the Spark source | the bridge for KRaft clusters
       (and the package's own __init__, the public facade)
+    migration/           migrate status and copy, compare: built on the operator functions
+    stack/               the development stack (ZooKeeper and Kafka run locally); production
+                         code never imports it: only the CLI's ``stack`` command (cli.app)
     cli/                 argparse and rich over all of it; nothing imports it
 
-Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``stack``) do not import
+Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``bridge``) do not import
 each other. An import of a zkconsumer module inside a function is refused too: it is how a
 cycle hides. Imports under ``if TYPE_CHECKING:`` count too, for the layers and for cycles:
 a cycle seen only by the type checker is still two modules that cannot be read apart.
@@ -34,8 +37,13 @@ PACKAGE = "zkconsumer"
 LEAVES = ("_version", "_speedups", "_types", "_errors", "_config_keys", "_properties",
           "_config", "_filters", "_tls", "_message")
 #: Sub-package -> layer; the leaves are layer 0 and the package's __init__ (the facade) 3.
-LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "stack": 3, "cli": 4}
+LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "bridge": 3,
+          "migration": 4, "stack": 5, "cli": 6}
 FACADE_LAYER = 3
+#: The development packages: no production module imports them, but these (the CLI's
+#: ``zkconsumer stack`` command).
+DEVELOPMENT = ("stack",)
+DEVELOPMENT_USERS = ("zkconsumer.cli.app",)
 
 
 @dataclass(frozen=True)
@@ -151,6 +159,10 @@ def layer_violations(found: list[Import]) -> Iterator[str]:
         elif theirs >= mine:
             why = "the same layer" if theirs == mine else "a higher layer"
             yield f"{where}: {imp.importer} imports {imp.imported}, on {why}"
+        if group_of(imp.imported) in DEVELOPMENT and group_of(imp.importer) not in DEVELOPMENT \
+                and imp.importer not in DEVELOPMENT_USERS:
+            yield (f"{where}: {imp.importer} imports {imp.imported}, the development stack: "
+                   "production code never does")
         if imp.in_function and not imp.imported.endswith("._speedups"):
             yield f"{where}: {imp.importer} imports {imp.imported} inside a function"
         if imp.private and _package_of(imp.importer) != _package_of(imp.imported) \

@@ -45,9 +45,29 @@ def test_an_import_of_a_higher_layer_is_refused(package: Path,
 
 
 def test_packages_of_one_layer_do_not_import_each_other(package: Path) -> None:
-    _plant(package, "stack/local.py", "from zkconsumer.ops import common  # noqa")
-    assert any("zkconsumer.stack.local imports zkconsumer.ops.common, on the same layer" in p
+    _plant(package, "bridge/daemon.py", "from zkconsumer.ops import common  # noqa")
+    assert any("zkconsumer.bridge.daemon imports zkconsumer.ops.common, on the same layer" in p
                for p in problems(package))
+
+
+def test_the_operator_functions_do_not_import_the_migration(package: Path) -> None:
+    # The migration builds on ops (delete_group, the Kafka store), not the reverse.
+    _plant(package, "ops/groups.py", "from zkconsumer.migration import stores  # noqa")
+    assert any("zkconsumer.ops.groups imports zkconsumer.migration.stores, on a higher layer"
+               in p for p in problems(package))
+
+
+def test_no_production_module_imports_the_development_stack(package: Path) -> None:
+    # Below the stack the layers refuse it already; the CLI is above it, and only its
+    # ``stack`` command (cli.app) may use it.
+    _plant(package, "cli/groups.py", "from zkconsumer.stack import local  # noqa")
+    _plant(package, "bridge/daemon.py", "from zkconsumer.stack import local  # noqa")
+    found = problems(package)
+    assert any("zkconsumer.cli.groups imports zkconsumer.stack.local, the development stack"
+               in p for p in found)
+    assert any("zkconsumer.bridge.daemon imports zkconsumer.stack.local, the development stack"
+               in p for p in found)
+    assert not any("zkconsumer.cli.app imports zkconsumer.stack" in p for p in found)
 
 
 def test_a_leaf_imports_only_the_leaves_before_it(package: Path) -> None:

@@ -33,7 +33,7 @@ from zkconsumer.ops.group_reads import (
     read_members,
 )
 from zkconsumer.ops.kafka_offsets import _kafka_groups, _KafkaGroups
-from zkconsumer.ops.migrate_status import classify
+from zkconsumer.ops.kafka_store import classify
 from zkconsumer.ops.results import (
     UNKNOWN_PATTERN,
     DeleteResult,

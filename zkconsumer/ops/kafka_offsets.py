@@ -36,8 +36,8 @@ from zkconsumer.ops.brokers import (
     _reachable_brokers,
     _reason,
 )
-from zkconsumer.ops.migrate_copy import write_kafka_offsets
-from zkconsumer.ops.migrate_stores import _modern_group, read_kafka_offsets
+from zkconsumer.ops.kafka_store import modern_group as _modern_group
+from zkconsumer.ops.kafka_store import read_kafka_offsets, write_kafka_offsets
 from zkconsumer.ops.results import KafkaImport, KafkaOffsetsLeft, OffsetEntry, StoreDifference
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import children
