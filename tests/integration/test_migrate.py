@@ -34,7 +34,8 @@ from zkconsumer._types import TopicPartition as TP
 from zkconsumer.broker.clients import modern_admin
 from zkconsumer.migration.copy import copy_offsets, plan_copy, wait_until_idle
 from zkconsumer.migration.status import classify, migration_status
-from zkconsumer.migration.stores import read_kafka_offsets, read_zk_offsets
+from zkconsumer.migration.stores import read_zk_offsets
+from zkconsumer.ops.kafka_store import read_kafka_offsets
 from zkconsumer.zk import paths as zp
 
 Taken = list[tuple[int, int, bytes]]  # (partition, offset, value)
@@ -996,7 +997,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
     the ones the brokers already lack): the broker refuses its offsets and commits the
     rest; the error says both."""
     from zkconsumer._errors import MigrationError
-    from zkconsumer.migration.copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     group, live = names.group, topic2
     ghost = names("ghost")  # never on the broker
@@ -1019,7 +1020,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
 def test_kafka_commit_refused_because_a_modern_member_joined_is_group_active(
     stack: StackInfo, names: Any, topic2: str
 ) -> None:
-    from zkconsumer.migration.copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     group, topic = names.group, topic2
     modern = modern_consumer(stack, group, topic)
@@ -1542,7 +1543,7 @@ def test_the_migrate_errors_are_the_tools_errors_too() -> None:
     from kafka.errors import NoError, UnknownMemberIdError
 
     from zkconsumer import _errors
-    from zkconsumer.migration.copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     for name in ("GroupActiveError", "UnknownGroupError", "UnknownTopicError"):
         ours, tools = getattr(_errors, "Migration" + name), getattr(_errors, name)
