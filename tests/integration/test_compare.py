@@ -322,7 +322,7 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 ) -> None:
     """Ctrl-C after the run's start offsets were written, before any member started: the
     group those offsets made is deleted all the same."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     groups: list[str] = []
 
@@ -354,7 +354,7 @@ def test_a_failed_second_run_keeps_the_first_runs_report(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     from zkconsumer._errors import CompareError
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = _fake_result(lost=0).results[0]
 
@@ -389,7 +389,7 @@ def test_ctrl_c_while_deleting_the_groups_keeps_the_report_and_names_them(
     """Both runs done, then Ctrl-C while the first group is deleted (waiting for the killed
     member's session): the report was lost, and the second group neither deleted nor
     named."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = {p: _fake_result(lost=0).results[0] for p in ("zookeeper", "kafka")}
 
@@ -424,7 +424,7 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 ) -> None:
     """Ctrl-C in the second run, and again while the incomplete report is rendered: the
     groups were neither deleted nor named."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = _fake_result(lost=0).results[0]
     forgotten: list[str] = []
