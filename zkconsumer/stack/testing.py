@@ -14,13 +14,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import Producer
-from kafka import KafkaAdminClient, KafkaProducer
 from kafka import TopicPartition as KTP
 from kafka.admin import NewPartitions, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkconsumer.broker.clients import confluent_producer, kafka_admin, kafka_producer
 from zkconsumer.consumer.assignors.core import assign
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import consumers_for_topic
@@ -73,7 +72,7 @@ def wait_until(
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    admin = kafka_admin(bootstrap_servers=bootstrap, client_id="zkc-tests")
     try:
         admin.create_topics([NewTopic(name, partitions, 1)])
     finally:
@@ -81,7 +80,7 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 
 def delete_topic(bootstrap: str, name: str) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    admin = kafka_admin(bootstrap_servers=bootstrap, client_id="zkc-tests")
     try:
         admin.delete_topics([name])
     finally:
@@ -90,7 +89,7 @@ def delete_topic(bootstrap: str, name: str) -> None:
 
 def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
     """DeleteRecords: partition -> the offset that becomes its log start."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    admin = kafka_admin(bootstrap_servers=bootstrap, client_id="zkc-tests")
     try:
         admin.delete_records({KTP(topic, p): o for p, o in before.items()})
     finally:
@@ -99,7 +98,7 @@ def delete_records(bootstrap: str, topic: str, before: dict[int, int]) -> None:
 
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
     """CreatePartitions: ``name`` grows to ``total`` partitions."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkc-tests")
+    admin = kafka_admin(bootstrap_servers=bootstrap, client_id="zkc-tests")
     try:
         admin.create_partitions({name: NewPartitions(total)})
     finally:
@@ -110,8 +109,8 @@ def produce(
     bootstrap: str, topic: str, values: Iterable[tuple[int, bytes | None, bytes]]
 ) -> int:
     """Send (partition, key, value) records; return how many."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
-                             enable_idempotence=False)
+    producer = kafka_producer(bootstrap_servers=bootstrap, linger_ms=5, acks=1,
+                              enable_idempotence=False)
     sent = []
     try:
         for partition, key, value in values:
@@ -128,8 +127,9 @@ def produce(
 
 def produce_bulk(bootstrap: str, topic: str, partition: int, payload: bytes, count: int) -> None:
     """``count`` copies of ``payload`` to one partition, fast (librdkafka batches them)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
-                         "batch.size": 1_000_000, "queue.buffering.max.kbytes": 262144})
+    producer = confluent_producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                                   "batch.size": 1_000_000,
+                                   "queue.buffering.max.kbytes": 262144})
     for _ in range(count):
         while True:
             try:
