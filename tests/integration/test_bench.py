@@ -61,7 +61,7 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
     on both backends (the figures themselves mean nothing at this size)."""
     monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
-    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_common, "RESULTS", tmp_path)
     bench_throughput.bench_throughput(
         argparse.Namespace(messages=4000, size=100, rounds=1, jvm=True, peers=True))
     result = json.loads((tmp_path / "throughput_4000.json").read_text())
@@ -93,7 +93,7 @@ def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_
     own clocks), and counted in ZooKeeper operations."""
     monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
-    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_common, "RESULTS", tmp_path)
     bench.bench_rebalance(argparse.Namespace(members=3, partitions=8, changes=4, no_fetch=True,
                                              strategy="roundrobin", no_pykafka=True,
                                              warmup=1, peers="none"))
