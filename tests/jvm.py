@@ -11,13 +11,13 @@ at every start, as a single-file launch would.
 * :func:`py_member`: the same for a zkconsumer member (tests/mixed_member.py), which prints
   the same lines;
 * :func:`jvm_assign`: the JVM's own assignment of groups laid out in ZooKeeper.
+
+The classpaths and the ``java`` command line are :mod:`tools.legacy_jvm`'s (the benchmarks
+run the same member).
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -28,12 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import wait_until
+from tools.legacy_jvm import java_argv
 from zkconsumer._types import TopicPartition
-
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "tools" / "jvm" / "src" / "Member.java"
-LOG4J = ROOT / "tools" / "jvm" / "src" / "log4j.properties"
+from zkconsumer.stack.testing import wait_until
 
 #: The JVM releases tested: the last of the legacy consumer (1.1.1) and the last before
 #: 1.0 (0.11.0.3), whose roundrobin orders partitions differently.
@@ -41,43 +38,6 @@ JVM_RELEASES = ("1.1.1", "0.11.0.3")
 
 #: The jvm.compatibility value matching each release.
 COMPATIBILITY = {"1.1.1": "1.0.1", "0.11.0.3": "0.8.2"}
-
-# Small heap, quick start: the tests start many short-lived members on two cores.
-_JVM_FLAGS = ["-Xmx160m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
-              f"-Dlog4j.configuration=file:{LOG4J}"]
-
-
-def classpath(release: str) -> str:
-    """The ``dir/*`` classpath of ``release``; a clear error when it was never resolved."""
-    root = Path(os.environ.get("ZKCONSUMER_JVM_DIR") or ROOT / ".jvm")
-    directory = root / f"legacy-{release}"
-    if not any(directory.glob("kafka_*.jar")):
-        raise RuntimeError(f"no Kafka {release} classpath in {directory}: run tools/jvm/resolve")
-    return f"{directory}/*"
-
-
-@functools.cache
-def _compiled(release: str) -> str:
-    """A directory holding Member.class compiled against ``release`` (once per session)."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    out = Path(tempfile.gettempdir()) / f"zkc-member-{release}-{digest}"
-    if not (out / "Member.class").exists():
-        tmp = Path(tempfile.mkdtemp(prefix=f"zkc-member-{release}-"))
-        subprocess.run(["javac", "-nowarn", "-cp", classpath(release), "-d", str(tmp),
-                        str(SOURCE)], check=True, capture_output=True, timeout=180)
-        try:
-            tmp.rename(out)
-        except OSError:  # another test process compiled it meanwhile
-            pass
-    return str(out)
-
-
-def java_argv(release: str, *args: str, flags: Iterable[str] | None = None) -> list[str]:
-    """``java ... Member <args>`` for ``release``; ``flags``: the JVM's options instead of the
-    tests' (small heap, quick start; tools/bench throughput gives its own)."""
-    cp = f"{_compiled(release)}{os.pathsep}{classpath(release)}"
-    return ["java", *(_JVM_FLAGS if flags is None else flags), "-cp", cp, "Member", *args]
-
 
 @dataclass(frozen=True)
 class Handed:

@@ -18,155 +18,43 @@ Goals are checked and reported in the JSON (``goal_met``), never asserted in tes
 from __future__ import annotations
 
 import argparse
-import functools
-import json
 import os
-import platform
+import random
 import statistics
-import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from kazoo.client import KazooClient
 
-from kazoo.client import KazooClient  # noqa: E402
-
-from tests.support import NullFetcher, create_topic, expected_owners, wait_until  # noqa: E402
-from tools import bench_peers, bench_pykafka  # noqa: E402 - pykafka only imported when a row runs
-from tools.bench_procs import MemberProcess, close_all  # noqa: E402
-from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # noqa: E402
-from zkconsumer.stack.local import running_stack  # noqa: E402
-from zkconsumer.zk import paths as zp  # noqa: E402
-
-RESULTS = ROOT / "bench-results"
-
-
-@dataclass
-class Made:
-    """The topics and legacy groups a benchmark created: deleted at its end when the stack is
-    the user's (``ZKCONSUMER_ZOOKEEPER``/``ZKCONSUMER_BOOTSTRAP``); a local stack goes whole."""
-
-    topics: set[str] = field(default_factory=set)
-    groups: set[str] = field(default_factory=set)
-
-
-@contextmanager
-def stack(made: Made | None = None) -> Iterator[tuple[str, str]]:
-    zk, bs = os.environ.get("ZKCONSUMER_ZOOKEEPER"), os.environ.get("ZKCONSUMER_BOOTSTRAP")
-    if bool(zk) != bool(bs):
-        # One alone would silently measure a local stack instead of the one meant.
-        raise SystemExit("tools/bench: set both ZKCONSUMER_ZOOKEEPER and ZKCONSUMER_BOOTSTRAP "
-                         "(or neither)")
-    if zk and bs:
-        try:
-            yield zk, bs
-        finally:
-            if made is not None:
-                clean_up(zk, bs, made)
-        return
-    with tempfile.TemporaryDirectory(prefix="zkc-bench-") as d, running_stack(d) as s:
-        yield s.zookeeper, s.bootstrap
-
-
-def clean_up(zk_addr: str, bootstrap: str, made: Made) -> None:
-    """Delete what the benchmark made, best-effort: what stays is said, with the reason."""
-    from kafka.admin import KafkaAdminClient
-
-    from zkconsumer._errors import UnknownGroupError
-    from zkconsumer.ops import delete_group
-    from zkconsumer.zk.session import connect
-
-    left: list[str] = []
-    if made.groups:
-        zk = connect(zk_addr)
-        try:
-            for group in sorted(made.groups):
-                try:
-                    delete_group(zk, group)
-                except UnknownGroupError:
-                    pass  # never created (a run that failed early)
-                except Exception as e:  # noqa: BLE001 - said, and the rest still deleted
-                    left.append(f"group {group} ({e})")
-        finally:
-            zk.stop()
-            zk.close()
-    if made.topics:
-        try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkconsumer-bench")
-            try:
-                admin.delete_topics(sorted(made.topics))
-            finally:
-                admin.close()
-        except Exception as e:  # noqa: BLE001 - said
-            left.append(f"topics {', '.join(sorted(made.topics))} ({e})")
-    for what in left:
-        progress(f"left on the stack: {what}")
-
-
-def progress(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-@functools.cache
-def measured_commit() -> str | None:
-    """``git rev-parse HEAD`` of the checkout (``+dirty`` with uncommitted changes outside
-    ``bench-results``, ``docs`` and Markdown files), or None outside a git checkout. Read
-    once, when the run starts (see :func:`main`): what was measured, whatever is edited
-    while it runs."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True, timeout=10).stdout.strip()
-        # Results files written since are not changes to the code measured.
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":!bench-results", ":!docs", ":!*.md"],
-                               cwd=ROOT, capture_output=True, text=True, check=True,
-                               timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head + ("+dirty" if dirty else "")
-
-
-def result_header(name: str) -> dict[str, Any]:
-    """What every result file starts with (the benchmarks' and the soak's)."""
-    return {
-        "benchmark": name,
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        # The code measured: a result older than the code it describes is then visible.
-        "commit": measured_commit(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
-        # The machine's load (1, 5, 15 min) when the run started and ended: other work on a
-        # 2-core machine shows in the figures.
-        "load_average": {"start": load_at_start(), "end": _load()},
-    }
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-@functools.cache
-def load_at_start() -> list[float]:
-    """The load average when the run started (read first by :func:`main`)."""
-    return _load()
-
-
-def write_result(name: str, data: dict[str, Any]) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    data = {**result_header(name), **data}
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    print(json.dumps(data, indent=2))
-    return path
+from tools import (
+    bench_exporter,
+    bench_peers,
+    bench_pykafka,  # pykafka itself is imported only when a row runs
+    bench_spark,
+    bench_stack,
+    bench_throughput,
+)
+from tools.bench_common import (
+    Made,
+    load_at_start,
+    load_average,
+    measured_commit,
+    progress,
+    stack,
+    write_result,
+)
+from tools.bench_procs import MemberProcess, Spawned, close_all
+from zkconsumer import (
+    ConsumerConfig,
+    ConsumerRebalanceListener,
+    ConsumerTimeoutException,
+    ZookeeperConsumerConnector,
+)
+from zkconsumer.stack.testing import NullFetcher, create_topic, expected_owners, wait_until
+from zkconsumer.zk import paths as zp
 
 
 def _owners_async(zk: KazooClient, group: str, topic: str, partitions: int) -> dict[int, str]:
@@ -295,13 +183,9 @@ def bench_rebalance(args: argparse.Namespace) -> None:
         props = {"auto.commit.enable": "false", "zookeeper.session.timeout.ms": "6000",
                  "partition.assignment.strategy": args.strategy}
 
-        spawned: list[MemberProcess] = []
-
-        def new_member() -> MemberProcess:
-            spawned.append(MemberProcess(zk_addr, group, topic, props,
-                                         fetch=not args.no_fetch))
-            return spawned[-1]
-
+        spawned = Spawned(lambda: MemberProcess(zk_addr, group, topic, props,
+                                                fetch=not args.no_fetch))
+        new_member = spawned.new
         members: list[MemberProcess] = []
         spare = new_member()  # started ahead: its interpreter's start is not the join's
         try:
@@ -317,7 +201,7 @@ def bench_rebalance(args: argparse.Namespace) -> None:
             latencies, zk_ops, per_member, totals, warmup = _changes(
                 zk, group, topic, args, members, spare, new_member)
         finally:
-            close_all(spawned)
+            spawned.close()
         peers: dict[str, Any] = {}
         if pykafka_row:
             peers["pykafka_balanced"] = bench_pykafka.rebalance_row(
@@ -507,8 +391,6 @@ def _moves(g: _Group, changes: int) -> list[dict[str, Any]]:
     """Alternate joins and leaves (the leaver: a member chosen at random); per change, the
     partitions whose owner changed, against the minimum (a join: the newcomer's share; a
     leave: the leaver's partitions)."""
-    import random
-
     rng = random.Random(20261128)
     out = []
     for i in range(changes):
@@ -537,7 +419,7 @@ def _storm_why_not(n: int, secs: list[float], failed: int, fetch: bool) -> str:
         f"the slowest of {len(secs)} rounds took {max(secs):.2f} s: {n} member processes "
         f"{'starting their fetchers, ' if fetch else ''}all rebalancing at once, with "
         f"ZooKeeper and the broker, on {os.cpu_count()} cores shared with other work "
-        f"(load average {_load()[0]})")
+        f"(load average {load_average()[0]})")
 
 
 def _fresh_group(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: Any,
@@ -561,8 +443,6 @@ class _Deliveries:
         self.threads: list[threading.Thread] = []
 
     def drain(self, stream: Any) -> None:
-        from zkconsumer import ConsumerTimeoutException
-
         def run() -> None:
             while True:
                 try:
@@ -634,8 +514,6 @@ def _gap_run(made: Made, zk: KazooClient, zk_addr: str, bootstrap: str, args: An
     with their thread, in a quiet window and around each change, and duplicates per change.
     ``full``: the members have a rebalance listener, which keeps the full (stop-the-world)
     rebalance, for comparison."""
-    from zkconsumer import ConsumerRebalanceListener
-
     partitions = args.gap_partitions
     name = f"bench-gap-{'full' if full else 'incr'}-{time.time_ns()}"
     made.topics.add(name)
@@ -863,18 +741,10 @@ def main() -> None:
     p.add_argument("--no-pykafka", action="store_true",
                    help="skip the pykafka peer rows (tools/bench_pykafka.py)")
     p.set_defaults(func=bench_storm)
-    from tools import bench_exporter, bench_stack, bench_throughput
-
     bench_throughput.register(sub)
     bench_stack.register(sub)
     bench_exporter.register(sub)
-    try:
-        from tools import bench_spark
-    except ModuleNotFoundError as e:
-        if e.name != "tools.bench_spark":
-            raise
-    else:
-        bench_spark.register(sub)
+    bench_spark.register(sub)
     args = parser.parse_args()
     measured_commit()
     load_at_start()

@@ -22,10 +22,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from tests.support import create_topic, produce, wait_until
-from tools.bench import Made, progress, stack, write_result
+from tools.bench_common import Made, progress, stack, write_result
 from zkconsumer.broker.clients import kafka_admin
 from zkconsumer.ops.exporter import PIPELINE, ExporterServer, LagMonitor
+from zkconsumer.stack.testing import create_topic, produce, wait_until
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import connect
 

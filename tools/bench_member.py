@@ -35,9 +35,9 @@ import threading
 import time
 from typing import Any
 
-from tests.support import NullFetcher
 from tools import bench_pykafka
 from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector
+from zkconsumer.stack.testing import NullFetcher
 
 
 def _drain(stream: Any) -> None:

@@ -20,6 +20,7 @@ peer's own* assignment rule computes for the registered ids, read from its own z
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -36,8 +37,9 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from tests.support import create_topic, wait_until
-from tools.bench_procs import MemberProcess, close_all
+from tools.bench_procs import MemberProcess, Spawned, close_all
+from tools.legacy_jvm import LOG4J, classpath
+from zkconsumer.stack.testing import create_topic, expected_owners, wait_until
 from zkconsumer.zk import paths as zp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,23 +124,17 @@ class JvmPeer(Peer):
         _compiled()
 
     def argv(self, zk: str, group: str, topic: str, extra: dict[str, str]) -> list[str]:
-        from tests.jvm import LOG4J, classpath
-
         cp = f"{_compiled()}{os.pathsep}{classpath('1.1.1')}"
         return ["java", *JVM_FLAGS, f"-Dlog4j.configuration=file:{LOG4J}", "-cp", cp,
                 "PeerMember", zk, group, topic, *(f"{k}={v}" for k, v in extra.items())]
 
     def expected(self, zk: KazooClient, group: str, topic: str, ids: list[str]
                  ) -> dict[int, str]:
-        from tests.support import expected_owners
-
         return expected_owners(zk, group, topic, "range")
 
 
 @functools.cache
 def _compiled() -> str:
-    from tests.jvm import classpath
-
     try:
         cp = classpath("1.1.1")
     except RuntimeError as e:
@@ -146,8 +142,6 @@ def _compiled() -> str:
     source = PEERS_SRC / "jvm" / "PeerMember.java"
     out = BUILD / "jvm"
     stamp = out / "source.sha"
-    import hashlib
-
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if not stamp.exists() or stamp.read_text() != digest:
         out.mkdir(parents=True, exist_ok=True)
@@ -223,7 +217,7 @@ PEERS: dict[str, Peer] = {
                      "rebalance.max.retries": "4 (its default)", "jvm_flags": JVM_FLAGS},
         "layout": "the legacy layout zkconsumer shares: ids <group>_<host>-<ms>-<8 hex>, "
                   "owners valued <consumer id>-<thread>",
-        "assignment": "the legacy range (zkconsumer's range computes it: tests.support."
+        "assignment": "the legacy range (zkconsumer's range computes it: zkconsumer.stack.testing."
                       "expected_owners)",
         "failed_attempts": "'Rebalancing attempt failed' lines of its own log, counted",
         "fetchers": "real (it cannot run without them)",
@@ -434,12 +428,8 @@ def rebalance_row(name: str, made: Any, zk: KazooClient, zk_addr: str, bootstrap
     except PeerUnavailable as e:
         return {**peer.about, "not_run": str(e)}
     g = _fresh(peer, made, zk, zk_addr, bootstrap, partitions, "rb")
-    spawned: list[MemberProcess] = []
-
-    def spawn() -> MemberProcess:
-        spawned.append(g.spawn())
-        spawned[-1].send("prepare")
-        return spawned[-1]
+    spawned = Spawned(g.spawn, then=lambda m: m.send("prepare"))
+    spawn = spawned.new
 
     latencies: dict[str, list[float]] = {"join": [], "leave": []}
     failure: str | None = None
@@ -492,7 +482,7 @@ def rebalance_row(name: str, made: Any, zk: KazooClient, zk_addr: str, bootstrap
             if counts.get(key) is not None:
                 counts[key] -= sum(int(s.get(key, 0)) for s in before)
     finally:
-        close_all(spawned)
+        spawned.close()
     both = latencies["join"] + latencies["leave"]
     return {
         **peer.about, "members": members, "partitions": partitions, "changes": changes,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,28 @@ class MemberProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class Spawned:
+    """The member processes of one benchmark run, each made by ``make`` (then given to
+    ``then``, e.g. a peer's ``prepare``) and kept from the start, so that :meth:`close` ends
+    every one, the spare started ahead included, whatever failed meanwhile."""
+
+    def __init__(self, make: Callable[[], MemberProcess],
+                 then: Callable[[MemberProcess], object] | None = None) -> None:
+        self._make = make
+        self._then = then
+        self.all: list[MemberProcess] = []
+
+    def new(self) -> MemberProcess:
+        member = self._make()
+        self.all.append(member)
+        if self._then is not None:
+            self._then(member)
+        return member
+
+    def close(self) -> None:
+        close_all(self.all)
 
 
 def close_all(members: list[MemberProcess]) -> None:

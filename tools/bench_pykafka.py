@@ -38,8 +38,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from tests.support import create_topic, wait_until
-from tools.bench_procs import MemberProcess, close_all
+from tools.bench_procs import MemberProcess, Spawned, close_all
+from zkconsumer.stack.testing import create_topic, wait_until
 from zkconsumer.zk import paths as zp
 
 #: What the rows measure, and the protocol version pykafka is told the brokers speak (it
@@ -427,11 +427,9 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
     pykafka = require()
     g = _fresh(made, zk, zk_addr, bootstrap, partitions, fetch, "rb", strategy)
     props = {"strategy": strategy, "bootstrap": bootstrap}
-    spawned: list[MemberProcess] = []
-
-    def spawn() -> MemberProcess:
-        spawned.append(MemberProcess(zk_addr, g.group, g.topic, props, fetch, kind="pykafka"))
-        return spawned[-1]
+    spawned = Spawned(lambda: MemberProcess(zk_addr, g.group, g.topic, props, fetch,
+                                            kind="pykafka"))
+    spawn = spawned.new
 
     latencies: dict[str, list[float]] = {"join": [], "leave": []}
     moves: list[dict[str, Any]] = []
@@ -479,7 +477,7 @@ def rebalance_row(made: Any, zk: KazooClient, zk_addr: str, bootstrap: str, memb
                       f"{moves[-1]['moved']} partitions moved")
         counts = _log_delta(log0, _summed(live) + left)
     finally:
-        close_all(spawned)
+        spawned.close()
         _disconnect(g.client)
 
     def pct(xs: list[float]) -> dict[str, Any]:

@@ -28,10 +28,12 @@ as fast as Spark's Kafka source in batch and stream. Speed goals are reported, n
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,11 +42,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from kazoo.client import KazooClient
 
-from tools.bench import Made, progress, stack, write_result  # noqa: E402
+from tools.bench_common import ROOT, Made, progress, stack, write_result
+from zkconsumer.spark import register as register_source
+from zkconsumer.stack.classpaths import jvm_dir
+from zkconsumer.stack.testing import create_topic, wait_until
+from zkconsumer.zk import paths as zp
 
 #: Spark's own Kafka source: its pinned Maven project, and its directory under .jvm/.
 SPARK_KAFKA = "spark-kafka-4.2"
@@ -109,11 +113,6 @@ def _produce(bootstrap: str, topic: str, n: int, partitions: int, size: int) -> 
 def _connector_jars() -> list[str]:
     """The jars of Spark's Kafka source, copied by Maven from ``SPARK_KAFKA_POM`` into
     ``.jvm/spark-kafka-4.2/`` the first time (again when the pom changed)."""
-    import hashlib
-    import subprocess
-
-    from zkconsumer.stack.classpaths import jvm_dir
-
     out = jvm_dir() / SPARK_KAFKA
     want = hashlib.sha256(SPARK_KAFKA_POM.read_bytes()).hexdigest()
     stamp = out / ".resolved"
@@ -143,8 +142,6 @@ def _spark_session(jars: list[str]) -> Any:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from zkconsumer.spark import register
-
     builder = (SparkSession.builder.master("local[2]").appName("zkconsumer-bench")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -155,7 +152,7 @@ def _spark_session(jars: list[str]) -> Any:
         builder = builder.config("spark.jars", ",".join(jars))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    register_source(spark)
     return spark
 
 
@@ -289,11 +286,6 @@ def bench_spark(args: argparse.Namespace) -> None:
 
 
 def _make_topic(zk_addr: str, bootstrap: str, topic: str, parts: int) -> None:
-    from kazoo.client import KazooClient
-
-    from tests.support import create_topic, wait_until
-    from zkconsumer.zk import paths as zp
-
     create_topic(bootstrap, topic, parts)
     zk = KazooClient(hosts=zk_addr)
     zk.start()

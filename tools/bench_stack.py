@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tools.bench import progress, write_result
+from tools.bench_common import progress, write_result
 from zkconsumer.stack.local import BROKERS, LocalStack, describe
 
 

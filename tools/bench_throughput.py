@@ -51,8 +51,16 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.client import KazooClient
+
 from tools import bench_peers
-from tools.bench import Made, progress, stack, write_result
+from tools.bench_common import Made, progress, stack, write_result
+from tools.legacy_jvm import LOG4J, java_argv
+from zkconsumer import ConsumerConfig, create_consumer_connector
+from zkconsumer._types import TopicPartition
+from zkconsumer.consumer.fetcher import ConfluentBackend, FetchBackend, KafkaPythonBackend
+from zkconsumer.stack.testing import create_topic, wait_until
+from zkconsumer.zk import paths as zp
 
 #: How long one client's run may take to read every message (all four kinds of client).
 DEADLINE_S = 600.0
@@ -65,8 +73,6 @@ JVM_START_S = 60.0
 def jvm_flags() -> list[str]:
     """The JVM's options: its own defaults (full JIT, its default collector), a 1 GB heap and
     the members' log4j settings; not the tests' quick-start flags (C1 only, a small heap)."""
-    from tests.jvm import LOG4J
-
     return ["-Xmx1g", f"-Dlog4j.configuration=file:{LOG4J}"]
 
 
@@ -170,8 +176,6 @@ def raw_confluent(bootstrap: str, topic: str, n: int, timeout_s: float = DEADLIN
 
 def zkconsumer_streams(zk: str, topic: str, n: int, backend: str, streams: int = 4,
                        made: Made | None = None) -> float:
-    from zkconsumer import ConsumerConfig, create_consumer_connector
-
     group = f"bench-{uuid.uuid4().hex[:8]}"
     if made is not None:
         made.groups.add(group)
@@ -218,8 +222,6 @@ def jvm_argv(zk: str, topic: str, n: int) -> list[str]:
     """``java ... Member member ...`` without its ``--group``, for :func:`jvm_streams`; compiles
     Member.java (once: the compiled class is kept for the run, and for later runs of the same
     source)."""
-    from tests.jvm import java_argv
-
     return java_argv(JVM_RELEASE, "member", "--zookeeper", zk, "--topics", topic,
                      "--streams", "4", "--commit", "none", "--output", "count",
                      "--target", str(n), "--prop", "auto.offset.reset=smallest",
@@ -246,10 +248,6 @@ def jvm_streams(argv: list[str], n: int, made: Made | None = None,
 
 
 def zkconsumer_poll_only(zk: str, bootstrap: str, topic: str, n: int, backend: str) -> float:
-    from zkconsumer import ConsumerConfig
-    from zkconsumer._types import TopicPartition
-    from zkconsumer.consumer.fetcher import ConfluentBackend, FetchBackend, KafkaPythonBackend
-
     config = ConsumerConfig({"zookeeper.connect": zk, "group.id": "bench-poll-only",
                              "fetch.backend": backend})
     fetch: FetchBackend = (
@@ -278,18 +276,11 @@ def bench_throughput(args: argparse.Namespace) -> None:
     n = args.messages
     made = Made()
     with stack(made) as (zk, bootstrap):
-        from tests.support import create_topic
-
         topic = f"bench-tp-{uuid.uuid4().hex[:8]}"
         made.topics.add(topic)
         create_topic(bootstrap, topic, 4)
         progress(f"producing {n} messages of {args.size} bytes to {topic}")
         _produce(bootstrap, topic, n, args.size)
-        from kazoo.client import KazooClient
-
-        from tests.support import wait_until
-        from zkconsumer.zk import paths as zp
-
         client = KazooClient(hosts=zk)
         client.start()
         wait_until(lambda: client.exists(zp.topic_path(topic)), 30, "topic registered")

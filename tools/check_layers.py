@@ -6,19 +6,28 @@ The layers, lowest first (a module may import its own package and any lower laye
                _version _speedups
     zk/ broker/          ZooKeeper paths, reads, sessions, transactions | Kafka clients, backends
     consumer/            the connector, assignors, fetcher, streams, offsets, metrics
-    ops/ spark/ stack/   operator and migration functions | the Spark source | stack, bridge
+    ops/ spark/ bridge/  operator functions | the Spark source | the bridge for KRaft clusters
       (and the package's own __init__, the public facade)
+    migration/           migrate status and copy, compare: built on the operator functions
+    stack/               the development stack (ZooKeeper and Kafka run locally); production
+                         code never imports it: only the CLI's ``stack`` command (cli.app)
     cli/                 argparse and rich over all of it; nothing imports it
 
-Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``stack``) do not import
+Packages on one layer (``zk`` and ``broker``; ``ops``, ``spark`` and ``bridge``) do not import
 each other. An import of a zkconsumer module inside a function is refused too: it is how a
 cycle hides. Imports under ``if TYPE_CHECKING:`` count too, for the layers and for cycles:
 a cycle seen only by the type checker is still two modules that cannot be read apart.
 A name with a leading underscore is private to its sub-package (the leaves count as one):
 another sub-package may not import it.
 
-Run: ``python tools/check_layers.py [PACKAGE_DIR]``; prints one line per violation and exits
-1, or exits 0 silently.
+The tools (``tools/*.py``, run as ``python -m tools.NAME`` by their shell wrappers) are
+checked too: no import cycle between them, no import from ``tests`` (what the tests and the
+tools share lives in ``zkconsumer.stack`` or in ``tools/``), no ``sys.path`` edit (the package
+is installed, and ``-m`` from the checkout finds ``tools``), and no import of a tools,
+tests or zkconsumer module inside a function.
+
+Run: ``python tools/check_layers.py [PACKAGE_DIR [TOOLS_DIR]]``; prints one line per
+violation and exits 1, or exits 0 silently.
 """
 
 from __future__ import annotations
@@ -34,8 +43,13 @@ PACKAGE = "zkconsumer"
 LEAVES = ("_version", "_speedups", "_types", "_errors", "_config_keys", "_properties",
           "_config", "_filters", "_tls", "_message")
 #: Sub-package -> layer; the leaves are layer 0 and the package's __init__ (the facade) 3.
-LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "stack": 3, "cli": 4}
+LAYERS = {"zk": 1, "broker": 1, "consumer": 2, "ops": 3, "spark": 3, "bridge": 3,
+          "migration": 4, "stack": 5, "cli": 6}
 FACADE_LAYER = 3
+#: The development packages: no production module imports them, but these (the CLI's
+#: ``zkconsumer stack`` command).
+DEVELOPMENT = ("stack",)
+DEVELOPMENT_USERS = ("zkconsumer.cli.app",)
 
 
 @dataclass(frozen=True)
@@ -151,6 +165,10 @@ def layer_violations(found: list[Import]) -> Iterator[str]:
         elif theirs >= mine:
             why = "the same layer" if theirs == mine else "a higher layer"
             yield f"{where}: {imp.importer} imports {imp.imported}, on {why}"
+        if group_of(imp.imported) in DEVELOPMENT and group_of(imp.importer) not in DEVELOPMENT \
+                and imp.importer not in DEVELOPMENT_USERS:
+            yield (f"{where}: {imp.importer} imports {imp.imported}, the development stack: "
+                   "production code never does")
         if imp.in_function and not imp.imported.endswith("._speedups"):
             yield f"{where}: {imp.importer} imports {imp.imported} inside a function"
         if imp.private and _package_of(imp.importer) != _package_of(imp.imported) \
@@ -208,9 +226,77 @@ def problems(root: Path) -> list[str]:
     return lines
 
 
+TOOLS = "tools"
+#: The top-level names a tool may not import inside a function (how a cycle hides).
+_OWN_TOPS = (TOOLS, "tests", PACKAGE)
+
+
+def _imported_names(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules (or module.name) an import statement of ``module`` names, absolute."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".")[: -node.level]
+        target = ".".join([*base, node.module] if node.module else base)
+    else:
+        target = node.module or ""
+    return [target, *(f"{target}.{a.name}" for a in node.names)]
+
+
+def _edits_sys_path(node: ast.AST) -> bool:
+    """``sys.path.insert(...)`` (append, extend, remove), or ``sys.path`` assigned to."""
+    def is_sys_path(n: ast.AST) -> bool:
+        return (isinstance(n, ast.Attribute) and n.attr == "path"
+                and isinstance(n.value, ast.Name) and n.value.id == "sys")
+
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return is_sys_path(node.func.value)
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(is_sys_path(x) or (isinstance(x, ast.Subscript) and is_sys_path(x.value))
+                   for x in targets)
+    return False
+
+
+def tool_problems(tools: Path) -> list[str]:
+    """Every violation in the tools at ``tools`` (its ``*.py``), one line each."""
+    known = {f"{TOOLS}.{p.stem}" for p in tools.glob("*.py") if p.stem != "__init__"}
+    lines: list[str] = []
+    found: list[Import] = []
+    for path in sorted(tools.glob("*.py")):
+        module = f"{TOOLS}.{path.stem}"
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        checking, in_function = _type_checking_lines(tree), _function_lines(tree)
+        for node in ast.walk(tree):
+            where = f"{path}:{getattr(node, 'lineno', 0)}"
+            if _edits_sys_path(node):
+                lines.append(f"{where}: {module} edits sys.path (the package is installed; "
+                             f"from the checkout, python -m {module} finds the tools)")
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            names = _imported_names(module, node)
+            top = names[0].split(".")[0]
+            # What is named: a tool module, else the module imported from (``from tests
+            # import support``: tests.support).
+            shown = next((n for n in names[1:] if n in known), names[0])
+            if shown == top and len(names) > 1:
+                shown = names[1]
+            if top == "tests":
+                lines.append(f"{where}: {module} imports {shown}: tools never import the "
+                             "tests (share it through zkconsumer.stack or tools/)")
+            if top in _OWN_TOPS and node.lineno in in_function:
+                lines.append(f"{where}: {module} imports {shown} inside a function")
+            for target in {n for n in names if n in known} - {module}:
+                found.append(Import(module, target, path, node.lineno,
+                                    node.lineno in in_function, node.lineno in checking))
+    lines += [f"import cycle: {' -> '.join(c)}" for c in cycles(found)]
+    return lines
+
+
 def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / PACKAGE
-    lines = problems(root)
+    here = Path(__file__).resolve().parent
+    root = Path(argv[0]) if argv else here.parent / PACKAGE
+    lines = problems(root) + tool_problems(Path(argv[1]) if len(argv) > 1 else here)
     for line in lines:
         print(line)
     return 1 if lines else 0

@@ -17,25 +17,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from kazoo.client import KazooClient
 
-from kazoo.client import KazooClient  # noqa: E402
-
-from tests.support import create_topic, group_owners, produce, wait_until  # noqa: E402
-from zkconsumer import (  # noqa: E402
+from zkconsumer import (
     ConsumerConfig,
     ConsumerTimeoutException,
     create_consumer_connector,
 )
-from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts  # noqa: E402
-from zkconsumer.zk import paths as zp  # noqa: E402
+from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack, describe, sigterm_interrupts
+from zkconsumer.stack.testing import create_topic, group_owners, produce, wait_until
+from zkconsumer.zk import paths as zp
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PARTITIONS = 6
 

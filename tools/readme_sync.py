@@ -3,13 +3,11 @@ docs/configuration.md, between its config-table markers."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from zkconsumer._config_keys import config_table_markdown
 
-from zkconsumer._config_keys import config_table_markdown  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 START = "<!-- config-table:start"
 END = "<!-- config-table:end -->"

@@ -6,7 +6,7 @@
                [--output bench-results/soak.json]
 
 A topic of ``--partitions`` partitions gets ``--rate`` messages a second while ``--members``
-member processes (``python -m tests.faults.harness member``) consume it. Every few seconds one
+member processes (``python -m tools.fault_harness member``) consume it. Every few seconds one
 fault, picked at random (seeded): a member SIGKILLed and restarted, two members SIGKILLed at
 once and restarted, a member's ZooKeeper session expired, a fifth member joining (and, next
 time, leaving), a member's ZooKeeper connection broken (a network blip: it reconnects with the
@@ -18,7 +18,7 @@ faults are always an expiry, a kill, a pause and a cut, so even a short run has 
 fetch with ``--backend`` (``fetch.backend``).
 
 At the end production stops, the group must consume everything, every member shuts down
-cleanly, and the invariants are checked (see ``tests/faults/harness.py``):
+cleanly, and the invariants are checked (see ``tools/fault_harness.py``):
 
 - every acknowledged message consumed at least once;
 - duplicates only from uncommitted windows (no message delivered again after a commit had
@@ -65,10 +65,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.faults.harness import (  # noqa: E402
+from tools.bench_common import ROOT, measured_commit, result_header, stack
+from tools.fault_harness import (
     FAULT_PROPS,
     TP,
     FaultRun,
@@ -81,8 +79,7 @@ from tests.faults.harness import (  # noqa: E402
     now_ns,
     zk_client,
 )
-from tests.faults.proxy import TcpProxy  # noqa: E402
-from tools.bench import measured_commit, result_header, stack  # noqa: E402
+from tools.tcp_proxy import TcpProxy
 
 RESULTS = ROOT / "bench-results"
 #: Fault kinds and how often each is picked: one member SIGKILLed (and restarted), two at

@@ -33,15 +33,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from kazoo.client import KazooClient
 
-from kazoo.client import KazooClient  # noqa: E402
-
-from zkconsumer._errors import ZkConsumerError  # noqa: E402
-from zkconsumer.stack.local import LocalStack, sigterm_interrupts  # noqa: E402
-from zkconsumer.zk import paths as zp  # noqa: E402
+from zkconsumer._errors import ZkConsumerError
+from zkconsumer.spark import register
+from zkconsumer.stack.local import LocalStack, sigterm_interrupts
+from zkconsumer.stack.testing import create_topic, wait_until
+from zkconsumer.zk import paths as zp
 
 #: A key whose single event sits far ahead in event time: it moves the watermark past every
 #: sample window, so all of them close (and are written) before the run ends. Its own window
@@ -89,8 +87,6 @@ def _bootstrap_from_zk(zookeeper: str) -> str:
 
 
 def _ensure_topic(zookeeper: str, bootstrap: str, topic: str, partitions: int) -> None:
-    from tests.support import create_topic, wait_until
-
     zk = KazooClient(hosts=zookeeper, timeout=10.0)
     zk.start(timeout=15)
     try:
@@ -136,8 +132,6 @@ def _spark() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    from zkconsumer.spark import register
 
     spark = (SparkSession.builder.master("local[2]").appName("zkconsumer-spark-pipeline")
              .config("spark.ui.enabled", "false")

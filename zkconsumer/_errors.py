@@ -287,7 +287,7 @@ class OffsetFileError(AdminError):
 SHOWN_PROBLEMS = 20
 
 
-# The migration's errors (zkconsumer.ops.migrate_*); the three named after the tools'
+# The migration's errors (zkconsumer.migration); the three named after the tools'
 # errors derive from them too, so that whoever catches those catches these.
 
 class MigrationError(ZkConsumerError):
@@ -321,7 +321,7 @@ class OutOfRangeError(MigrationError):
     """The copy would write offsets outside their partitions' logs (or unverified ones)."""
 
 
-# The CLI's, the bridge's and the Spark source's errors (zkconsumer.cli, zkconsumer.stack.bridge,
+# The CLI's, the bridge's and the Spark source's errors (zkconsumer.cli, zkconsumer.bridge,
 # zkconsumer.spark).
 
 class CommandError(ZkConsumerError):

@@ -2,7 +2,7 @@
 the broker's container paused past its ZooKeeper session timeout, ZooKeeper's container
 stopped and started, the broker's network cut and restored. Each run: nothing lost, no zombie
 duplicates, no message handed out while a member's ZooKeeper connection was down (the fault
-suite's checks, tests/faults/harness.py). Duplicates from uncommitted windows after a
+suite's checks, tools/fault_harness.py). Duplicates from uncommitted windows after a
 rebalance are allowed, as everywhere in the fault suite.
 
 Only tools/compose-check runs these (they need the compose stack and the Docker engine; see
@@ -19,8 +19,8 @@ from kazoo.client import KazooClient
 
 from tests.compose.conftest import Compose
 from tests.conftest import Names
-from tests.faults.harness import FaultRun, ProcessMember, RunReport
 from tests.support import StackInfo, owners_settled, wait_until
+from tools.fault_harness import FaultRun, ProcessMember, RunReport
 from zkconsumer.zk import paths as zp
 
 #: The members with fencing off, to see these tests fail.

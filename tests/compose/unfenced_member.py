@@ -1,5 +1,5 @@
 """A deliberately broken member for checking the compose fault tests: the harness's member
-process (``python -m tests.faults.harness member``) with zkconsumer's fencing turned off.
+process (``python -m tools.fault_harness member``) with zkconsumer's fencing turned off.
 
 Its delivery gate never closes (no lease, no pause while ZooKeeper is unreachable or the
 session is lost) and its commit fence admits every offset: what the legacy consumer did.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Mapping
 
-from tests.faults.harness import member_main
+from tools.fault_harness import member_main
 from zkconsumer._types import TopicPartition
 from zkconsumer.consumer.fence import CommitFence
 from zkconsumer.consumer.gate import DeliveryGate

@@ -6,7 +6,7 @@
   Kafka 3.9 in ZooKeeper mode, or the broker a test's ``@pytest.mark.broker("kraft")`` names
   (Kafka 4 with the bridge, for the bridge's faults).
 - ``pzk``: a kazoo client on the private stack that survives its outages.
-- ``fault_run``: makes a :class:`~tests.faults.harness.FaultRun` and closes it after the test.
+- ``fault_run``: makes a :class:`~tools.fault_harness.FaultRun` and closes it after the test.
 - ``report``: prints a run's summary in the test output (duplicates counted there, as asked)
   and fails the test on any invariant violation.
 """
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.faults.harness import FaultRun, RunReport, zk_client
 from tests.support import StackInfo, record_summary
+from tools.fault_harness import FaultRun, RunReport, zk_client
 from zkconsumer.stack.local import DEFAULT_BROKER, LocalStack
 
 

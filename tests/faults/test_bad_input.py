@@ -8,8 +8,8 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 
-from tests.faults.harness import TP, Workload, wait_until
 from tests.support import group_owners, produce, produce_with_bad_crc
+from tools.fault_harness import TP, Workload, wait_until
 from zkconsumer import (
     ConsumerConfig,
     MessageDecodeError,

@@ -8,7 +8,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from tests.faults.harness import (
+from tools.fault_harness import (
     TP,
     Delivery,
     OwnershipLog,

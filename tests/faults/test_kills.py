@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from tests.faults.harness import TP, uncommitted_window, wait_until
+from tools.fault_harness import TP, uncommitted_window, wait_until
 from zkconsumer.zk import paths as zp
 
 
@@ -62,13 +62,13 @@ def _owners(zk, group: str, topic: str) -> dict[int, str]:
 
 
 def _ends(run) -> dict[TP, int]:
-    from tests.faults.harness import log_ends
+    from tools.fault_harness import log_ends
 
     return {TP(run.topic, p): off for p, off in log_ends(run.bootstrap, run.topic,
                                                           run.partitions).items()}
 
 
 def _committed(zk, group: str, topic: str) -> dict[TP, int]:
-    from tests.faults.harness import committed_offsets
+    from tools.fault_harness import committed_offsets
 
     return {TP(topic, p): off for p, off in committed_offsets(zk, group, topic).items()}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from tests.faults.harness import FaultRun, InProcessMember, wait_until
 from tests.support import drop_connection, group_owners, owners_settled
+from tools.fault_harness import FaultRun, InProcessMember, wait_until
 from zkconsumer.zk import paths as zp
 
 

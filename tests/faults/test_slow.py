@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.faults.harness import TP, wait_until
 from tests.support import produce
+from tools.fault_harness import TP, wait_until
 
 VALUE = b"v" * 1000
 PER_PARTITION = 2000

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from tests.faults.harness import ROOT
 from tests.support import record_summary
 from tools import bench_throughput
 from tools import soak as soak_tool
+from tools.fault_harness import ROOT
 
 
 @pytest.fixture(scope="module")

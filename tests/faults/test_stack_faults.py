@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.faults.harness import (
+from tests.support import owners_settled
+from tools.fault_harness import (
     FAULT_PROPS,
     TP,
     FaultRun,
@@ -21,7 +22,6 @@ from tests.faults.harness import (
     now_ns,
     wait_until,
 )
-from tests.support import owners_settled
 from zkconsumer import ConsumerConfig, ConsumerRebalanceListener, ZookeeperConsumerConnector
 from zkconsumer.zk import paths as zp
 

@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.faults.harness import (
+from tests.support import group_owners, owners_settled
+from tools.fault_harness import (
     FAULT_PROPS,
     FaultRun,
     ProcessMember,
@@ -22,8 +23,7 @@ from tests.faults.harness import (
     now_ns,
     wait_until,
 )
-from tests.faults.proxy import TcpProxy
-from tests.support import group_owners, owners_settled
+from tools.tcp_proxy import TcpProxy
 
 SESSION_S = int(FAULT_PROPS["zookeeper.session.timeout.ms"]) / 1000  # type: ignore[call-overload]
 

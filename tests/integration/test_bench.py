@@ -8,7 +8,7 @@ import json
 from kafka import KafkaAdminClient
 
 from tests.support import wait_until
-from tools import bench, bench_pykafka, bench_throughput
+from tools import bench, bench_common, bench_pykafka, bench_throughput
 from zkconsumer import ConsumerConfig, create_consumer_connector
 from zkconsumer.zk import paths as zp
 
@@ -40,8 +40,8 @@ def test_a_benchmark_on_the_users_stack_deletes_its_topics_and_groups(
         still_there.create_message_streams({other: 1})
         monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
         monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
-        made = bench.Made()
-        with bench.stack(made) as (zk_addr, bootstrap):
+        made = bench_common.Made()
+        with bench_common.stack(made) as (zk_addr, bootstrap):
             assert (zk_addr, bootstrap) == (stack.zookeeper, stack.bootstrap)
             made.topics.add(topic)
             made.groups.update({names.group, live, names("never-created")})
@@ -61,7 +61,7 @@ def test_the_throughput_benchmark_measures_the_jvm_legacy_consumer_beside_zkcons
     on both backends (the figures themselves mean nothing at this size)."""
     monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
-    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_common, "RESULTS", tmp_path)
     bench_throughput.bench_throughput(
         argparse.Namespace(messages=4000, size=100, rounds=1, jvm=True, peers=True))
     result = json.loads((tmp_path / "throughput_4000.json").read_text())
@@ -93,7 +93,7 @@ def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_
     own clocks), and counted in ZooKeeper operations."""
     monkeypatch.setenv("ZKCONSUMER_ZOOKEEPER", stack.zookeeper)
     monkeypatch.setenv("ZKCONSUMER_BOOTSTRAP", stack.bootstrap)
-    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench_common, "RESULTS", tmp_path)
     bench.bench_rebalance(argparse.Namespace(members=3, partitions=8, changes=4, no_fetch=True,
                                              strategy="roundrobin", no_pykafka=True,
                                              warmup=1, peers="none"))
@@ -109,12 +109,12 @@ def test_the_rebalance_benchmark_times_member_processes(stack, monkeypatch, tmp_
 def test_the_pykafka_storm_row_converges_and_counts(stack, zk) -> None:
     """The peer row of issue 30: pykafka's BalancedConsumers started at once converge on
     pykafka's own assignment, read from its owner znodes; the row says so."""
-    made = bench.Made()
+    made = bench_common.Made()
     try:
         row = bench_pykafka.storm_row(made, zk, stack.zookeeper, stack.bootstrap, [3], 1, 6,
                                       timeout=60)
     finally:
-        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+        bench_common.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert row["client"].startswith("pykafka 2.8.0 BalancedConsumer"), row
     (storm,) = row["storms"]
     assert (storm["members"], storm["partitions"], storm["converged_rounds"]) == (3, 6, 1), row
@@ -130,12 +130,12 @@ def test_the_pykafka_rebalance_row_runs_its_members_in_processes(stack, zk) -> N
     """pykafka's roundrobin row, each member in its own process as zkconsumer's are: the
     joins and leaves settle on pykafka's own assignment, and the members' log counts come
     back from their processes (every member rebalanced at each change)."""
-    made = bench.Made()
+    made = bench_common.Made()
     try:
         row = bench_pykafka.rebalance_row(made, zk, stack.zookeeper, stack.bootstrap, 2, 6, 2,
                                           fetch=False, timeout=60, strategy="roundrobin")
     finally:
-        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+        bench_common.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert row["failure"] is None, row["failure"]
     assert row["member_processes"].startswith("one per member"), row
     assert "roundrobin" in row["assignment"], row
@@ -149,12 +149,12 @@ def test_the_pykafka_rebalance_row_runs_its_members_in_processes(stack, zk) -> N
 def test_a_storm_round_starts_member_processes_at_once(stack, zk) -> None:
     """The storm benchmark's round: member processes told to join at once converge, timed
     from the join to the last rebalance's end on the members' clocks, with their counters."""
-    made = bench.Made()
+    made = bench_common.Made()
     args = argparse.Namespace(partitions=6, fetch=False)
     try:
         g = bench._fresh_group(made, zk, stack.zookeeper, stack.bootstrap, args, "range", "t")
         r = bench._storm_round(g, 3)
     finally:
-        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+        bench_common.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert 0 < r["seconds"] < 120 and r["failed_attempts"] == 0, r
     assert r["restarts"] >= 0 and r["claim_waits"] >= 0, r

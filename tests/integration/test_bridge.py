@@ -29,7 +29,7 @@ from tests.support import (
     started_zk,
     wait_until,
 )
-from zkconsumer.stack.bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
+from zkconsumer.bridge import MANAGED_DIR, Bridge, ClusterView, read_cluster
 from zkconsumer.stack.local import LocalStack, running_stack
 from zkconsumer.zk import paths as zp
 
@@ -648,7 +648,7 @@ def test_bridge_leaves_topics_it_does_not_manage_alone(
 def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
     stack: StackInfo, zk: KazooClient, names
 ) -> None:
-    from zkconsumer.stack.bridge import Bridge
+    from zkconsumer.bridge import Bridge
 
     root = f"/bridge-{names.suffix}"  # a tree of its own: the stack's bridge owns /brokers
     zk.create(root)
@@ -678,7 +678,7 @@ def test_bridge_reaches_the_cluster_with_the_kafka_security_settings(
 def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> Iterator[Any]:
     """A Bridge connected to a tree of its own (the stack's bridge owns /brokers), for
     driving :meth:`apply` with views made by hand."""
-    from zkconsumer.stack.bridge import MANAGED_DIR, Bridge
+    from zkconsumer.bridge import MANAGED_DIR, Bridge
 
     for path in (zp.BROKER_IDS, zp.BROKER_TOPICS, MANAGED_DIR):
         zk.ensure_path(root + path)
@@ -692,7 +692,7 @@ def _bridge_on(stack: StackInfo, zk: KazooClient, root: str, **kwargs: Any) -> I
 
 
 def test_read_cluster_leaves_out_fenced_brokers() -> None:
-    from zkconsumer.stack.bridge import read_cluster
+    from zkconsumer.bridge import read_cluster
 
     class Admin:
         def describe_cluster(self) -> dict[str, Any]:
@@ -714,7 +714,7 @@ def test_bridge_registers_the_listener_of_its_security_protocol(
     """As a broker with that listener alone: readers find it by their security.protocol
     (the endpoint said PLAINTEXT whatever the cluster's protocol was). A registration held by
     another session is left alone; one of its own, forgotten by a resync, is rewritten."""
-    from zkconsumer.stack.bridge import ClusterView
+    from zkconsumer.bridge import ClusterView
 
     root = f"/bridge-{names.suffix}"
     zk.create(root + zp.broker_path(2), b"{}", ephemeral=True, makepath=True)  # someone's
@@ -729,7 +729,7 @@ def test_bridge_registers_the_listener_of_its_security_protocol(
         assert zp.BrokerRegistration.decode(data).endpoint("SSL") == ("h1", 9093)
         assert zk.get(root + zp.broker_path(2))[0] == b"{}"  # not replaced
         assert sum("held by another session" in r.getMessage() for r in caplog.records) == 1
-        bridge._written_brokers.clear()  # forgotten: rewritten all the same
+        bridge._brokers.written.clear()  # forgotten: rewritten all the same
         bridge.apply(ClusterView({1: ("h1", 9094, None)}))
         reg = json.loads(zk.get(root + zp.broker_path(1))[0])
         assert reg["endpoints"] == ["SSL://h1:9094"]
@@ -740,7 +740,7 @@ def test_a_round_cut_short_never_leaves_a_topic_the_bridge_takes_for_someone_els
 ) -> None:
     from kazoo.exceptions import ConnectionLoss
 
-    from zkconsumer.stack.bridge import MANAGED_DIR, ClusterView
+    from zkconsumer.bridge import MANAGED_DIR, ClusterView
 
     root = f"/bridge-{names.suffix}"
     with _bridge_on(stack, zk, root) as bridge:
@@ -795,7 +795,7 @@ def test_bridge_rides_out_zookeeper_going_away(private_stack: LocalStack) -> Non
     # in its round, and stop() (SIGTERM) could not end it.
     from kazoo.handlers.threading import KazooTimeoutError
 
-    from zkconsumer.stack.bridge import Bridge, ClusterView
+    from zkconsumer.bridge import Bridge, ClusterView
 
     private_stack.stop("bridge")  # ours is the only one
     bridge = Bridge(private_stack.zookeeper, private_stack.bootstrap, interval_s=0.2,

@@ -15,15 +15,15 @@ import pytest
 from tests.support import StackInfo
 from zkconsumer import cli as cli
 from zkconsumer.broker.clients import modern_admin
-from zkconsumer.ops.compare import expected_range
-from zkconsumer.ops.compare_member import (
+from zkconsumer.migration.compare import expected_range
+from zkconsumer.migration.compare_member import (
     kafka_member_kwargs,
     member_argv,
     parse_member_argv,
     zk_member_config,
 )
-from zkconsumer.ops.compare_report import render_markdown
-from zkconsumer.ops.compare_settings import (
+from zkconsumer.migration.compare_report import render_markdown
+from zkconsumer.migration.compare_settings import (
     LABELS,
     ChangeResult,
     CompareResult,
@@ -226,8 +226,8 @@ def test_a_group_that_cannot_be_deleted_is_named_with_a_command_that_deletes_it(
 ) -> None:
     """A group gone already is no news; one still held (a member's session has not expired)
     is named, with a command that runs as printed."""
-    from zkconsumer.ops.compare import _forget_group
-    from zkconsumer.ops.compare_settings import CompareSettings, ProtocolResult
+    from zkconsumer.migration.compare import _forget_group
+    from zkconsumer.migration.compare_settings import CompareSettings, ProtocolResult
 
     settings = CompareSettings(stack.bootstrap, stack.zookeeper, names.topic, 2,
                                session_timeout_ms=500)
@@ -288,7 +288,7 @@ def test_an_unreachable_zookeeper_is_found_first_within_the_connect_timeout(
 ) -> None:
     import time
 
-    from zkconsumer.ops.compare import run_compare
+    from zkconsumer.migration.compare import run_compare
 
     settings = CompareSettings.short(stack.bootstrap, "127.0.0.1:1", names.topic, 2)
     settings.connect_timeout_s = 1.0
@@ -322,7 +322,7 @@ def test_an_interrupted_run_deletes_its_group_and_exits_130(
 ) -> None:
     """Ctrl-C after the run's start offsets were written, before any member started: the
     group those offsets made is deleted all the same."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     groups: list[str] = []
 
@@ -354,7 +354,7 @@ def test_a_failed_second_run_keeps_the_first_runs_report(
     stack: StackInfo, names: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     from zkconsumer._errors import CompareError
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = _fake_result(lost=0).results[0]
 
@@ -389,7 +389,7 @@ def test_ctrl_c_while_deleting_the_groups_keeps_the_report_and_names_them(
     """Both runs done, then Ctrl-C while the first group is deleted (waiting for the killed
     member's session): the report was lost, and the second group neither deleted nor
     named."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = {p: _fake_result(lost=0).results[0] for p in ("zookeeper", "kafka")}
 
@@ -424,7 +424,7 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 ) -> None:
     """Ctrl-C in the second run, and again while the incomplete report is rendered: the
     groups were neither deleted nor named."""
-    from zkconsumer.ops import compare as _compare
+    from zkconsumer.migration import compare as _compare
 
     done = _fake_result(lost=0).results[0]
     forgotten: list[str] = []
@@ -453,8 +453,8 @@ def test_a_second_ctrl_c_while_the_partial_report_is_written_still_deletes_the_g
 
 def test_a_kafka_group_left_behind_is_named_with_the_command_config() -> None:
     """On a secured cluster the printed command fails without the run's command config."""
-    from zkconsumer.ops.compare import _left_behind
-    from zkconsumer.ops.compare_settings import CompareSettings, ProtocolResult
+    from zkconsumer.migration.compare import _left_behind
+    from zkconsumer.migration.compare_settings import CompareSettings, ProtocolResult
 
     settings = CompareSettings("b:9093", "z:2181", "t", 2, command_config="/etc/client.props")
     kept = ProtocolResult("kafka", "zkc-compare-kafka-1", 2, 2, [], 0, 0.0, None, 0, 0, 0, 0, 0,

@@ -19,8 +19,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.security import ACL, ANYONE_ID_UNSAFE, OPEN_ACL_UNSAFE, Permissions
 
-from tests.faults.harness import Collector, Workload, member_props
 from tests.support import NullFetcher, StackInfo, group_owners, owners_settled, wait_until
+from tools.fault_harness import Collector, Workload, member_props
 from zkconsumer import (
     ConsumerConfig,
     ConsumerRebalanceFailedException,

@@ -14,7 +14,7 @@ from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector, cli
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import modern_admin
 from zkconsumer.ops.exporter import GroupLag, LagMonitor, offset_store
-from zkconsumer.ops.migrate_copy import write_kafka_offsets
+from zkconsumer.ops.kafka_store import write_kafka_offsets
 from zkconsumer.zk import paths as zp
 
 Taken = list[tuple[int, int]]  # (partition, offset)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tests.faults.harness import expire_session
 from tests.support import NullFetcher, StackInfo, produce, wait_until
+from tools.fault_harness import expire_session
 from zkconsumer import (
     CommitFencedError,
     ConsumerConfig,

@@ -24,8 +24,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.conftest import Names
-from tests.jvm import LOG4J, MemberProcess, classpath, py_member
+from tests.jvm import MemberProcess, py_member
 from tests.support import StackInfo, produce, wait_until
+from tools.legacy_jvm import LOG4J, classpath
 from zkconsumer.zk import paths as zp
 
 LEGACY = {"zookeeper.session.timeout.ms": "3000", "auto.offset.reset": "smallest"}

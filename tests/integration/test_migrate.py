@@ -32,9 +32,10 @@ from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector, cli
 from zkconsumer._errors import GroupActiveError
 from zkconsumer._types import TopicPartition as TP
 from zkconsumer.broker.clients import modern_admin
-from zkconsumer.ops.migrate_copy import copy_offsets, plan_copy, wait_until_idle
-from zkconsumer.ops.migrate_status import classify, migration_status
-from zkconsumer.ops.migrate_stores import read_kafka_offsets, read_zk_offsets
+from zkconsumer.migration.copy import copy_offsets, plan_copy, wait_until_idle
+from zkconsumer.migration.status import classify, migration_status
+from zkconsumer.migration.stores import read_zk_offsets
+from zkconsumer.ops.kafka_store import read_kafka_offsets
 from zkconsumer.zk import paths as zp
 
 Taken = list[tuple[int, int, bytes]]  # (partition, offset, value)
@@ -755,7 +756,7 @@ def test_status_reaches_the_brokers_with_the_command_config(
 
 def delete_topic(stack: StackInfo, zk: KazooClient, topic: str) -> None:
     """Delete ``topic`` on the broker and wait until it is gone from both registries."""
-    from zkconsumer.ops.migrate_stores import _broker_topics
+    from zkconsumer.migration.stores import _broker_topics
 
     admin = modern_admin(stack.bootstrap)
     try:
@@ -996,7 +997,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
     the ones the brokers already lack): the broker refuses its offsets and commits the
     rest; the error says both."""
     from zkconsumer._errors import MigrationError
-    from zkconsumer.ops.migrate_copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     group, live = names.group, topic2
     ghost = names("ghost")  # never on the broker
@@ -1019,7 +1020,7 @@ def test_kafka_refusal_names_what_was_refused_and_what_was_written(
 def test_kafka_commit_refused_because_a_modern_member_joined_is_group_active(
     stack: StackInfo, names: Any, topic2: str
 ) -> None:
-    from zkconsumer.ops.migrate_copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     group, topic = names.group, topic2
     modern = modern_consumer(stack, group, topic)
@@ -1187,7 +1188,7 @@ def test_copy_to_zookeeper_splits_big_writes_and_says_what_was_written(
 ) -> None:
     """One transaction for any number of partitions broke ZooKeeper's ~1 MB request limit
     (ConnectionLoss on every attempt for ~10,000 partitions)."""
-    import zkconsumer.ops.migrate_copy as migrate
+    import zkconsumer.migration.copy as migrate
 
     group = names.group
     topic = topic_factory(names.topic, 5)
@@ -1225,7 +1226,7 @@ def test_copy_success_line_counts_checks_right(
     see one."""
     import re
 
-    import zkconsumer.ops.migrate_copy as migrate
+    import zkconsumer.migration.copy as migrate
 
     group, topic = names.group, topic2
     connector = legacy_owner(stack, zk, group, topic)
@@ -1267,7 +1268,7 @@ def test_migrate_help_points_to_the_docs(capsys: Any) -> None:
     the help and the module's docstring point there."""
     from pathlib import Path
 
-    import zkconsumer.ops.migrate_status as migrate
+    import zkconsumer.migration.status as migrate
 
     with pytest.raises(SystemExit) as done:
         cli.main(["migrate", "--help"])
@@ -1284,7 +1285,7 @@ def test_a_topic_the_brokers_will_not_describe_is_not_taken_for_deleted() -> Non
     """Brokers leave topics the caller may not describe out of an all-topics answer: taken
     for deleted, their offsets were skipped by the copy and only warned about by status."""
     from zkconsumer._errors import MigrationError
-    from zkconsumer.ops.migrate_stores import _broker_topics
+    from zkconsumer.migration.stores import _broker_topics
 
     class Admin:
         def describe_topics(self, topics: list[str]) -> list[dict[str, Any]]:
@@ -1378,7 +1379,7 @@ def test_copy_refuses_offsets_outside_the_log_as_status_does(
     """``migrate copy`` copied an offset past the log end, which ``migrate status`` calls a
     blocker (``above_log_end``), without a word."""
     from zkconsumer._errors import MigrationError
-    from zkconsumer.ops.migrate_stores import broker_log_range
+    from zkconsumer.migration.stores import broker_log_range
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 4)  # log ends 4 and 4
@@ -1498,7 +1499,7 @@ def test_copy_force_goes_on_when_the_brokers_cannot_describe_the_topics(
 ) -> None:
     """--force copies without the log range check; a DescribeTopics that failed outright
     (rather than answering with an error code) ended the copy with exit status 2."""
-    import zkconsumer.ops.migrate_copy as migrate
+    import zkconsumer.migration.copy as migrate
 
     group, topic = names.group, topic2
     fill(stack, topic, 2, 3)
@@ -1542,7 +1543,7 @@ def test_the_migrate_errors_are_the_tools_errors_too() -> None:
     from kafka.errors import NoError, UnknownMemberIdError
 
     from zkconsumer import _errors
-    from zkconsumer.ops.migrate_copy import write_kafka_offsets
+    from zkconsumer.ops.kafka_store import write_kafka_offsets
 
     for name in ("GroupActiveError", "UnknownGroupError", "UnknownTopicError"):
         ours, tools = getattr(_errors, "Migration" + name), getattr(_errors, name)
@@ -1636,7 +1637,7 @@ def test_a_consumer_committing_while_the_copy_writes_fails_the_copy(
     Kafka got the older offset, and the copy still said no consumer was seen (exit 0): the
     switch replayed. The source is read again and the group looked at once more after the
     write."""
-    import zkconsumer.ops.migrate_copy as migrate_module
+    import zkconsumer.migration.copy as migrate_module
 
     group, topic = names.group, topic2
     produce_each(stack, topic, 5)
@@ -1662,7 +1663,7 @@ def test_ctrl_c_while_the_copy_writes_says_what_state_the_group_is_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ctrl-C during the write exited 130 with nothing said, some offsets perhaps written."""
-    import zkconsumer.ops.migrate_copy as migrate_module
+    import zkconsumer.migration.copy as migrate_module
 
     group, topic = names.group, topic2
     produce_each(stack, topic, 5)

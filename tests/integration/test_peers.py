@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools import bench, bench_peers
+from tools import bench_common, bench_peers
 
 
 @pytest.mark.parametrize("name", bench_peers.peer_names())
@@ -14,12 +14,12 @@ def test_a_peers_short_storm_converges_on_its_own_assignment(stack, zk, name) ->
     """Three members of the peer, each in its own process, started at once: the group
     converges on the peer's own assignment, read from its own znodes; the row counts its
     rebalances (and its failed attempts, where the peer lets them be counted)."""
-    made = bench.Made()
+    made = bench_common.Made()
     try:
         row = bench_peers.storm_row(name, made, zk, stack.zookeeper, stack.bootstrap, [3], 1,
                                     6, timeout=180)
     finally:
-        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+        bench_common.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert "not_run" not in row, row.get("not_run")
     (storm,) = row["storms"]
     (r,) = storm["rounds"]
@@ -37,12 +37,12 @@ def test_a_peers_short_storm_converges_on_its_own_assignment(stack, zk, name) ->
 def test_a_peers_rebalance_row_times_a_join_and_a_leave(stack, zk, name) -> None:
     """Two members of the peer, then a third joining and leaving: both changes settle on the
     peer's own assignment and are timed; every member rebalanced at each change."""
-    made = bench.Made()
+    made = bench_common.Made()
     try:
         row = bench_peers.rebalance_row(name, made, zk, stack.zookeeper, stack.bootstrap, 2,
                                         6, 2, timeout=180)
     finally:
-        bench.clean_up(stack.zookeeper, stack.bootstrap, made)
+        bench_common.clean_up(stack.zookeeper, stack.bootstrap, made)
     assert row["failure"] is None, row["failure"]
     assert row["latency_ms"]["samples"] == 2 and all(
         0 < ms < 180000 for ms in row["latency_ms"]["all"]), row["latency_ms"]

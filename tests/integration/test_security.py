@@ -27,7 +27,7 @@ from tests.support import (
     wait_until,
 )
 from zkconsumer import ConsumerConfig, TopicPartition, ZkConsumerError, ZookeeperConsumerConnector
-from zkconsumer.stack.bridge import Bridge
+from zkconsumer.bridge import Bridge
 from zkconsumer.stack.local import LocalStack, free_port
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.session import ACL_ENV, AUTH_ENV, check_kazoo_login, kazoo_security_kwargs
@@ -326,7 +326,7 @@ def test_the_bridge_and_tools_say_a_sasl_login_was_refused_during_start(
 ) -> None:
     """As the connector does (below): not "cannot connect ... within" for a refused login."""
     from zkconsumer._errors import AdminError
-    from zkconsumer.stack import bridge as _bridge
+    from zkconsumer.bridge import connecting as _bridge
     from zkconsumer.zk import session
 
     address = f"127.0.0.1:{free_port()}"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.check_layers import LAYERS, LEAVES, main, problems
+from tools.check_layers import LAYERS, LEAVES, main, problems, tool_problems
 
 PACKAGE = Path(__file__).resolve().parents[2] / "zkconsumer"
+TOOLS = PACKAGE.parent / "tools"
 
 
 @pytest.fixture
@@ -17,6 +18,16 @@ def package(tmp_path: Path) -> Path:
     """A copy of the package's sources, to plant violations in."""
     copy = tmp_path / "zkconsumer"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    return copy
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> Path:
+    """A copy of tools/'s Python files, to plant violations in."""
+    copy = tmp_path / "tools"
+    copy.mkdir()
+    for path in TOOLS.glob("*.py"):
+        shutil.copy(path, copy / path.name)
     return copy
 
 
@@ -45,9 +56,29 @@ def test_an_import_of_a_higher_layer_is_refused(package: Path,
 
 
 def test_packages_of_one_layer_do_not_import_each_other(package: Path) -> None:
-    _plant(package, "stack/local.py", "from zkconsumer.ops import common  # noqa")
-    assert any("zkconsumer.stack.local imports zkconsumer.ops.common, on the same layer" in p
+    _plant(package, "bridge/daemon.py", "from zkconsumer.ops import common  # noqa")
+    assert any("zkconsumer.bridge.daemon imports zkconsumer.ops.common, on the same layer" in p
                for p in problems(package))
+
+
+def test_the_operator_functions_do_not_import_the_migration(package: Path) -> None:
+    # The migration builds on ops (delete_group, the Kafka store), not the reverse.
+    _plant(package, "ops/groups.py", "from zkconsumer.migration import stores  # noqa")
+    assert any("zkconsumer.ops.groups imports zkconsumer.migration.stores, on a higher layer"
+               in p for p in problems(package))
+
+
+def test_no_production_module_imports_the_development_stack(package: Path) -> None:
+    # Below the stack the layers refuse it already; the CLI is above it, and only its
+    # ``stack`` command (cli.app) may use it.
+    _plant(package, "cli/groups.py", "from zkconsumer.stack import local  # noqa")
+    _plant(package, "bridge/daemon.py", "from zkconsumer.stack import local  # noqa")
+    found = problems(package)
+    assert any("zkconsumer.cli.groups imports zkconsumer.stack.local, the development stack"
+               in p for p in found)
+    assert any("zkconsumer.bridge.daemon imports zkconsumer.stack.local, the development stack"
+               in p for p in found)
+    assert not any("zkconsumer.cli.app imports zkconsumer.stack" in p for p in found)
 
 
 def test_a_leaf_imports_only_the_leaves_before_it(package: Path) -> None:
@@ -62,7 +93,7 @@ def test_nothing_imports_the_cli(package: Path) -> None:
 
 def test_an_import_inside_a_function_is_refused(package: Path) -> None:
     _plant(package, "ops/common.py",
-           "def _late() -> None:\n    from zkconsumer.zk import read  # noqa")
+           "def _late() -> None:\n    from zkconsumer.zk.read import children  # noqa")
     assert any("zkconsumer.ops.common imports zkconsumer.zk.read inside a function" in p
                for p in problems(package))
 
@@ -95,3 +126,47 @@ def test_a_private_name_of_another_package_is_refused(package: Path) -> None:
     # Within its own package it is the package's business.
     _plant(package, "zk/read.py", "from zkconsumer.zk.session import _no_chroot  # noqa")
     assert not any("zkconsumer.zk.read imports _no_chroot" in p for p in problems(package))
+
+
+def test_the_tools_keep_their_rules() -> None:
+    assert tool_problems(TOOLS) == []
+
+
+def test_a_cycle_between_tools_is_refused(tools: Path) -> None:
+    # tools.bench imports tools.bench_common; the reverse closes a cycle.
+    _plant(tools, "bench_common.py", "from tools import bench  # noqa")
+    cycle = [p for p in tool_problems(tools) if p.startswith("import cycle:")]
+    assert cycle and "tools.bench" in cycle[0].split() and "tools.bench_common" in cycle[0]
+
+
+def test_a_tool_importing_the_tests_is_refused(tools: Path) -> None:
+    _plant(tools, "demo.py", "from tests.support import StackInfo  # noqa")
+    assert any("tools.demo imports tests.support: tools never import the tests" in p
+               for p in tool_problems(tools))
+
+
+def test_a_tool_editing_sys_path_is_refused(tools: Path) -> None:
+    _plant(tools, "demo.py", "sys.path.insert(0, str(ROOT))")
+    _plant(tools, "soak.py", "sys.path = [str(ROOT), *sys.path]")
+    found = tool_problems(tools)
+    assert any("tools.demo edits sys.path" in p for p in found)
+    assert any("tools.soak edits sys.path" in p for p in found)
+
+
+def test_a_tool_import_inside_a_function_is_refused(tools: Path) -> None:
+    _plant(tools, "demo.py", "def _late() -> None:\n    from tools import bench_procs  # noqa")
+    _plant(tools, "soak.py",
+           "def _late() -> None:\n    from zkconsumer.zk.read import children  # noqa")
+    found = tool_problems(tools)
+    assert any("tools.demo imports tools.bench_procs inside a function" in p for p in found)
+    assert any("tools.soak imports zkconsumer.zk.read inside a function" in p for p in found)
+    # A third-party module imported late (an optional or slow one) is the tool's business.
+    _plant(tools, "bench.py", "def _late() -> None:\n    import pykafka  # noqa")
+    assert not any("tools.bench imports pykafka" in p for p in tool_problems(tools))
+
+
+def test_main_checks_the_tools_too(package: Path, tools: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _plant(tools, "demo.py", "from tests import support  # noqa")
+    assert main([str(package), str(tools)]) == 1
+    assert "tools.demo imports tests.support" in capsys.readouterr().out

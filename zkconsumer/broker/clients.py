@@ -269,6 +269,14 @@ def kafka_producer(**kwargs: Any) -> Any:
     return KafkaProducer(**kwargs)
 
 
+def confluent_producer(conf: Mapping[str, Any]) -> Any:
+    """A confluent-kafka ``Producer`` with ``conf`` as given (the development stack's bulk
+    loads, :func:`zkconsumer.stack.testing.produce_bulk`)."""
+    from confluent_kafka import Producer
+
+    return Producer(dict(conf))
+
+
 # -- message timestamps ----------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer._errors import ZkConsumerError
 from zkconsumer._version import __version__
+from zkconsumer.bridge import Bridge
 from zkconsumer.cli import consume, groups, kafka, lag, migrate, offsets, verify
 from zkconsumer.cli.common import (
     EXIT_USAGE,
@@ -31,7 +32,6 @@ from zkconsumer.cli.common import (
     with_notes,
 )
 from zkconsumer.cli.examples import HelpFormatter, examples_text
-from zkconsumer.stack.bridge import Bridge
 from zkconsumer.stack.local import BROKERS, LocalStack, sigterm_interrupts
 from zkconsumer.zk.session import (
     COMMAND_CONFIG_HELP,

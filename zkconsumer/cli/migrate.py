@@ -12,8 +12,8 @@
 ``migrate status --json`` and ``migrate copy --json`` print one object (the verdict or the
 result, with the rows under ``partitions``), not the list of rows the other tools print.
 
-The work is in :mod:`zkconsumer.ops.migrate_status`, :mod:`~zkconsumer.ops.migrate_copy` and
-:mod:`zkconsumer.ops.compare`; this module parses flags and prints. Failures the user can fix
+The work is in :mod:`zkconsumer.migration.status`, :mod:`~zkconsumer.migration.copy` and
+:mod:`zkconsumer.migration.compare`; this module parses flags and prints. Failures the user can fix
 raise :class:`zkconsumer.cli.CommandError`: one line on stderr, exit status 2.
 """
 
@@ -30,12 +30,12 @@ from typing import Any
 from zkconsumer._errors import CommandError, ZkConsumerError
 from zkconsumer.cli.common import positive_seconds
 from zkconsumer.cli.tables import Table, terminal_width
+from zkconsumer.migration.compare import run_compare
+from zkconsumer.migration.compare_report import write_report
+from zkconsumer.migration.compare_settings import LABELS, CompareSettings
+from zkconsumer.migration.copy import copy_offsets, fmt_out_of_range
+from zkconsumer.migration.status import migration_status
 from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
-from zkconsumer.ops.compare import run_compare
-from zkconsumer.ops.compare_report import write_report
-from zkconsumer.ops.compare_settings import LABELS, CompareSettings
-from zkconsumer.ops.migrate_copy import copy_offsets, fmt_out_of_range
-from zkconsumer.ops.migrate_status import migration_status
 from zkconsumer.zk import session
 from zkconsumer.zk.session import (
     AUTH_ENV,

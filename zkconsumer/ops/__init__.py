@@ -6,10 +6,10 @@ them (:mod:`~zkconsumer.ops.groups`: ``groups list|describe|delete``;
 :mod:`~zkconsumer.ops.reset`: ``offsets reset``; :mod:`~zkconsumer.ops.verify`:
 ``verify-rebalance``; :mod:`~zkconsumer.ops.kafka_offsets`: the group's offsets in Kafka;
 :mod:`~zkconsumer.ops.group_reads`: the group's znodes and name checks;
-:mod:`~zkconsumer.ops.results`: the result dataclasses). The migration
-(:mod:`~zkconsumer.ops.migrate_status`, :mod:`~zkconsumer.ops.migrate_copy`), the comparison
-(:mod:`~zkconsumer.ops.compare`) and the lag exporter (:mod:`~zkconsumer.ops.exporter`) are
-imported from their own modules.
+:mod:`~zkconsumer.ops.results`: the result dataclasses). The lag exporter
+(:mod:`~zkconsumer.ops.exporter`) is imported from its own module; the migration and the
+comparison, which build on these functions, are a package of their own
+(:mod:`zkconsumer.migration`).
 
 The original shipped ConsumerOffsetChecker / ``kafka-consumer-groups --zookeeper``,
 ExportZkOffsets, ImportZkOffsets, UpdateOffsetsInZK and VerifyConsumerRebalance

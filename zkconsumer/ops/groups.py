@@ -36,7 +36,7 @@ from zkconsumer.ops.group_reads import (
     read_members,
 )
 from zkconsumer.ops.kafka_offsets import _kafka_groups, _KafkaGroups
-from zkconsumer.ops.migrate_status import classify
+from zkconsumer.ops.kafka_store import classify
 from zkconsumer.ops.results import (
     UNKNOWN_PATTERN,
     DeleteResult,
@@ -295,7 +295,7 @@ def _member_infos(
     return infos, sorted(idle)
 
 
-#: The classes of :func:`zkconsumer.ops.migrate_status.classify` ``groups describe`` warns about.
+#: The classes of :func:`zkconsumer.ops.kafka_store.classify` ``groups describe`` warns about.
 _BAD_OFFSET_CLASSES = ("below_log_start", "above_log_end", "topic_missing",
                        "partition_missing")
 

@@ -37,8 +37,8 @@ from zkconsumer.ops.brokers import (
     _reachable_brokers,
     _reason,
 )
-from zkconsumer.ops.migrate_copy import write_kafka_offsets
-from zkconsumer.ops.migrate_stores import _modern_group, read_kafka_offsets
+from zkconsumer.ops.kafka_store import modern_group as _modern_group
+from zkconsumer.ops.kafka_store import read_kafka_offsets, write_kafka_offsets
 from zkconsumer.ops.results import KafkaImport, KafkaOffsetsLeft, OffsetEntry, StoreDifference
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import children
@@ -54,8 +54,8 @@ _ZOOKEEPER_ONLY_HINT = f"{ZOOKEEPER_ONLY_FLAG} writes ZooKeeper's alone"
 
 class _KafkaGroups:
     """One admin client asking Kafka about groups and committing their offsets, through
-    the migration's helpers (:mod:`zkconsumer.ops.migrate_stores`,
-    :mod:`~zkconsumer.ops.migrate_copy`; kafka-python's public API: OffsetFetch,
+    the Kafka-store helpers the migration shares (:mod:`zkconsumer.ops.kafka_store`;
+    kafka-python's public API: OffsetFetch,
     DescribeGroups, OffsetCommit outside any generation). The group is never joined.
 
     :class:`_BrokersUnreachableError` when no broker answers within
@@ -91,7 +91,7 @@ class _KafkaGroups:
     ) -> dict[TopicPartition, int]:
         """The log start of each of ``tps`` (ListOffsets(earliest); the log ends come from
         :func:`_log_end_offsets`), as
-        ``migrate status`` reads them (:func:`zkconsumer.ops.migrate_stores.broker_log_range`).
+        ``migrate status`` reads them (:func:`zkconsumer.migration.stores.broker_log_range`).
         ``servers``: this client's, taken for the signature of the readers it stands in
         for."""
         from kafka import TopicPartition as KTP

@@ -98,7 +98,7 @@ class GroupDescription:
     reached, OffsetFetch failed), so that the offsets are ZooKeeper's alone; else None."""
     bad_offsets: dict[str, list[PartitionStatus]] = field(default_factory=dict)
     """Partitions whose committed offset no member can resume from, by class as ``migrate
-    status`` names them (:func:`zkconsumer.ops.migrate_status.classify`): ``below_log_start``
+    status`` names them (:func:`zkconsumer.ops.kafka_store.classify`): ``below_log_start``
     (messages deleted by retention), ``above_log_end``, ``topic_missing`` (not in
     ``/brokers/topics``), ``partition_missing`` (the topic has fewer partitions). See
     :meth:`bad_offsets_warnings`."""

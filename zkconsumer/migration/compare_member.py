@@ -1,7 +1,7 @@
 """A member process of ``zkconsumer compare``:
-``python -m zkconsumer.ops.compare_member member ...``.
+``python -m zkconsumer.migration.compare_member member ...``.
 
-The harness (:mod:`zkconsumer.ops.compare`) starts each member as a subprocess so that the
+The harness (:mod:`zkconsumer.migration.compare`) starts each member as a subprocess so that the
 kill is real; :func:`member_argv` makes its arguments, :func:`parse_member_argv` reads them.
 A member is a zkconsumer connector (``--protocol zookeeper``) or a kafka-python
 ``KafkaConsumer`` in a group (``--protocol kafka``), held until ``GO`` on stdin (or
@@ -26,7 +26,7 @@ from zkconsumer._config import ConsumerConfig
 from zkconsumer.broker.clients import kafka_consumer
 from zkconsumer.consumer.connector import ZookeeperConsumerConnector
 from zkconsumer.consumer.fetcher import FetcherManager
-from zkconsumer.ops.compare_settings import PROTOCOLS, CompareSettings
+from zkconsumer.migration.compare_settings import PROTOCOLS, CompareSettings
 from zkconsumer.zk.session import command_config, command_config_properties, security_settings
 
 
@@ -50,7 +50,7 @@ class _Out:
 
 def member_argv(name: str, protocol: str, settings: CompareSettings, group: str,
                 go: bool) -> list[str]:
-    """The arguments of a member process after ``python -m zkconsumer.ops.compare_member``."""
+    """The arguments of a member process after ``python -m zkconsumer.migration.compare_member``."""
     argv = [
         "member", "--protocol", protocol, "--name", name, "--group", group,
         "--topic", settings.topic, "--zookeeper", settings.zookeeper,
@@ -68,7 +68,7 @@ def parse_member_argv(argv: Sequence[str]) -> Any:
     """:func:`member_argv`'s arguments, parsed (an ``argparse.Namespace``)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m zkconsumer.ops.compare_member member")
+    p = argparse.ArgumentParser(prog="python -m zkconsumer.migration.compare_member member")
     p.add_argument("role", choices=["member"])
     p.add_argument("--protocol", choices=PROTOCOLS, required=True)
     p.add_argument("--name", required=True)

@@ -6,7 +6,7 @@ A run has:
   (topic, partition, offset), so "every message consumed" is checked against what the broker
   accepted, not against a count;
 - group members: :class:`InProcessMember` (a connector in this process, its streams drained by
-  threads) and :class:`ProcessMember` (``python -m tests.faults.harness`` in its own process, so
+  threads) and :class:`ProcessMember` (``python -m tools.fault_harness`` in its own process, so
   it can be SIGKILLed; it prints what it consumes and what it believes it owns, with
   ``time.monotonic_ns()`` timestamps, which are comparable across processes on Linux);
 - a :class:`Collector` of every delivery (member, topic, partition, offset, time, value);
@@ -43,7 +43,6 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
-from tests.support import drop_connection, wait_until
 from zkconsumer import (
     ConsumerConfig,
     ConsumerRebalanceListener,
@@ -53,9 +52,11 @@ from zkconsumer import (
     ZookeeperConsumerConnector,
 )
 from zkconsumer._errors import ZkDataError
+from zkconsumer.broker.clients import log_end_offsets
+from zkconsumer.stack.testing import create_topic, drop_connection, wait_until
 from zkconsumer.zk import paths as zp
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parent.parent
 TP = TopicPartition
 #: (topic, partition, offset): one message.
 Key = tuple[str, int, int]
@@ -97,7 +98,7 @@ def member_props(zookeeper: str, group: str, **extra: object) -> dict[str, objec
     return props
 
 
-# -- waiting (tests.support.wait_until), topics, ZooKeeper ---------------------------------
+# -- waiting (zkconsumer.stack.testing.wait_until), topics, ZooKeeper -------------------
 
 
 def zk_client(hosts: str, timeout: float = 10.0) -> KazooClient:
@@ -120,8 +121,6 @@ def make_topic(bootstrap: str, zk: KazooClient, name: str, partitions: int) -> s
     fetching a topic that vanished recreate it that way.
     """
     from kafka.errors import TopicAlreadyExistsError
-
-    from tests.support import create_topic
 
     try:
         create_topic(bootstrap, name, partitions)
@@ -160,9 +159,7 @@ def committed_offsets(zk: KazooClient, group: str, topic: str) -> dict[int, int]
 
 
 def log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    """Partition -> true log end (see ``zkconsumer.consumer.fetcher.log_end_offsets``)."""
-    from zkconsumer.broker.clients import log_end_offsets
-
+    """Partition -> true log end (see ``zkconsumer.broker.clients.log_end_offsets``)."""
     ends = log_end_offsets([(topic, p) for p in range(partitions)], bootstrap_servers=bootstrap)
     return {tp.partition: off for tp, off in ends.items()}
 
@@ -639,7 +636,7 @@ class InProcessMember:
 
 
 class ProcessMember:
-    """``python -m tests.faults.harness member ...`` in its own process (see :func:`main`).
+    """``python -m tools.fault_harness member ...`` in its own process (see :func:`main`).
 
     A reader thread parses its output into the collector and the ownership log; ``_lock``
     guards ``consumer_id``, ``session`` and ``rebalances``.
@@ -659,7 +656,7 @@ class ProcessMember:
     ) -> None:
         self.name = name
         self.argv = [
-            sys.executable, "-m", "tests.faults.harness", "member", zookeeper, group, topic,
+            sys.executable, "-m", "tools.fault_harness", "member", zookeeper, group, topic,
             str(streams),
             *(f"{k}={v}" for k, v in props.items() if k not in ("zookeeper.connect", "group.id")),
         ]
@@ -1475,7 +1472,7 @@ def member_main(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] != "member" or len(args) < 5:
-        print("usage: python -m tests.faults.harness member ZK GROUP TOPIC STREAMS "
+        print("usage: python -m tools.fault_harness member ZK GROUP TOPIC STREAMS "
               "[key=value ...] [slow=SECONDS]", file=sys.stderr)
         return 2
     return member_main(args[1:])

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from zkconsumer.ops.compare_settings import CHANGES, LABELS, CompareResult
+from zkconsumer.migration.compare_settings import CHANGES, LABELS, CompareResult
 
 
 def _num(value: float | None, fmt: str = "{:.2f}") -> str:

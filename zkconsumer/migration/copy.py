@@ -36,8 +36,7 @@ from zkconsumer._errors import (
 )
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import modern_admin
-from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
-from zkconsumer.ops.migrate_stores import (
+from zkconsumer.migration.stores import (
     STORES,
     LogRange,
     Store,
@@ -45,14 +44,18 @@ from zkconsumer.ops.migrate_stores import (
     _check_topics,
     _described_log_range,
     _fmt_live,
-    _fmt_tps,
     _live_consumers,
-    _modern_group,
     _require_group,
     _require_topics,
     _topic_partitions,
-    read_kafka_offsets,
     read_zk_offsets,
+)
+from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
+from zkconsumer.ops.kafka_store import (
+    fmt_tps,
+    modern_group,
+    read_kafka_offsets,
+    write_kafka_offsets,
 )
 from zkconsumer.zk import paths as zp
 from zkconsumer.zk.read import transaction_cause
@@ -384,52 +387,6 @@ def _write_zookeeper(
         raise type(e)(f"{e}; {told}{hint}") from None
 
 
-#: OffsetCommit errors meaning the group has members now (a commit outside any generation
-#: is accepted only while it is empty).
-_GROUP_ACTIVE_ERRORS = frozenset(
-    {"UnknownMemberIdError", "IllegalGenerationError", "RebalanceInProgressError"}
-)
-
-
-def write_kafka_offsets(admin: Any, group: str, offsets: Mapping[TopicPartition, int]) -> None:
-    """Commit ``offsets`` for ``group`` in Kafka as is (OffsetCommit outside any generation,
-    which the broker accepts only while the group has no members).
-
-    The broker answers per partition and commits the ones it accepts: a refusal raises
-    :class:`MigrationError` naming what was and was not written, or
-    :class:`MigrationGroupActiveError` when the refusal says a member joined (its ``written``: the
-    partitions committed all the same).
-    """
-    from kafka import TopicPartition as KTP
-    from kafka.errors import NoError
-    from kafka.structs import OffsetAndMetadata
-
-    result = admin.alter_group_offsets(
-        group, {KTP(t, p): OffsetAndMetadata(off, "", -1) for (t, p), off in offsets.items()}
-    )
-    refused = {TopicPartition(k.topic, k.partition): str(getattr(e, "__name__", e))
-               for k, e in result.items() if e is not NoError}
-    if not refused:
-        return
-    written = [TopicPartition(k.topic, k.partition) for k, e in result.items()
-               if e is NoError]
-    told = (f"the other {len(written)} {'was' if len(written) == 1 else 'were'} written "
-            f"({_fmt_tps(written)})" if written else "nothing was written")
-    active = sorted({e for e in refused.values() if e in _GROUP_ACTIVE_ERRORS})
-    if active:
-        raise MigrationGroupActiveError(
-            f"a modern consumer joined group {group!r} during the copy (Kafka answered "
-            f"{', '.join(active)} for {counted(len(refused), 'offset')}); {told}; stop it and "
-            "run again", written)
-    shown = ", ".join(f"{tp.topic}:{tp.partition} {e}" for tp, e in sorted(refused.items())[:4])
-    more = f", +{len(refused) - 4} more" if len(refused) > 4 else ""
-    raise MigrationError(
-        f"Kafka refused {len(refused)} of {counted(len(result), 'offset')} for group "
-        f"{group!r} ({shown}{more}), which {'was' if len(refused) == 1 else 'were'} not "
-        f"written; {told}; check that the refused partitions exist on the brokers"
-    )
-
-
 def copy_offsets(
     zk: KazooClient,
     group: str,
@@ -530,7 +487,7 @@ def _refuse_unknown(zk: KazooClient, admin: Any, group: str, wanted: set[str] | 
     if wanted is not None or zk.exists(zp.group_dir(group)) is None:
         kafka_before = read_kafka_offsets(admin, group)
         if not kafka_before:
-            _require_group(zk, group, kafka_before, _modern_group(admin, group)[1])
+            _require_group(zk, group, kafka_before, modern_group(admin, group)[1])
         if wanted is not None:
             known = ({tp.topic for tp in read_zk_offsets(zk, group, wanted)}
                      | {tp.topic for tp in kafka_before})
@@ -619,7 +576,7 @@ def _write_and_verify(
     wrong = {tp: now.get(tp) for tp, off in to_write.items() if now.get(tp) != off}
     if wrong:
         raise MigrationError(
-            f"read-back after the copy differs on {_fmt_tps(wrong)}: "
+            f"read-back after the copy differs on {fmt_tps(wrong)}: "
             + ", ".join(f"{tp.topic}:{tp.partition}={v}" for tp, v in
                         sorted(wrong.items())[:4])
         )
@@ -632,7 +589,7 @@ def _write_and_verify(
              if source_now.get(tp) != off}
     live = probe()
     if moved or live:
-        what = ([f"{source} offsets moved during the copy on {_fmt_tps(moved)}"]
+        what = ([f"{source} offsets moved during the copy on {fmt_tps(moved)}"]
                 if moved else []) + ([f"live now: {_fmt_live(live)}"] if live else [])
         raise MigrationError(
             f"a consumer ran while the copy wrote ({'; '.join(what)}): the "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from kazoo.client import KazooClient
@@ -26,28 +25,13 @@ from zkconsumer._errors import (
 )
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import log_end_offsets
+from zkconsumer.ops.kafka_store import ModernMember, fmt_tps, modern_group
 from zkconsumer.zk import paths as zp
 
 log = logging.getLogger("zkconsumer.migrate")
 
 Store = Literal["zookeeper", "kafka"]
 STORES: tuple[Store, ...] = ("zookeeper", "kafka")
-
-
-@dataclass
-class ModernMember:
-    """A member of the broker-coordinated group (from DescribeGroups)."""
-
-    member_id: str
-    client_id: str
-    host: str
-    partitions: list[TopicPartition]
-
-
-def _fmt_tps(tps: Iterable[TopicPartition], limit: int = 6) -> str:
-    items = [f"{tp.topic}:{tp.partition}" for tp in sorted(tps)]
-    more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
-    return ", ".join(items[:limit]) + more
 
 
 def _fmt_live(live: Sequence[str]) -> str:
@@ -184,64 +168,6 @@ def _zk_topic_partitions(zk: KazooClient, topic: str) -> list[int] | None:
         return None
 
 
-def read_kafka_offsets(
-    admin: Any, group: str, tps: Iterable[TopicPartition] | None = None
-) -> dict[TopicPartition, int]:
-    """The group's committed offsets in Kafka (all of them, or those of ``tps``)."""
-    from kafka import TopicPartition as KTP
-
-    spec = None if tps is None else [KTP(t, p) for t, p in sorted(set(tps))]
-    if spec == []:
-        return {}
-    result = admin.list_group_offsets({group: spec}).get(group, {})
-    return {
-        TopicPartition(k.topic, k.partition): int(v.offset)
-        for k, v in result.items()
-        if v is not None and v.offset is not None and v.offset >= 0
-    }
-
-
-def _modern_group(admin: Any, group: str) -> tuple[str, list[ModernMember]]:
-    from kafka.errors import GroupIdNotFoundError
-
-    desc = admin.describe_groups([group]).get(group, {})
-    error = desc.get("error")  # kafka-python gives the error as text
-    if error and str(error).startswith(f"[Error {GroupIdNotFoundError.errno}] "):
-        # Kafka 4 answers so for a group it does not know; Kafka 3.9 says "Dead".
-        return "Dead", []
-    if error:
-        raise MigrationError(f"DescribeGroups for {group!r} failed: {error}")
-    members = []
-    for m in desc.get("members") or []:
-        members.append(ModernMember(
-            str(m.get("member_id") or ""), str(m.get("client_id") or ""),
-            str(m.get("client_host") or ""), _assigned(m.get("member_assignment")),
-        ))
-    return str(desc.get("group_state") or "Unknown"), sorted(members, key=lambda m: m.member_id)
-
-
-def _assigned(assignment: Any) -> list[TopicPartition]:
-    """A member's partitions from DescribeGroups' decoded assignment, whatever its shape.
-
-    kafka-python gives a ``ConsumerProtocolAssignment`` (or its dict form); an empty
-    assignment (a member between generations, or a broker that leaves it out) gives nothing.
-    """
-    if not assignment or isinstance(assignment, (str, bytes)):
-        return []
-    if callable(getattr(assignment, "partitions", None)):
-        return sorted(TopicPartition(tp[0], int(tp[1])) for tp in assignment.partitions())
-    entries = (assignment.get("assigned_partitions") if isinstance(assignment, dict)
-               else getattr(assignment, "assigned_partitions", None)) or []
-    out: list[TopicPartition] = []
-    for entry in entries:
-        if isinstance(entry, dict):
-            topic, parts = entry.get("topic"), entry.get("partitions") or []
-        else:
-            topic, parts = entry[0], entry[1]
-        out.extend(TopicPartition(str(topic), int(p)) for p in parts)
-    return sorted(out)
-
-
 LogRange = tuple[dict[TopicPartition, int], dict[TopicPartition, int], str | None]
 
 
@@ -361,7 +287,7 @@ def _described_log_range(
         error = (f"the brokers did not describe {', '.join(doubtful)}"
                  + (f"; {error}" if error else ""))
     elif unknown and error is None:
-        error = f"the brokers gave no log range for {_fmt_tps(unknown)}"
+        error = f"the brokers gave no log range for {fmt_tps(unknown)}"
     return (starts, ends, error), described
 
 
@@ -375,6 +301,6 @@ def _live_consumers(zk: KazooClient, admin: Any, group: str) -> list[str]:
     live = [f"owner {tp.topic}:{tp.partition} = {o}"
             for tp, o in sorted(_read_zk_owners(zk, group).items())]
     live += [f"legacy consumer {cid}" for cid in sorted(_children(zk, zp.ids_dir(group)))]
-    _, modern = _modern_group(admin, group)
+    _, modern = modern_group(admin, group)
     live += [f"modern member {m.member_id}" for m in modern]
     return live

@@ -6,8 +6,8 @@ offset, the log start and end, the lag against each store and a class (:data:`CL
 :func:`classify`); the live legacy members and owners (ZooKeeper) and the live modern members
 (DescribeGroups); and a verdict (:func:`verdict`): whether a modern consumer group may take
 over now without losing or replaying messages, with the reason. Nothing here prints;
-``zkconsumer.cli.migrate`` does. The copy is :mod:`zkconsumer.ops.migrate_copy`; what both
-read, :mod:`zkconsumer.ops.migrate_stores`.
+``zkconsumer.cli.migrate`` does. The copy is :mod:`zkconsumer.migration.copy`; what both
+read, :mod:`zkconsumer.migration.stores`.
 
 Status and copy both refuse a group that exists in neither protocol
 (:class:`MigrationUnknownGroupError`: no ``/consumers/G``, no offsets or members in Kafka) and
@@ -41,40 +41,29 @@ from kazoo.client import KazooClient
 from zkconsumer._errors import MigrationError
 from zkconsumer._types import TopicPartition, partition_lag
 from zkconsumer.broker.clients import modern_admin
-from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
-from zkconsumer.ops.migrate_stores import (
+from zkconsumer.migration.stores import (
     LogRange,
-    ModernMember,
     _check_group,
     _check_topics,
     _described_log_range,
     _fmt_live,
-    _fmt_tps,
     _live_consumers,
-    _modern_group,
     _read_zk_members,
     _read_zk_owners,
     _require_group,
     _require_topics,
     _topic_partitions,
-    read_kafka_offsets,
     read_zk_offsets,
 )
-from zkconsumer.zk import paths as zp
-
-#: Partition classes, in the order they are checked (the first that applies wins).
-CLASSES = (
-    "topic_missing",     # the brokers do not have the topic (deleted)
-    "partition_missing",  # the topic exists on the brokers, with fewer partitions: stale too
-    "no_offset",         # neither store has an offset: both protocols apply their reset policy
-    "below_log_start",   # the newer offset points at deleted messages
-    "above_log_end",     # the newer offset points past the log end (truncated or recreated)
-    "missing_in_zk",     # only Kafka has an offset
-    "missing_in_kafka",  # only ZooKeeper has an offset
-    "equal",
-    "zk_ahead",          # ZooKeeper is newer: a modern consumer would replay the difference
-    "kafka_ahead",       # Kafka is newer (dual commit, or modern consumers already ran)
+from zkconsumer.ops.common import OUT_OF_LOG_RESET, counted
+from zkconsumer.ops.kafka_store import (
+    ModernMember,
+    classify,
+    fmt_tps,
+    modern_group,
+    read_kafka_offsets,
 )
+from zkconsumer.zk import paths as zp
 
 
 @dataclass
@@ -138,67 +127,6 @@ class MigrationStatus:
 # --------------------------------------------------------------------------------------
 # Classification and verdict (pure)
 # --------------------------------------------------------------------------------------
-
-
-def _present(offset: int | None) -> int | None:
-    return offset if offset is not None and offset >= 0 else None
-
-
-def classify(
-    zk_offset: int | None,
-    kafka_offset: int | None,
-    log_start: int | None = None,
-    log_end: int | None = None,
-    *,
-    topic_exists: bool = True,
-    partition_exists: bool = True,
-) -> str:
-    """The class of one partition (see :data:`CLASSES`; the first that applies wins).
-
-    >>> classify(5, 5), classify(7, 5), classify(5, 7), classify(None, 3), classify(3, None)
-    ('equal', 'zk_ahead', 'kafka_ahead', 'missing_in_zk', 'missing_in_kafka')
-    >>> classify(2, 3, log_start=4), classify(None, None)
-    ('below_log_start', 'no_offset')
-
-    The range is checked on the newer offset, the one the modern consumers start from once
-    the copy (which never overwrites a newer offset) is done: a stale ZooKeeper offset below
-    the log start does not matter when Kafka's is newer and valid (dual commit turned off,
-    say)::
-
-    >>> classify(2, 9, log_start=4)
-    'kafka_ahead'
-
-    A partition of a topic that exists nowhere (``topic_exists=False``) is ``topic_missing``
-    whatever its offsets: nobody can consume it, so neither store's value matters.
-
-    >>> classify(3, None, topic_exists=False)
-    'topic_missing'
-
-    Likewise a partition its topic no longer has (recreated with fewer partitions).
-
-    >>> classify(3, 3, partition_exists=False)
-    'partition_missing'
-    """
-    if not topic_exists:
-        return "topic_missing"
-    if not partition_exists:
-        return "partition_missing"
-    zk_offset, kafka_offset = _present(zk_offset), _present(kafka_offset)
-    present = [o for o in (zk_offset, kafka_offset) if o is not None]
-    if not present:
-        return "no_offset"
-    used = max(present)
-    if log_start is not None and log_start >= 0 and used < log_start:
-        return "below_log_start"
-    if log_end is not None and log_end >= 0 and used > log_end:
-        return "above_log_end"
-    if zk_offset is None:
-        return "missing_in_zk"
-    if kafka_offset is None:
-        return "missing_in_kafka"
-    if zk_offset == kafka_offset:
-        return "equal"
-    return "zk_ahead" if zk_offset > kafka_offset else "kafka_ahead"
 
 
 def _lag(offset: int | None, end: int | None) -> int | None:
@@ -269,7 +197,7 @@ def _membership_blockers(
         out.append(
             f"{counted(n, 'owner znode')} {_is(n)} live ("
             f"{'a legacy consumer owns' if n == 1 else 'legacy consumers own'} "
-            f"{_fmt_tps(zookeeper_owners)}): stop the legacy consumers first; a mixed group "
+            f"{fmt_tps(zookeeper_owners)}): stop the legacy consumers first; a mixed group "
             f"consumes {'that partition' if n == 1 else 'those partitions'} twice"
         )
     elif zookeeper_members:
@@ -303,20 +231,20 @@ def _offset_blockers(
         why = f" ({log_range_error})" if log_range_error else ""
         out.append(
             f"log range unknown for {counted(len(unknown), 'partition')} "
-            f"({_fmt_tps(unknown)}){why}: cannot verify the offsets are in range; run again "
+            f"({fmt_tps(unknown)}){why}: cannot verify the offsets are in range; run again "
             "once the brokers answer"
         )
     if "zk_ahead" in by_class:
         tps = by_class["zk_ahead"]
         out.append(
             f"ZooKeeper is ahead of Kafka on {counted(len(tps), 'partition')} "
-            f"({_fmt_tps(tps)}): a modern consumer would replay; run `zkconsumer migrate "
+            f"({fmt_tps(tps)}): a modern consumer would replay; run `zkconsumer migrate "
             "copy --from zookeeper --to kafka` first"
         )
     if "missing_in_kafka" in by_class:
         tps = by_class["missing_in_kafka"]
         out.append(
-            f"Kafka has no offset for {counted(len(tps), 'partition')} ({_fmt_tps(tps)}): a "
+            f"Kafka has no offset for {counted(len(tps), 'partition')} ({fmt_tps(tps)}): a "
             "modern consumer would start at its auto_offset_reset; run `zkconsumer migrate "
             "copy --from zookeeper --to kafka` first"
         )
@@ -327,7 +255,7 @@ def _offset_blockers(
             one = len(tps) == 1
             out.append(
                 f"{'an offset' if one else 'offsets'} {what} on "
-                f"{counted(len(tps), 'partition')} ({_fmt_tps(tps)}): {OUT_OF_LOG_RESET}; "
+                f"{counted(len(tps), 'partition')} ({fmt_tps(tps)}): {OUT_OF_LOG_RESET}; "
                 f"reset {'it' if one else 'them'} explicitly first"
             )
     return out
@@ -359,13 +287,13 @@ def _stale_warnings(
                  if one else ("their topics no longer have", "topics"))
         out.append(
             f"stale offsets for {counted(len(tps), 'partition')} {whose[0]} "
-            f"({_fmt_tps(tps)}): {whose[1]} recreated with fewer partitions, nothing to "
+            f"({fmt_tps(tps)}): {whose[1]} recreated with fewer partitions, nothing to "
             "consume; `migrate copy` skips them"
         )
     if listed:
         out.append(
             f"stale offsets for {counted(len(listed), 'partition')} the brokers do not have "
-            f"but /brokers/topics still lists ({_fmt_tps(listed)}): deleted on the brokers "
+            f"but /brokers/topics still lists ({fmt_tps(listed)}): deleted on the brokers "
             "only (ZooKeeper not told yet) or registered by hand, nothing to consume; "
             "`migrate copy` skips them"
         )
@@ -373,7 +301,7 @@ def _stale_warnings(
         tps = by_class["no_offset"]
         out.append(
             f"no offset in either store for {counted(len(tps), 'partition')} "
-            f"({_fmt_tps(tps)}): give the modern consumers the reset policy the legacy ones "
+            f"({fmt_tps(tps)}): give the modern consumers the reset policy the legacy ones "
             "had (smallest = earliest, largest = latest)"
         )
     if "kafka_ahead" in by_class:
@@ -453,7 +381,7 @@ def migration_status(
         owners = _read_zk_owners(zk, group)
         members = _read_zk_members(zk, group)
         kafka_all = read_kafka_offsets(admin, group)
-        modern_state, modern_members = _modern_group(admin, group)
+        modern_state, modern_members = modern_group(admin, group)
         _require_group(zk, group, kafka_all, modern_members)
 
         known = _topics_of(zk_offsets, owners, kafka_all, members, modern_members)

@@ -17,8 +17,8 @@ timeout and auto-commit interval, and the same membership changes:
    not line up with kafka-python's commit schedule, which restarts at every rebalance);
 4. the producer stops, the survivors drain the log, everyone stops cleanly.
 
-Every member is a subprocess (``python -m zkconsumer.ops.compare_member member ...``:
-:mod:`zkconsumer.ops.compare_member`) so that the kill is real. Members report on stdout,
+Every member is a subprocess (``python -m zkconsumer.migration.compare_member member ...``:
+:mod:`zkconsumer.migration.compare_member`) so that the kill is real. Members report on stdout,
 one line per event, with their own wall-clock time: ``R t`` ready, ``A t p,p,..`` their
 assignment whenever it changes, ``M t p o`` each message handed to the application, ``E t``
 a clean exit. kafka-python members write a poll batch's
@@ -34,8 +34,8 @@ full reassignment is the last assignment event before that, minus the change. Lo
 are the offsets between the run's start and end log offsets that no member reported;
 duplicates are reports beyond the first per offset.
 
-:func:`run_compare` returns a :class:`~zkconsumer.ops.compare_settings.CompareResult`;
-:func:`~zkconsumer.ops.compare_report.write_report` writes ``report.md``, ``compare.png``
+:func:`run_compare` returns a :class:`~zkconsumer.migration.compare_settings.CompareResult`;
+:func:`~zkconsumer.migration.compare_report.write_report` writes ``report.md``, ``compare.png``
 (matplotlib, Agg) and ``compare.json``. Nothing here prints
 except the member processes' protocol lines and the ``progress`` callback.
 """
@@ -60,16 +60,16 @@ from zkconsumer._types import TopicPartition
 from zkconsumer.broker.clients import kafka_producer, log_end_offsets, modern_admin
 from zkconsumer.consumer.assignors.core import assign
 from zkconsumer.consumer.offsets import ZkOffsetStore
-from zkconsumer.ops.compare_member import member_argv
-from zkconsumer.ops.compare_report import write_report
-from zkconsumer.ops.compare_settings import (
+from zkconsumer.migration.compare_member import member_argv
+from zkconsumer.migration.compare_report import write_report
+from zkconsumer.migration.compare_settings import (
     ChangeResult,
     CompareResult,
     CompareSettings,
     ProtocolResult,
 )
 from zkconsumer.ops.groups import delete_group
-from zkconsumer.ops.migrate_copy import write_kafka_offsets
+from zkconsumer.ops.kafka_store import write_kafka_offsets
 from zkconsumer.zk.session import command_config, connect
 
 log = logging.getLogger("zkconsumer.compare")
@@ -97,7 +97,7 @@ class _Member:
         self.exited = False
         self.killed = False
         self.stopped_at: float | None = None
-        cmd = [sys.executable, "-m", "zkconsumer.ops.compare_member",
+        cmd = [sys.executable, "-m", "zkconsumer.migration.compare_member",
                *member_argv(name, protocol, settings, group, go)]
         self._stderr: IO[bytes] = open(log_dir / f"{protocol}-{name}.log", "wb")
         # The member imports this very package, wherever it was imported from.

@@ -1,7 +1,7 @@
 """``zkconsumer compare``'s settings and results: what defines one comparison
 (:class:`CompareSettings`, both protocols get the same values) and what each protocol's run
 measured (:class:`ProtocolResult`, :class:`ChangeResult`, :class:`CompareResult`). The
-runner is :mod:`zkconsumer.ops.compare`.
+runner is :mod:`zkconsumer.migration.compare`.
 """
 
 from __future__ import annotations
