@@ -27,6 +27,13 @@ from zkconsumer.broker.clients import (
 )
 
 try:
+    # With this module, not at the first fetcher's start: the import (asyncio with it) costs
+    # 25 to 80 ms of CPU, which a member's first rebalance paid, while its whole group did.
+    import confluent_kafka  # noqa: F401
+except ImportError:  # fetching falls back to kafka-python (broker.clients.fetch_library)
+    pass
+
+try:
     from zkconsumer._speedups import split_messages
 except ImportError:  # built without a C compiler (see setup.py): _group_py does the same
     split_messages = None  # type: ignore[assignment]

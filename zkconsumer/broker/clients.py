@@ -384,6 +384,37 @@ def log_end_offsets(
             consumer.unsubscribe()
 
 
+def confluent_list_offsets(
+    consumer: Any, tps: Iterable[tuple[str, int]], *, latest: bool, timeout_ms: int,
+) -> dict[TopicPartition, int]:
+    """:func:`log_end_offsets` (``latest``), or the log starts, with a confluent-kafka
+    ``Consumer`` made by :func:`confluent_consumer`: the same ListOffsets (latest, or
+    earliest), one request per leader, answered at ``read_uncommitted`` (that consumer's
+    isolation level), so with the high watermark as kafka-python's. For callers that fetch
+    with librdkafka anyway: bootstrapping a kafka-python client costs more than the lookup.
+    Raises ``confluent_kafka.KafkaException`` when a partition has no answer (unknown, no
+    leader, or none within ``timeout_ms``).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException
+    from confluent_kafka import TopicPartition as CTP
+
+    wanted = sorted({TopicPartition(t, p) for t, p in tps})
+    if not wanted:
+        return {}
+    # The offsets_for_times "timestamps" -1 and -2 are ListOffsets' latest and earliest.
+    which = OFFSET_END if latest else OFFSET_BEGINNING
+    found = consumer.offsets_for_times([CTP(t, p, which) for t, p in wanted],
+                                       timeout_ms / 1000.0)
+    out: dict[TopicPartition, int] = {}
+    for ctp in found:
+        if ctp.error is not None:
+            raise KafkaException(ctp.error)
+        if ctp.offset < 0:
+            raise KafkaException(f"no offset for {ctp.topic}:{ctp.partition}")
+        out[TopicPartition(ctp.topic, ctp.partition)] = int(ctp.offset)
+    return out
+
+
 # -- the brokers' addresses, and the one way to build the tools' kafka-python admin client --
 
 
