@@ -57,12 +57,11 @@ def _pausing_after(transactions: int, pause: Callable[[], None]
     return progress
 
 
-def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
-    private_stack: StackInfo, pzk: KazooClient, names: Any, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:
-    prefix, topic = f"big{names.suffix}-", names.topic
-    path = _offsets_file(tmp_path / "offsets.txt", prefix, topic)
+def _paused_run(private_stack: StackInfo, monkeypatch: pytest.MonkeyPatch,
+                capsys: pytest.CaptureFixture[str], cli_module: Any, after: int,
+                argv: list[str]) -> str:
+    """Run the command ``argv``, ZooKeeper paused (SIGSTOP) once its progress display has
+    been called ``after`` times, and resumed once it failed (status 2): its one stderr line."""
     zookeeper = private_stack.local.procs["zookeeper"].pid
     paused = []
 
@@ -70,15 +69,26 @@ def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
         os.killpg(zookeeper, signal.SIGSTOP)
         paused.append(True)
 
-    argv = ["offsets", "import", "--zookeeper", private_stack.zookeeper, "--input", str(path),
-            "--zookeeper-only", "--connect-timeout", "2"]
-    monkeypatch.setattr(offsets_cli, "_progress", _pausing_after(2, pause))
+    monkeypatch.setattr(cli_module, "_progress", _pausing_after(after, pause))
     try:
         assert main(argv) == 2
     finally:
         os.killpg(zookeeper, signal.SIGCONT)
+        monkeypatch.undo()
     assert paused
     [line] = capsys.readouterr().err.splitlines()
+    return line
+
+
+def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
+    private_stack: StackInfo, pzk: KazooClient, names: Any, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    prefix, topic = f"big{names.suffix}-", names.topic
+    path = _offsets_file(tmp_path / "offsets.txt", prefix, topic)
+    argv = ["offsets", "import", "--zookeeper", private_stack.zookeeper, "--input", str(path),
+            "--zookeeper-only", "--connect-timeout", "2"]
+    line = _paused_run(private_stack, monkeypatch, capsys, offsets_cli, 2, argv)
     # Two transactions of 1000 operations committed: the parents' creates and the first
     # group's offsets, then most of the second's.
     assert line.startswith(f"zkconsumer offsets import: ZooKeeper at {private_stack.zookeeper}"
@@ -91,7 +101,6 @@ def test_an_import_paused_part_way_says_what_it_wrote_and_how_to_finish(
     assert "in the transaction in flight, written or not" in line
     assert "not written (groups " in line and f"{prefix}5" in line.split("not written")[-1]
     assert "import offsets again to finish" in line
-    monkeypatch.undo()
     # What it said it wrote is there, what it said it did not is not.
     assert _written(pzk, first, topic) == PARTITIONS
     assert _written(pzk, f"{prefix}5", topic) == 0
@@ -119,27 +128,13 @@ def test_a_group_delete_paused_part_way_says_what_it_deleted_and_how_to_finish(
     sizes = {"a": 400, "b": 1200, "c": 300}  # deepest first, topic by topic: a, b, c
     _ops.import_offsets(pzk, [_ops.OffsetEntry(group, t, p, 5) for t, n in sizes.items()
                               for p in range(n)], zookeeper_only=True)
-    zookeeper = private_stack.local.procs["zookeeper"].pid
-    paused = []
-
-    def pause() -> None:
-        os.killpg(zookeeper, signal.SIGSTOP)
-        paused.append(True)
-
     argv = ["groups", "delete", "--zookeeper", private_stack.zookeeper, "--group", group,
             "--connect-timeout", "2"]
     # Paused once 1,000 znodes are deleted: a's 400 and its topic znode, then most of b's.
-    monkeypatch.setattr(groups_cli, "_progress", _pausing_after(10, pause))
-    try:
-        assert main(argv) == 2
-    finally:
-        os.killpg(zookeeper, signal.SIGCONT)
-    assert paused
-    [line] = capsys.readouterr().err.splitlines()
+    line = _paused_run(private_stack, monkeypatch, capsys, groups_cli, 10, argv)
     assert f"delete group '{group}' failed part way: " in line, line
     assert ": the offsets of topic a, 599 of topic b's 1200 offsets; the offsets of topic c " \
         "not deleted; run it again to finish" in line, line
-    monkeypatch.undo()
     # What it said it deleted is gone, what it said it kept is there.
     assert pzk.exists(zp.offsets_topic_dir(group, "a")) is None
     # The delete in flight when ZooKeeper stopped may have been applied when it went on.
