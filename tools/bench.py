@@ -624,7 +624,7 @@ def bench_storm(args: argparse.Namespace) -> None:
                         **({"goal_why_not": _storm_why_not(n, secs, failed, fetch)}
                            if met is False else {}),
                     })
-            for strategy in ("range", "roundrobin", "sticky"):
+            for strategy in ("range", "roundrobin", "sticky") if args.changes > 0 else ():
                 g = _fresh_group(made, zk, zk_addr, bootstrap, args, strategy, "moves")
                 try:
                     g.members = [g.new_member() for _ in range(args.move_members)]
@@ -659,7 +659,18 @@ def bench_storm(args: argparse.Namespace) -> None:
             zk.stop()
             zk.close()
     join_bound = -(-args.partitions // (args.move_members + 1)) + 1
-    sticky = movement["sticky"]
+    movement_result: dict[str, Any] = {}
+    if movement:  # --changes 0 skips it
+        sticky = movement["sticky"]
+        sticky_met = (sticky["join_moved_max"] <= join_bound
+                      and sticky["leave_others_moved_max"] == 0)
+        movement_result = {"movement": {
+            "members": args.move_members, "partitions": args.partitions, **movement,
+            "sticky_goal": f"a join moves at most ceil(P/(N+1))+1 = {join_bound}; a leave "
+                           "only the leaver's partitions",
+            "sticky_goal_met": sticky_met,
+            **({} if sticky_met else {"sticky_goal_why": STICKY_WHY}),
+        }}
     gap_result: dict[str, Any] = {}
     if args.gap_window > 0:
         incr = gaps[0]
@@ -683,15 +694,7 @@ def bench_storm(args: argparse.Namespace) -> None:
         "storms": storms,
         "storms_with_fetchers": storms_fetching,
         **({"idle_cpu_per_member": idle} if idle else {}),
-        "movement": {
-            "members": args.move_members, "partitions": args.partitions, **movement,
-            "sticky_goal": f"a join moves at most ceil(P/(N+1))+1 = {join_bound}; a leave "
-                           "only the leaver's partitions",
-            "sticky_goal_met": sticky["join_moved_max"] <= join_bound
-            and sticky["leave_others_moved_max"] == 0,
-            **({} if sticky["join_moved_max"] <= join_bound
-               and sticky["leave_others_moved_max"] == 0 else {"sticky_goal_why": STICKY_WHY}),
-        },
+        **movement_result,
         **gap_result,
         **({"peers": peers} if peers else {}),
     })
@@ -726,7 +729,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--partitions", type=int, default=100)
     p.add_argument("--move-members", type=int, default=10)
-    p.add_argument("--changes", type=int, default=6, help="joins and leaves, alternating")
+    p.add_argument("--changes", type=int, default=6,
+                   help="joins and leaves, alternating, per strategy (0: skip the movement)")
     p.add_argument("--idle-s", type=float, default=20.0,
                    help="seconds of the idle-CPU measure per backend and the JVM (0: skip)")
     p.add_argument("--peers", default="all",
