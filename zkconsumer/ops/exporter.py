@@ -804,18 +804,14 @@ def render(monitor: LagMonitor) -> bytes:
             pl = f'{gl},topic="{tl}",partition="{p.partition}"'
             end = p.log_end_offset
             known = end is not None and p.status != "UNKNOWN"
-            if p.zookeeper_offset is not None:
-                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="zookeeper"}} '
-                               f'{p.zookeeper_offset}')
+            for store, offset in (("zookeeper", p.zookeeper_offset), ("kafka", p.kafka_offset)):
+                if offset is None:
+                    continue
+                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="{store}"}} '
+                               f'{offset}')
                 if known:
-                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="zookeeper"}} '
-                                f'{partition_lag(p.zookeeper_offset, end)}')
-            if p.kafka_offset is not None:
-                offsets.append(f'zkconsumer_group_partition_offset{{{pl},store="kafka"}} '
-                               f'{p.kafka_offset}')
-                if known:
-                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="kafka"}} '
-                                f'{partition_lag(p.kafka_offset, end)}')
+                    lags.append(f'zkconsumer_group_partition_lag{{{pl},store="{store}"}} '
+                                f'{partition_lag(offset, end)}')
             if p.time_lag is not None:
                 ages.append(f"zkconsumer_group_partition_time_lag_seconds{{{pl}}} {p.time_lag}")
             if p.owner is not None:
