@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,12 @@ from zkconsumer.zk import paths as zp
 STACK_FIXTURES = frozenset({"kafka_stack", "kraft_stack", "stack", "zk", "topic_factory",
                             "private_stack"})
 UNIT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unit")
+
+# A shell without job control starts `cmd &` with SIGINT ignored, and an ignored signal stays
+# ignored across exec: the members and commands the tests start would then never see the
+# Ctrl-C some tests send them. A handler (unlike SIG_IGN) is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
