@@ -196,7 +196,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for line in _summaries:
             terminalreporter.write_line(line)
     if _layer_times:
-        # Summed over the processes: with two workers the wall time is about half the total.
+        # Summed over the processes: the wall time is about the total over the number of workers.
         terminalreporter.section("time per layer (summed over the worker processes)")
         for layer, (seconds, count) in sorted(_layer_times.items(), key=lambda kv: -kv[1][0]):
             terminalreporter.write_line(f"{layer:<12} {int(count):>5} tests "
