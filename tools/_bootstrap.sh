@@ -106,6 +106,12 @@ else
   source "$ROOT/tools/jvm/resolve"
   ensure_jvm_classpaths
   export PATH="$VENV/bin:$PATH"
+  # The package is installed in place (editable), so nothing compiled it as pip compiles a
+  # wheel's modules: where PYTHONDONTWRITEBYTECODE is set (as on some CI machines), every
+  # process would compile all of zkconsumer again (80 ms of CPU each, which a storm of
+  # member processes and the benchmarks would measure). Python reads the cached bytecode
+  # with or without that variable, and never a stale one; up-to-date files are skipped.
+  "$VENV/bin/python" -m compileall -q -j 0 "$ROOT/zkconsumer" "$ROOT/tools" "$ROOT/tests" >/dev/null
   export PYSPARK_PYTHON="$VENV/bin/python"
   export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 fi
