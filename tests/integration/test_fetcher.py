@@ -996,46 +996,37 @@ def test_a_rebalance_to_no_partitions_stops_the_previous_leader_finder() -> None
         manager.shutdown()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_offset_client_busy_past_shutdown_closes_itself(
-    monkeypatch: pytest.MonkeyPatch,
+    backend: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A lookup that outlives shutdown's wait (a request timeout is 30 s or more) used to
     leave its client open for good: it closes it when it ends."""
     import zkconsumer.consumer.fetch_lookups as lookups_module
     from zkconsumer.consumer.fetch_lookups import _OffsetClient
 
-    release = threading.Event()
-    closed: list[bool] = []
-
-    class FakeConsumer:
-        def close(self, autocommit: bool = True) -> None:
-            closed.append(True)
-
-    def slow_lookup(tps: Any, consumer: Any, timeout_ms: int) -> dict[TopicPartition, int]:
-        release.wait(10)
-        return {}
-
-    monkeypatch.setattr(lookups_module, "log_end_offsets", slow_lookup)
+    ends = _LogEnds({TopicPartition("t", 0): 5})
+    ends.stall = True
+    monkeypatch.setitem(lookups_module._LIBRARIES, backend, lambda *args: ends)
     client = _OffsetClient(ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"}),
-                           "g_test", lambda: ["127.0.0.1:1"])
-    monkeypatch.setattr(client, "_client", FakeConsumer)
+                           "g_test", lambda: ["127.0.0.1:1"], backend)
     t = threading.Thread(target=client.log_end, args=([TopicPartition("t", 0)],), daemon=True)
     t.start()
-    wait_until(lambda: client._lock.locked(), 5, "the lookup under way")
-    client._consumer = FakeConsumer()  # type: ignore[assignment]
+    assert ends.stalled.wait(5), "the lookup under way"
     client.close(0.1)  # gives up waiting for the lookup
-    assert closed == []
-    release.set()
+    assert ends.closed == 0
+    ends.release.set()
     t.join(5)
-    assert closed == [True] and client._consumer is None
+    assert ends.closed == 1 and client._lookups is None
 
 
 # -- the held partitions' log-end helper (no cluster: the lookups are stand-ins) ---------------
 
 
 class _LogEnds:
-    """A stand-in for :func:`log_end_offsets`: answers ``ends``, or raises ``error`` when
-    set. While ``stall`` is set, the next lookup waits for ``release`` (the others answer)."""
+    """Stand-in lookups (:class:`~zkconsumer.consumer.fetch_lookups._Lookups`): log ends
+    answer ``ends``, or raise ``error`` when set. While ``stall`` is set, the next lookup
+    waits for ``release`` (the others answer). ``closed`` counts closes."""
 
     def __init__(self, ends: dict[TopicPartition, int]) -> None:
         self.ends = ends
@@ -1043,8 +1034,10 @@ class _LogEnds:
         self.release = threading.Event()
         self.stalled = threading.Event()
         self.error: BaseException | None = None
+        self.closed = 0
 
-    def __call__(self, tps: Any, *, consumer: Any, timeout_ms: int) -> dict[TopicPartition, int]:
+    def offsets(self, tps: Any, *, latest: bool, timeout_ms: int) -> dict[TopicPartition, int]:
+        assert latest
         if self.stall:
             self.stall = False
             self.stalled.set()
@@ -1053,22 +1046,26 @@ class _LogEnds:
             raise self.error
         return {tp: self.ends[tp] for tp in tps}
 
+    def leaders(self, topics: Any, timeout_ms: int) -> dict[TopicPartition, int]:
+        return {}
 
-class _NoConsumer:
-    def close(self, autocommit: bool = True) -> None: ...
+    def close(self) -> None:
+        self.closed += 1
 
 
-@pytest.fixture
-def held_fetcher(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, _LogEnds]]:
+@pytest.fixture(params=BACKENDS)
+def held_fetcher(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[Any, _LogEnds]]:
     """A fetcher thread (not started) of a manager whose offset lookups are a _LogEnds."""
     import zkconsumer.consumer.fetch_lookups as lookups_module
     from zkconsumer.consumer.fetcher_thread import _FetcherThread
 
     tp = TopicPartition("t", 0)
     ends = _LogEnds({tp: 100})
-    monkeypatch.setattr(lookups_module, "log_end_offsets", ends)
-    monkeypatch.setattr("kafka.KafkaConsumer", lambda **kwargs: _NoConsumer())
-    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g"})
+    monkeypatch.setitem(lookups_module._LIBRARIES, request.param, lambda *args: ends)
+    config = ConsumerConfig({"zookeeper.connect": "127.0.0.1:1", "group.id": "g",
+                             "fetch.backend": request.param})
     m = FetcherManager(config, "g_c", lambda: ["127.0.0.1:1"])
     try:
         yield _FetcherThread(m, 0, 0), ends
@@ -1182,3 +1179,105 @@ def test_asking_about_a_missing_topic_does_not_make_it(stack: StackInfo, names: 
         assert missing not in admin.list_topics()
     finally:
         admin.close()
+
+
+def _lookup_config(stack: StackInfo, names: Any, **props: object) -> ConsumerConfig:
+    return ConsumerConfig({"zookeeper.connect": stack.zookeeper, "group.id": names.group,
+                           **{k.replace("_", "."): v for k, v in props.items()}})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_lookups_of_a_missing_topic_leave_it_out_fail_retriably_and_do_not_make_it(
+    backend: str, stack: StackInfo, names: Any,
+) -> None:
+    """The leader finder leaves a missing topic's partitions waiting; an offset lookup raises
+    what the fetcher threads retry (kafka-python: a timeout; confluent-kafka: the partition's
+    error); neither asks the broker (auto.create.topics.enable) to make the topic."""
+    from kafka import KafkaAdminClient
+
+    from zkconsumer.consumer.fetch_lookups import _MetadataClient, _OffsetClient, network_errors
+
+    missing = names("missing")
+    config = _lookup_config(stack, names, socket_timeout_ms=3000)
+    meta = _MetadataClient(config, "c", lambda: [stack.bootstrap], backend)
+    offsets = _OffsetClient(config, "c", lambda: [stack.bootstrap], backend)
+    try:
+        assert meta.leaders({missing}) == {}
+        with pytest.raises(network_errors()):
+            offsets.log_end([TopicPartition(missing, 0)])
+        assert offsets._lookups is None  # dropped after the failure
+    finally:
+        meta.close(5)
+        offsets.close(5)
+    admin = KafkaAdminClient(bootstrap_servers=stack.bootstrap)
+    try:
+        assert missing not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+def test_both_libraries_look_up_the_same_leaders_and_offsets(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    from zkconsumer.consumer.fetch_lookups import _MetadataClient, _OffsetClient
+
+    topic = topic_factory(names.topic, 3)
+    other = topic_factory(names("other"), 1)
+    produce(stack.bootstrap, topic, _values(30, 3))
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    found: dict[str, tuple[Any, ...]] = {}
+    for backend in BACKENDS:
+        clients: list[Any] = []
+        try:
+            meta = _MetadataClient(_lookup_config(stack, names), "c", lambda: [stack.bootstrap],
+                                   backend)
+            clients.append(meta)
+            starts, ends = (
+                _OffsetClient(_lookup_config(stack, names, auto_offset_reset=policy), "c",
+                              lambda: [stack.bootstrap], backend)
+                for policy in ("smallest", "largest"))
+            clients += [starts, ends]
+            found[backend] = (meta.leaders({topic}), meta.leaders({topic, other, names("no")}),
+                              starts.resolve(tps), ends.resolve(tps), ends.log_end(tps[:1]))
+        finally:
+            for c in clients:
+                c.close(5)
+    one, several, smallest, largest, log_end = found["confluent"]
+    assert set(one) == set(tps) and all(lead >= 0 for lead in one.values())
+    assert set(several) == {*tps, TopicPartition(other, 0)}
+    assert smallest == dict.fromkeys(tps, 0) and largest == dict.fromkeys(tps, 10)
+    assert log_end == {tps[0]: 10}
+    assert found["kafka-python"] == found["confluent"]
+
+
+def test_a_confluent_connector_builds_no_kafka_python_client(
+    stack: StackInfo, names: Any, topic_factory: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where librdkafka fetches, its lookups are librdkafka's too: bootstrapping kafka-python
+    clients cost every member time at its first rebalance (#38)."""
+    import kafka
+
+    from zkconsumer import create_consumer_connector
+
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, _values(20, 2))
+    made: list[str] = []  # from here on: the connector's
+    for name in ("KafkaConsumer", "KafkaAdminClient"):
+        real = getattr(kafka, name)
+
+        def counted(*args: Any, __real: Any = real, __name: str = name, **kwargs: Any) -> Any:
+            made.append(__name)
+            return __real(*args, **kwargs)
+
+        monkeypatch.setattr(kafka, name, counted)
+    c = create_consumer_connector(ConsumerConfig({
+        "zookeeper.connect": stack.zookeeper, "group.id": names.group,
+        "fetch.backend": "confluent", "auto.offset.reset": "smallest",
+        "auto.commit.enable": False, "consumer.timeout.ms": 20_000,
+    }))
+    try:
+        stream = c.create_message_streams({topic: 1})[topic][0]
+        assert len(_take(stream, 20)) == 20
+    finally:
+        c.shutdown()
+    assert made == []

@@ -166,6 +166,9 @@ def confluent_conf(
         # high watermark. A hanging transaction would stall the partition for as long. Both
         # backends must deliver the same messages.
         "isolation.level": "read_uncommitted",
+        # Said, not left to the default: the lookups' metadata requests name topics that may
+        # be gone, and asking must never make one again (kafka_consumer says why).
+        "allow.auto.create.topics": False,
         "logger": logging.getLogger("zkconsumer.fetcher.librdkafka"),
     }
     for key, value in config.kafka_client_kwargs().items():

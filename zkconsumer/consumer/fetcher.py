@@ -48,8 +48,10 @@ up to the high watermark, those of open and aborted transactions included (trans
 markers, control records, are never handed out), so both deliver the same messages and an
 open transaction never holds a partition back.
 
-Offsets are looked up with one shared kafka-python client (:func:`log_end_offsets` is the only
-way zkconsumer computes a log end), leaders with one shared ``KafkaAdminClient``. Some
+Offsets and leaders are looked up with shared clients of the same library
+(:mod:`~zkconsumer.consumer.fetch_lookups`): with kafka-python, a consumer
+(:func:`log_end_offsets`) and a ``KafkaAdminClient``; with confluent-kafka, a ``Consumer``
+(:func:`~zkconsumer.broker.clients.confluent_list_offsets`, its metadata). Some
 Kafka-protocol brokers that are not Apache Kafka never answer OFFSET_OUT_OF_RANGE for an
 offset past the log end; a fetcher therefore also treats a position above the partition's
 high watermark, seen for ``fetcher_thread.BEYOND_END_CONFIRM_S`` and confirmed by a fresh
@@ -198,14 +200,15 @@ class FetcherManager:
         self._error_lock = threading.Lock()
         self._error: BaseException | None = None
         self.counters = _Stats()
-        self.offset_client = _OffsetClient(config, consumer_id, self._bootstrap)
+        # Decided now, not in a fetcher thread: fetch.backend=confluent given where
+        # confluent-kafka cannot be imported fails here. The lookups use it too.
+        self.library = fetch_library(config)
+        self.offset_client = _OffsetClient(config, consumer_id, self._bootstrap, self.library)
         # The held partitions' log ends (a metric), apart: such a lookup is a fetch the
         # broker may hold at the log end, and the fetcher threads' own lookups never wait on it.
-        self.held_offset_client = _OffsetClient(config, consumer_id, self._bootstrap)
-        self._metadata = _MetadataClient(config, consumer_id, self._bootstrap)
-        # Decided now, not in a fetcher thread: fetch.backend=confluent given where
-        # confluent-kafka cannot be imported fails here.
-        self.library = fetch_library(config)
+        self.held_offset_client = _OffsetClient(config, consumer_id, self._bootstrap,
+                                                self.library)
+        self._metadata = _MetadataClient(config, consumer_id, self._bootstrap, self.library)
 
     # -- public API ------------------------------------------------------------------------
     def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
