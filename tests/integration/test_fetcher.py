@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import subprocess
 import sys
 import threading
 import time
@@ -1132,11 +1133,14 @@ def test_an_unexpected_error_of_the_log_end_helper_is_kept_for_the_user(
 ) -> None:
     """Only a metric, but a programming error is never swallowed: it is kept as any
     background thread's is; the cluster not answering is only retried."""
+    from confluent_kafka import KafkaException
     from kafka.errors import KafkaTimeoutError
 
     fetcher, ends = held_fetcher
     tp = TopicPartition("t", 0)
-    ends.error = KafkaTimeoutError("no answer")
+    # What each library's lookup raises when no answer comes in time.
+    ends.error = (KafkaException("no answer") if fetcher.manager.library == "confluent"
+                  else KafkaTimeoutError("no answer"))
     fetcher._look_up_ends({tp: _hold(tp)})
     assert fetcher.manager.error is None
     ends.error = TypeError("a bug")
@@ -1195,7 +1199,7 @@ def test_the_lookups_of_a_missing_topic_leave_it_out_fail_retriably_and_do_not_m
     error); neither asks the broker (auto.create.topics.enable) to make the topic."""
     from kafka import KafkaAdminClient
 
-    from zkconsumer.consumer.fetch_lookups import _MetadataClient, _OffsetClient, network_errors
+    from zkconsumer.consumer.fetch_lookups import _MetadataClient, _OffsetClient
 
     missing = names("missing")
     config = _lookup_config(stack, names, socket_timeout_ms=3000)
@@ -1203,7 +1207,7 @@ def test_the_lookups_of_a_missing_topic_leave_it_out_fail_retriably_and_do_not_m
     offsets = _OffsetClient(config, "c", lambda: [stack.bootstrap], backend)
     try:
         assert meta.leaders({missing}) == {}
-        with pytest.raises(network_errors()):
+        with pytest.raises(offsets.errors):
             offsets.log_end([TopicPartition(missing, 0)])
         assert offsets._lookups is None  # dropped after the failure
     finally:
@@ -1281,3 +1285,38 @@ def test_a_confluent_connector_builds_no_kafka_python_client(
     finally:
         c.shutdown()
     assert made == []
+
+
+#: A member process: consumes ``n`` messages of a topic with the default configuration, then
+#: says whether kafka-python was ever imported.
+_MEMBER_WITHOUT_KAFKA_PYTHON = """
+import sys
+from zkconsumer import ConsumerConfig, create_consumer_connector
+zk, group, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = create_consumer_connector(ConsumerConfig({
+    "zookeeper.connect": zk, "group.id": group, "auto.offset.reset": "smallest",
+    "consumer.timeout.ms": 20000}))
+try:
+    stream = c.create_message_streams({topic: 1})[topic][0]
+    it = iter(stream)
+    got = [next(it) for _ in range(n)]
+    c.commit_offsets()
+finally:
+    c.shutdown()
+print(len(got), "kafka" in sys.modules)
+"""
+
+
+def test_a_default_member_never_imports_kafka_python(
+    stack: StackInfo, names: Any, topic_factory: Any,
+) -> None:
+    """A member of the default install (confluent-kafka, offsets in ZooKeeper) consumes and
+    commits without loading kafka-python: its import was 0.1 s of CPU in every member's start
+    (a storm of 20 to 50 processes) and in each Spark stream query's reader process (#38)."""
+    topic = topic_factory(names.topic, 2)
+    produce(stack.bootstrap, topic, _values(20, 2))
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMBER_WITHOUT_KAFKA_PYTHON, stack.zookeeper, names.group,
+         topic, "20"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["20", "False"], done.stderr[-2000:]

@@ -81,7 +81,6 @@ from zkconsumer.consumer.fetch_lookups import (
     _MetadataClient,
     _OffsetClient,
     fmt_tps,
-    network_errors,
 )
 from zkconsumer.consumer.fetcher_thread import FetchMetrics, FetchStats, _FetcherThread, _Stats
 from zkconsumer.consumer.partition import PartitionTopicInfo
@@ -132,7 +131,7 @@ class _LeaderFinder(threading.Thread):
         m = self.manager
         backoff_s = m.config.refresh_leader_backoff_ms / 1000.0
         # ValueError: metadata kafka-python cannot decode (e.g. unknown ACL operation bits).
-        retriable: tuple[type[BaseException], ...] = (*network_errors(), ValueError)
+        retriable: tuple[type[BaseException], ...] = (*m._metadata.errors, ValueError)
         try:
             while not self.stopping:
                 with m._lock:
@@ -343,14 +342,13 @@ class FetcherManager:
 
     # -- for the fetcher threads (FetcherHost, all they use) and the lookups (_bootstrap) -------
     def _bootstrap(self) -> list[str]:
-        from kafka.errors import KafkaConnectionError
-
+        # ConnectionError, an OSError: retried by every caller, whichever the library.
         try:
             brokers = list(self._brokers())
         except Exception as e:  # e.g. ZooKeeper unreachable: retried later
-            raise KafkaConnectionError(f"cannot list the brokers: {e!r}") from e
+            raise ConnectionError(f"cannot list the brokers: {e!r}") from e
         if not brokers:
-            raise KafkaConnectionError("no broker is registered in ZooKeeper")
+            raise ConnectionError("no broker is registered in ZooKeeper")
         return brokers
 
     def keep_backend(self, backend: FetchBackend) -> bool:

@@ -18,7 +18,7 @@ from zkconsumer._config import ConsumerConfig
 from zkconsumer._errors import ConsumerShutdownError
 from zkconsumer._types import TopicPartition
 from zkconsumer.broker.backends import FetchBackend, PollResult
-from zkconsumer.consumer.fetch_lookups import _OffsetClient, fmt_tps, network_errors
+from zkconsumer.consumer.fetch_lookups import _OffsetClient, fmt_tps
 from zkconsumer.consumer.partition import INVALID_OFFSET, PartitionTopicInfo
 
 log = logging.getLogger("zkconsumer.fetcher")
@@ -282,7 +282,7 @@ class _FetcherThread(threading.Thread):
             log.debug("%s stopped", self.name)
 
     def _connect(self) -> FetchBackend | None:
-        retriable = network_errors()
+        retriable = self.manager.offset_client.errors
         while not self.stopping:
             try:
                 return self.manager.make_backend()
@@ -498,7 +498,8 @@ class _FetcherThread(threading.Thread):
         refresh; an unexpected error is this thread's, as everywhere."""
         if self.stopping:
             return
-        retriable: tuple[type[BaseException], ...] = (*network_errors(), ConsumerShutdownError)
+        lookups = self.manager.held_offset_client
+        retriable: tuple[type[BaseException], ...] = (*lookups.errors, ConsumerShutdownError)
         try:
             # The broker holds a fetch at the log end for fetch.wait.max.ms: on top of that.
             timeout_ms = self.manager.config.fetch_wait_max_ms + HELD_LOG_END_TIMEOUT_MS
@@ -580,7 +581,7 @@ class _FetcherThread(threading.Thread):
         policy = self.manager.config.auto_offset_reset
         try:
             found = self.manager.offset_client.resolve(list(infos))
-        except network_errors() as e:
+        except self.manager.offset_client.errors as e:
             log.warning(
                 "%s: cannot look up the %s offsets of %s (%s); retrying after a leader lookup",
                 self.name, policy, fmt_tps(infos), e,
@@ -676,7 +677,7 @@ class _FetcherThread(threading.Thread):
             self._beyond_end.pop(tp, None)
         try:
             ends = self.manager.offset_client.log_end(list(suspects))
-        except network_errors() as e:
+        except self.manager.offset_client.errors as e:
             log.debug("%s: log end lookup failed: %s", self.name, e)
             return {}
         return {tp: pos for tp, pos in suspects.items() if tp in ends and pos > ends[tp]}
